@@ -1,0 +1,169 @@
+"""The frames analysis functions take. The database layer and the offline CLI both build them.
+
+results: one row per test result. The parsed-report columns (see RESULT_COLUMNS below) plus
+    `run_id` (int), joining it to `runs`.
+runs: one row per CI job execution, RUN_COLUMNS.
+facts: one row per (test, run cell, day) with additive sums: what daily rollup tables store
+    and what every rollup is computed from. Raw results become facts with `runs == 1`, so the
+    offline CLI and the server share one code path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# One row per test result. Parsers must produce exactly these columns, in this order.
+# Unknown values are None/NaN, never a made-up zero.
+RESULT_COLUMNS: tuple[str, ...] = (
+    "nodeid",  # str: pytest nodeid, or a stable "suite::classname::name" for other dialects
+    "file",  # str | None: source file relative to the repo root where known
+    "classname",  # str | None
+    "function",  # str: test name without the parametrize id
+    "params",  # str | None: the bracket id, "p1-p2" for test_y[p1-p2]
+    "param_values",  # dict[str, str] | None: argname -> id/repr of the value (plugin only)
+    "markers",  # list[str] | None: None = unknown (JUnit), [] = known to have none
+    "outcome",  # one of OUTCOMES
+    "duration_s",  # float (NaN = unknown): all phases of the final attempt together
+    "setup_s",  # float (NaN = unknown)
+    "call_s",  # float (NaN = unknown)
+    "teardown_s",  # float (NaN = unknown)
+    "attempts",  # int >= 1: reruns of the same test collapsed into one result
+    "flaky",  # bool: failed at least once, then passed
+    "peak_rss_mib",  # float (NaN = unknown): peak RSS reached while the test ran
+    "worker",  # str | None: xdist worker id ("gw0")
+    "suite",  # str | None: the enclosing <testsuite> name
+    "message",  # str | None: failure/skip message, truncated by the parser
+)
+OUTCOMES: tuple[str, ...] = ("passed", "failed", "error", "skipped")
+
+RUN_COLUMNS: tuple[str, ...] = (
+    "run_id",  # int
+    "pipeline",  # str | None: groups the jobs of one CI pipeline run
+    "job",  # str
+    "branch",  # str | None
+    "commit",  # str | None
+    "machine",  # str | None: machine type / resource class
+    "started_at",  # datetime64[ns, UTC] | NaT
+    "wall_s",  # float | NaN: the job's wall time including its setup
+    "peak_rss_mib",  # float | NaN: the job's peak memory
+    "xdist_workers",  # int: 1 when tests ran serially
+    "labels",  # dict[str, str]: os, python, cuda...
+    "partial",  # bool: a report behind this run hid rows (durations threshold)
+    "hidden_rows",  # int: rows a durations report said it hid (0 when none/unknown)
+)
+
+FACT_KEY_COLUMNS: tuple[str, ...] = (
+    "nodeid",
+    "file",
+    "classname",
+    "function",
+    "params",
+    "markers",  # tuple[str, ...] | None
+    "job",
+    "machine",
+    "branch",
+    "labels_key",  # str: "os=linux,python=3.11" (sorted), "" when none
+    "day",  # datetime64[ns] at midnight UTC, NaT when the run has no start time
+)
+
+FACT_VALUE_COLUMNS: tuple[str, ...] = (
+    "runs",  # int: results counted
+    "known",  # int: results with a known duration
+    "total_s",  # float: sum of known durations
+    "max_s",  # float: largest known duration (NaN when none)
+    "setup_s",  # float: sum of known setup times (NaN when none known)
+    "call_s",
+    "teardown_s",
+    "failures",  # int: failed or error outcomes
+    "flaky",  # int: flaky results
+    "peak_rss_mib",  # float: max peak RSS (NaN when unknown)
+)
+
+FACT_COLUMNS = FACT_KEY_COLUMNS + FACT_VALUE_COLUMNS
+
+
+def labels_key(labels: dict[str, str] | None) -> str:
+    """Canonical text form of a label set, used as a grouping key."""
+    if not labels:
+        return ""
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+
+
+def parse_labels_key(key: str) -> dict[str, str]:
+    """Inverse of labels_key."""
+    if not key:
+        return {}
+    return dict(part.split("=", 1) for part in key.split(","))
+
+
+def label_values(labels_keys: pd.Series, key: str) -> pd.Series:
+    """The value of one label key for each row of a labels_key column (None when absent)."""
+    uniques = pd.Series(labels_keys.unique())
+    mapping = {u: parse_labels_key(u).get(key) for u in uniques}
+    return labels_keys.map(mapping)
+
+
+def empty_runs() -> pd.DataFrame:
+    """A runs frame with no rows."""
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in RUN_COLUMNS})
+
+
+def _markers_tuple(value: Any) -> tuple[str, ...] | None:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    return tuple(sorted(value))
+
+
+def facts_from_results(results: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Aggregate raw results (joined to their runs) into the additive facts frame."""
+    run_cols = runs[["run_id", "job", "machine", "branch", "labels", "started_at"]].copy()
+    run_cols["labels_key"] = run_cols["labels"].map(labels_key)
+    started = pd.to_datetime(run_cols["started_at"], utc=True, errors="coerce")
+    run_cols["day"] = started.dt.tz_convert(None).dt.normalize()
+    frame = results.merge(run_cols.drop(columns=["labels", "started_at"]), on="run_id")
+    frame["markers"] = frame["markers"].map(_markers_tuple)
+    dur = frame["duration_s"]
+    failed = frame["outcome"].isin(("failed", "error"))
+    values = pd.DataFrame(
+        {
+            "runs": 1,
+            "known": dur.notna().astype("int64"),
+            "total_s": dur.fillna(0.0),
+            "max_s": dur,
+            "setup_s": frame["setup_s"],
+            "call_s": frame["call_s"],
+            "teardown_s": frame["teardown_s"],
+            "failures": failed.astype("int64"),
+            "flaky": frame["flaky"].astype("int64"),
+            "peak_rss_mib": frame["peak_rss_mib"],
+        }
+    )
+    keys = frame[list(FACT_KEY_COLUMNS)].copy()
+    # groupby drops None keys unless told not to; markers=None must survive as "unknown".
+    keys["markers"] = keys["markers"].map(lambda m: m if m is not None else ("\0unknown",))
+    grouped = pd.concat([keys, values], axis=1).groupby(
+        list(FACT_KEY_COLUMNS), dropna=False, sort=False
+    )
+    facts = grouped.agg(
+        runs=("runs", "sum"),
+        known=("known", "sum"),
+        total_s=("total_s", "sum"),
+        max_s=("max_s", "max"),
+        setup_s=("setup_s", "sum"),
+        call_s=("call_s", "sum"),
+        teardown_s=("teardown_s", "sum"),
+        setup_n=("setup_s", "count"),
+        call_n=("call_s", "count"),
+        teardown_n=("teardown_s", "count"),
+        failures=("failures", "sum"),
+        flaky=("flaky", "sum"),
+        peak_rss_mib=("peak_rss_mib", "max"),
+    ).reset_index()
+    facts["markers"] = facts["markers"].map(lambda m: None if m == ("\0unknown",) else m)
+    for phase in ("setup_s", "call_s", "teardown_s"):
+        # A phase nobody reported is unknown, not zero.
+        facts[phase] = facts[phase].where(facts[phase.replace("_s", "_n")] > 0)
+    return facts[list(FACT_COLUMNS)]

@@ -1,0 +1,75 @@
+"""Read report files from disk into analysis frames, for the offline commands."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+import numpy as np
+import pandas as pd
+
+from analysis.frames import RUN_COLUMNS
+from ingest.model import ParsedReport, ReportParseError
+from ingest.parsers import parse_report
+
+
+@dataclass(frozen=True)
+class LocalData:
+    """Results and runs frames built from local files: one file is one run."""
+
+    results: pd.DataFrame
+    runs: pd.DataFrame
+    reports: list[ParsedReport]
+
+
+def read_report_file(path: Path, fmt: str = "auto") -> ParsedReport:
+    """Parse one file, turning every failure into a one-line ClickException (exit 1)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        return parse_report(data, filename=str(path), format=fmt)
+    except ReportParseError as exc:
+        raise click.ClickException(exc.describe()) from exc
+
+
+def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
+    """Parse every file and join them into one results frame and one runs frame."""
+    reports: list[ParsedReport] = []
+    frames: list[pd.DataFrame] = []
+    run_rows: list[dict[str, object]] = []
+    for run_id, raw in enumerate(paths, start=1):
+        path = Path(raw)
+        report = read_report_file(path, fmt)
+        reports.append(report)
+        frame = report.results.copy()
+        frame["run_id"] = run_id
+        frames.append(frame)
+        session = report.session
+        run_rows.append(
+            {
+                "run_id": run_id,
+                "pipeline": "local",
+                "job": path.stem,
+                "branch": None,
+                "commit": None,
+                "machine": None,
+                "started_at": pd.to_datetime(session.started_at, utc=True, errors="coerce")
+                if session.started_at
+                else pd.NaT,
+                "wall_s": session.wall_s if session.wall_s is not None else np.nan,
+                "peak_rss_mib": session.peak_rss_mib
+                if session.peak_rss_mib is not None
+                else np.nan,
+                "xdist_workers": session.xdist_workers or 1,
+                "labels": {},
+                "partial": report.partial,
+                "hidden_rows": report.hidden_rows or 0,
+            }
+        )
+    results = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
+    return LocalData(results=results, runs=runs, reports=reports)
