@@ -1,0 +1,85 @@
+"""Request dependencies: the per-request transaction and token checks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from sqlalchemy import Connection, Engine
+
+from app.db.projects import Project, TokenGrant, get_project, resolve_token
+from app.settings import Settings
+
+TOKEN_COOKIE = "laptime_token"
+
+
+def get_settings(request: Request) -> Settings:
+    """The Settings the app was built with."""
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_conn(request: Request) -> Iterator[Connection]:
+    """One transaction per request: committed when the route returns, rolled back on error."""
+    engine: Engine = request.app.state.engine
+    with engine.begin() as conn:
+        yield conn
+
+
+ConnDep = Annotated[Connection, Depends(get_conn)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+def presented_token(request: Request) -> str | None:
+    """The bearer token of the request, or the dashboard's sign-in cookie."""
+    header = request.headers.get("authorization", "")
+    if header.lower().startswith("bearer "):
+        return header[7:].strip() or None
+    return request.cookies.get(TOKEN_COOKIE) or None
+
+
+def grant_of(request: Request, conn: Connection) -> TokenGrant | None:
+    """Resolve the presented token; a token that is presented but unknown is a 401."""
+    token = presented_token(request)
+    if token is None:
+        return None
+    grant = resolve_token(conn, token)
+    if grant is None:
+        raise HTTPException(status_code=401, detail="invalid or revoked token")
+    return grant
+
+
+def authorize(request: Request, conn: Connection, slug: str, action: str) -> Project:
+    """The project `slug` if the request may do `action` on it; 401/403/404 otherwise."""
+    grant = grant_of(request, conn)
+    project = get_project(conn, slug)
+    if project is None:
+        if grant is None:
+            raise HTTPException(status_code=401, detail="a token is required")
+        raise HTTPException(status_code=404, detail=f"no project {slug!r}")
+    if grant is None:
+        if action == "read" and project.public:
+            return project
+        raise HTTPException(status_code=401, detail="a token is required")
+    if grant.project.id != project.id:
+        raise HTTPException(status_code=403, detail="this token belongs to another project")
+    if not grant.allows(action):
+        raise HTTPException(
+            status_code=403, detail=f"this token's scope ({grant.scope}) does not allow {action}"
+        )
+    return project
+
+
+def read_project(request: Request, conn: ConnDep, slug: str) -> Project:
+    """Dependency: the project in the path, readable by this request."""
+    return authorize(request, conn, slug, "read")
+
+
+def admin_project(request: Request, conn: ConnDep, slug: str) -> Project:
+    """Dependency: the project in the path, administrable by this request."""
+    return authorize(request, conn, slug, "admin")
+
+
+ReadProject = Annotated[Project, Depends(read_project)]
+AdminProject = Annotated[Project, Depends(admin_project)]

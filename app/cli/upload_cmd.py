@@ -1,0 +1,129 @@
+"""`laptime upload`: send report files to a laptime server from a CI job."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from app.client import (
+    UploadError,
+    metadata_from_env,
+    parse_labels,
+    upload_reports,
+    wait_for_upload,
+)
+
+
+def _read_files(paths: tuple[str, ...]) -> list[tuple[str, bytes]]:
+    files: list[tuple[str, bytes]] = []
+    for raw in paths:
+        path = Path(raw)
+        try:
+            files.append((path.name, path.read_bytes()))
+        except OSError as exc:
+            raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return files
+
+
+def _progress_printer() -> Callable[[dict[str, Any]], None]:
+    """A callback printing the upload's status each time it changes."""
+    last: list[str | None] = [None]
+
+    def show(answer: dict[str, Any]) -> None:
+        status = str(answer.get("status"))
+        if status != last[0]:
+            last[0] = status
+            click.echo(f"  status: {status}", err=True)
+
+    return show
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--job", help="Job name (default: from the CI environment or LAPTIME_JOB).")
+@click.option("--machine", help="Machine type or resource class (default: LAPTIME_MACHINE).")
+@click.option("--label", "labels", multiple=True, metavar="K=V", help="A run label; repeatable.")
+@click.option("--commit", help="Commit SHA (default: from the CI environment).")
+@click.option("--branch", help="Branch (default: from the CI environment).")
+@click.option("--pipeline", help="Pipeline run id grouping this job with its siblings.")
+@click.option("--started-at", help="Job start, ISO 8601.")
+@click.option("--wall-s", type=float, help="The job's wall time in seconds, setup included.")
+@click.option("--peak-rss-mib", type=float, help="The job's peak memory in MiB.")
+@click.option("--idempotency-key", help="Default: from pipeline, job and the files' content.")
+@click.option("--url", help="Server URL (default: LAPTIME_URL).")
+@click.option("--token", help="API token with the upload scope (default: LAPTIME_TOKEN).")
+@click.option("--wait", is_flag=True, help="Poll until the server has processed the upload.")
+@click.option("--retries", type=click.IntRange(0, 10), default=4, show_default=True)
+def upload(
+    files: tuple[str, ...],
+    job: str | None,
+    machine: str | None,
+    labels: tuple[str, ...],
+    commit: str | None,
+    branch: str | None,
+    pipeline: str | None,
+    started_at: str | None,
+    wall_s: float | None,
+    peak_rss_mib: float | None,
+    idempotency_key: str | None,
+    url: str | None,
+    token: str | None,
+    wait: bool,
+    retries: int,
+) -> None:
+    """Upload test reports (JUnit XML, --durations text, laptime JSON) as one CI job's run."""
+    env = os.environ
+    url = url or env.get("LAPTIME_URL")
+    token = token or env.get("LAPTIME_TOKEN")
+    if not url:
+        raise click.ClickException("no server: pass --url or set LAPTIME_URL")
+    if not token:
+        raise click.ClickException("no token: pass --token or set LAPTIME_TOKEN")
+    try:
+        extra_labels = parse_labels(labels)
+        base = metadata_from_env(env)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    metadata = replace(
+        base,
+        commit=commit or base.commit,
+        branch=branch or base.branch,
+        pipeline=pipeline or base.pipeline,
+        job=job or base.job,
+        machine=machine or base.machine,
+        labels={**base.labels, **extra_labels},
+        started_at=started_at,
+        wall_s=wall_s,
+        peak_rss_mib=peak_rss_mib,
+        idempotency_key=idempotency_key,
+    )
+    payload = _read_files(files)
+    try:
+        answer = upload_reports(payload, url=url, token=token, metadata=metadata, retries=retries)
+    except UploadError as exc:
+        raise click.ClickException(exc.message) from exc
+    duplicate = " (already uploaded)" if answer.get("duplicate") else ""
+    click.echo(f"upload {answer.get('id')}: {answer.get('status')}{duplicate} {answer.get('url')}")
+    if not wait:
+        return
+    upload_id = answer.get("id")
+    if upload_id is None:
+        raise click.ClickException("server answer has no upload id to wait for")
+    try:
+        final = wait_for_upload(url, upload_id, token=token, on_status=_progress_printer())
+    except UploadError as exc:
+        raise click.ClickException(exc.message) from exc
+    for warning in final.get("warnings") or []:
+        click.echo(f"warning: {warning}", err=True)
+    if final.get("status") == "failed":
+        code = final.get("error_code") or "failed"
+        detail = final.get("error_detail") or "no detail"
+        raise click.ClickException(f"upload {upload_id} failed: [{code}] {detail}")
+    counts = final.get("counts") or {}
+    shown = ", ".join(f"{key}={value}" for key, value in sorted(counts.items()))
+    click.echo(f"upload {upload_id}: done" + (f" ({shown})" if shown else ""))

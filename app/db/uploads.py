@@ -1,0 +1,197 @@
+"""Upload rows: the raw reports, committed before the API answers, and their status."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from app.db.projects import Project
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+@dataclass(frozen=True)
+class IncomingFile:
+    """One report file as received."""
+
+    filename: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class UploadReceipt:
+    """The answer to an upload: its id and whether it repeated an earlier one."""
+
+    id: int
+    status: str
+    duplicate: bool
+
+
+def content_digest(data: bytes, *, max_bytes: int) -> bytes:
+    """SHA-256 of the report's decompressed content, so gzip settings do not hide a repeat.
+
+    A member that inflates past max_bytes is hashed as sent; the worker then rejects it with
+    a precise error instead of the API holding a bomb in memory.
+    """
+    if not data.startswith(GZIP_MAGIC):
+        return hashlib.sha256(data).digest()
+    digest = hashlib.sha256()
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    seen = 0
+    try:
+        chunk = inflater.decompress(data, 1 << 20)
+        while chunk:
+            seen += len(chunk)
+            if seen > max_bytes:
+                return hashlib.sha256(data).digest()
+            digest.update(chunk)
+            chunk = inflater.decompress(inflater.unconsumed_tail, 1 << 20)
+    except zlib.error:
+        return hashlib.sha256(data).digest()
+    return digest.digest()
+
+
+def insert_upload(
+    conn: Connection,
+    project: Project,
+    files: list[IncomingFile],
+    metadata: dict[str, Any],
+    *,
+    idempotency_key: str | None,
+    max_report_bytes: int,
+) -> UploadReceipt:
+    """Store the raw files and queue them, or return the earlier upload they repeat."""
+    job = str(metadata.get("job") or "")
+    digests = [content_digest(f.data, max_bytes=max_report_bytes) for f in files]
+    content_hash = hashlib.sha256(b"".join(sorted(digests))).digest()
+    existing = _find_existing(conn, project.id, idempotency_key, job, content_hash)
+    if existing is not None:
+        return existing
+    row = conn.execute(
+        text(
+            """
+            INSERT INTO upload (project_id, metadata, job, content_hash, idempotency_key,
+                size_bytes)
+            VALUES (:p, CAST(:m AS jsonb), :j, :h, :k, :n)
+            ON CONFLICT DO NOTHING RETURNING id
+            """
+        ),
+        {
+            "p": project.id,
+            "m": json.dumps(metadata),
+            "j": job,
+            "h": content_hash,
+            "k": idempotency_key,
+            "n": sum(len(f.data) for f in files),
+        },
+    ).first()
+    if row is None:
+        # A concurrent identical upload won the race; answer with it.
+        raced = _find_existing(conn, project.id, idempotency_key, job, content_hash)
+        assert raced is not None
+        return raced
+    upload_id = int(row[0])
+    conn.execute(
+        text(
+            "INSERT INTO upload_file (upload_id, position, filename, raw_gzip, size_bytes) "
+            "VALUES (:u, :i, :f, :r, :n)"
+        ),
+        [
+            {
+                "u": upload_id,
+                "i": i,
+                "f": f.filename,
+                "r": f.data if f.data.startswith(GZIP_MAGIC) else gzip.compress(f.data, 1),
+                "n": len(f.data),
+            }
+            for i, f in enumerate(files)
+        ],
+    )
+    conn.execute(text("SELECT pg_notify('laptime_uploads', :u)"), {"u": str(upload_id)})
+    return UploadReceipt(id=upload_id, status="queued", duplicate=False)
+
+
+def _find_existing(
+    conn: Connection, project_id: int, key: str | None, job: str, content_hash: bytes
+) -> UploadReceipt | None:
+    row = conn.execute(
+        text(
+            """
+            SELECT id, status FROM upload
+            WHERE project_id = :p AND ((CAST(:k AS text) IS NOT NULL AND idempotency_key = :k)
+                OR (job = :j AND content_hash = :h))
+            ORDER BY id LIMIT 1
+            """
+        ),
+        {"p": project_id, "k": key, "j": job, "h": content_hash},
+    ).first()
+    return UploadReceipt(id=int(row[0]), status=row[1], duplicate=True) if row else None
+
+
+def get_upload(conn: Connection, upload_id: int) -> dict[str, Any] | None:
+    """The status document of one upload (what GET /api/v1/uploads/{id} answers)."""
+    row = (
+        conn.execute(
+            text(
+                """
+            SELECT u.id, u.project_id, u.status, u.counts, u.warnings, u.error_code,
+                u.error_detail, u.created_at, u.finished_at, u.run_id, u.metadata,
+                (SELECT count(*) FROM upload_attempt a WHERE a.upload_id = u.id) AS attempts,
+                (SELECT json_agg(json_build_object('filename', f.filename,
+                    'size_bytes', f.size_bytes) ORDER BY f.position)
+                 FROM upload_file f WHERE f.upload_id = u.id) AS files
+            FROM upload u WHERE u.id = :u
+            """
+            ),
+            {"u": upload_id},
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        return None
+    status = row["status"]
+    if status == "queued" and row["attempts"] > 0:
+        status = "processing"
+    return {
+        "id": row["id"],
+        "project_id": row["project_id"],
+        "status": status,
+        "counts": row["counts"],
+        "warnings": row["warnings"],
+        "error_code": row["error_code"],
+        "error_detail": row["error_detail"],
+        "attempts": row["attempts"],
+        "created_at": row["created_at"].isoformat(),
+        "finished_at": row["finished_at"].isoformat() if row["finished_at"] else None,
+        "run_id": row["run_id"],
+        "metadata": row["metadata"],
+        "files": row["files"] or [],
+    }
+
+
+def recent_uploads(conn: Connection, project_id: int, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The latest uploads of a project, newest first."""
+    rows = conn.execute(
+        text(
+            """
+            SELECT id, status, job, error_code, error_detail, created_at, finished_at, counts
+            FROM upload WHERE project_id = :p ORDER BY id DESC LIMIT :n
+            """
+        ),
+        {"p": project_id, "n": limit},
+    ).mappings()
+    return [
+        {
+            **dict(r),
+            "created_at": r["created_at"].isoformat(),
+            "finished_at": r["finished_at"].isoformat() if r["finished_at"] else None,
+        }
+        for r in rows
+    ]

@@ -1,0 +1,37 @@
+"""The one Settings object, read from the environment by each entry point and passed down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_home() -> Path:
+    """Per-user data directory used when LAPTIME_HOME is unset."""
+    return Path.home() / ".local" / "share" / "laptime"
+
+
+class Settings(BaseSettings):
+    """Service configuration. DATABASE_URL unset means an embedded Postgres under `home`."""
+
+    model_config = SettingsConfigDict(env_prefix="LAPTIME_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None, validation_alias=AliasChoices("DATABASE_URL", "LAPTIME_DATABASE_URL")
+    )
+    home: Path = Field(default_factory=default_home)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    # Upload limits: the compressed request and each report once decompressed.
+    max_upload_bytes: int = 50 * 1024 * 1024
+    max_report_bytes: int = 500 * 1024 * 1024
+    # A poison upload (crashes the worker every time) fails after this many claims.
+    max_attempts: int = 3
+    worker_poll_s: float = 5.0
+
+    @property
+    def pgdata(self) -> Path:
+        """Where the embedded server keeps its data."""
+        return self.home / "pgdata"

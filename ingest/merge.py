@@ -1,0 +1,91 @@
+"""Merge the reports of one CI job into one results frame (pure).
+
+A job may upload a JUnit file and a `--durations` log together: outcomes come from JUnit (or
+laptime JSON), per-phase times from the durations report. Identity is the nodeid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ingest.model import ParsedReport, SessionInfo, empty_results
+
+PHASES = ("setup_s", "call_s", "teardown_s")
+
+
+@dataclass(frozen=True)
+class MergedRun:
+    """The results of one job and what the merge learned about them."""
+
+    results: pd.DataFrame
+    session: SessionInfo
+    warnings: list[str] = field(default_factory=list)
+    partial: bool = False
+    hidden_rows: int = 0
+
+
+def merge_reports(reports: list[ParsedReport]) -> MergedRun:
+    """Combine reports of one job: outcome reports first, durations fill in the phases."""
+    warnings = [w for r in reports for w in r.warnings]
+    outcome_frames = [r.results for r in reports if r.format != "durations"]
+    duration_frames = [r.results for r in reports if r.format == "durations"]
+    base = _concat(outcome_frames)
+    timings = _concat(duration_frames)
+    if base.empty:
+        merged = timings
+    elif timings.empty:
+        merged = base
+    else:
+        merged = _fill_phases(base, timings)
+    before = len(merged)
+    merged = merged.drop_duplicates(subset="nodeid", keep="first").reset_index(drop=True)
+    if len(merged) < before:
+        warnings.append(
+            f"{before - len(merged)} results repeated a nodeid already in this job; kept the first"
+        )
+    session = _first_session(reports)
+    return MergedRun(
+        results=merged,
+        session=session,
+        warnings=warnings,
+        partial=any(r.partial for r in reports),
+        hidden_rows=sum(r.hidden_rows or 0 for r in reports),
+    )
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return empty_results()
+    if len(frames) == 1:
+        return frames[0]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _fill_phases(base: pd.DataFrame, timings: pd.DataFrame) -> pd.DataFrame:
+    timings = timings.drop_duplicates(subset="nodeid", keep="first").set_index("nodeid")
+    merged = base.copy()
+    for phase in (*PHASES, "duration_s"):
+        from_timings = merged["nodeid"].map(timings[phase])
+        merged[phase] = merged[phase].where(merged[phase].notna(), from_timings)
+    # Tests the durations report saw but the outcome report did not (e.g. a crashed xdist
+    # worker) are kept: their time was spent.
+    extra = timings.loc[~timings.index.isin(merged["nodeid"])].reset_index()
+    if not extra.empty:
+        merged = pd.concat([merged, extra[merged.columns]], ignore_index=True)
+    known_phases = merged[list(PHASES)].notna().any(axis=1)
+    phase_sum = merged[list(PHASES)].sum(axis=1, min_count=1)
+    merged["duration_s"] = np.where(
+        merged["duration_s"].isna() & known_phases, phase_sum, merged["duration_s"]
+    )
+    return merged
+
+
+def _first_session(reports: list[ParsedReport]) -> SessionInfo:
+    for report in reports:
+        if report.format == "laptime-json":
+            return report.session
+    return reports[0].session if reports else SessionInfo()

@@ -1,0 +1,155 @@
+"""The store against a real Postgres: rows, test dictionary, rollups."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+import psycopg
+import pytest
+from sqlalchemy import Engine, text
+
+from ingest.merge import MergedRun, merge_reports
+from ingest.model import ParsedReport, results_frame
+from ingest.store import RunMetadata, compute_test_ids, store_run
+from tests.conftest import Database, ProjectFixture
+
+
+def _report(fmt: str = "junit", **columns: Any) -> ParsedReport:
+    return ParsedReport(format=fmt, results=results_frame(columns))  # type: ignore[arg-type]
+
+
+def _store(database: Database, project: ProjectFixture, merged: MergedRun, **meta: Any) -> int:
+    with psycopg.connect(database.dsn) as conn:
+        conn.execute(
+            "INSERT INTO upload (project_id, content_hash) VALUES (%s, %s) RETURNING id",
+            (project.id, str(meta).encode() + bytes(str(datetime.now()), "ascii")),
+        )
+        upload_id = conn.execute("SELECT max(id) FROM upload").fetchone()[0]  # type: ignore[index]
+        stored = store_run(
+            conn,
+            project_id=project.id,
+            upload_id=upload_id,
+            meta=RunMetadata(
+                job=meta.get("job", "unit"),
+                started_at=meta.get("started_at", datetime(2026, 11, 30, 12, tzinfo=UTC)),
+                labels=meta.get("labels", {}),
+            ),
+            merged=merged,
+        )
+        conn.commit()
+    return stored.run_id
+
+
+def test_ids_are_deterministic_per_project() -> None:
+    nodeids = pd.Series(["a.py::t", "b.py::u", "a.py::t"])
+    first = compute_test_ids(1, nodeids)
+    assert first[0] == first[2]
+    assert first[0] != first[1]
+    assert (first >= 0).all()
+    assert list(compute_test_ids(1, nodeids)) == list(first)
+    assert compute_test_ids(2, nodeids)[0] != first[0]
+    # Pinned: ids are persisted, so a change of hash would split every test's history.
+    assert int(compute_test_ids(1, pd.Series(["tests/test_x.py::test_y"]))[0]) == (
+        5240747452821934928
+    )
+
+
+def test_store_writes_results_tests_and_rollups(
+    database: Database, engine: Engine, project: ProjectFixture
+) -> None:
+    report = _report(
+        nodeid=["t.py::a", "t.py::b[1]", "u.py::c"],
+        file=["t.py", "t.py", "u.py"],
+        function=["a", "b", "c"],
+        params=[None, "1", None],
+        outcome=["passed", "failed", "passed"],
+        duration_s=[1.5, 2.0, None],
+        markers=[["slow"], [], None],
+        message=[None, 'boom, "quoted"\nsecond line', None],
+    )
+    run_id = _store(database, project, merge_reports([report]))
+    _store(database, project, merge_reports([report]))
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT count(*), sum(duration_s) FROM test_result WHERE run_id = :r"),
+            {"r": run_id},
+        ).one()
+        assert rows == (3, 3.5)
+        message = conn.execute(
+            text("SELECT message FROM test_result WHERE run_id = :r AND outcome = 'failed'"),
+            {"r": run_id},
+        ).scalar_one()
+        assert message == 'boom, "quoted"\nsecond line'
+        cases = conn.execute(
+            text("SELECT nodeid, markers FROM test_case WHERE project_id = :p ORDER BY nodeid"),
+            {"p": project.id},
+        ).all()
+        assert [c[0] for c in cases] == ["t.py::a", "t.py::b[1]", "u.py::c"]
+        assert cases[0][1] == ["slow"] and cases[1][1] == [] and cases[2][1] is None
+        rollup = conn.execute(
+            text(
+                "SELECT sum(runs), sum(known), sum(total_s), sum(failures) FROM rollup_daily "
+                "WHERE project_id = :p"
+            ),
+            {"p": project.id},
+        ).one()
+        assert rollup == (6, 4, 7.0, 2)
+        files = conn.execute(
+            text(
+                "SELECT file, runs, total_s FROM rollup_file_daily WHERE project_id = :p "
+                "ORDER BY file"
+            ),
+            {"p": project.id},
+        ).all()
+        assert files == [("t.py", 4, 7.0), ("u.py", 2, 0.0)]
+        run = conn.execute(
+            text("SELECT test_s, tests, missing, day FROM run WHERE id = :r"), {"r": run_id}
+        ).one()
+        assert run[:3] == (3.5, 3, 1)
+        assert str(run[3]) == "2026-11-30"
+
+
+def test_junit_and_durations_of_one_job_merge() -> None:
+    junit = _report(
+        nodeid=["t.py::a", "t.py::b"],
+        function=["a", "b"],
+        outcome=["failed", "passed"],
+        duration_s=[None, 0.5],
+    )
+    durations = _report(
+        "durations",
+        nodeid=["t.py::a", "t.py::z"],
+        function=["a", "z"],
+        outcome=["passed", "passed"],
+        setup_s=[1.0, None],
+        call_s=[2.0, 4.0],
+        duration_s=[3.0, 4.0],
+    )
+    merged = merge_reports([junit, durations]).results.set_index("nodeid")
+    assert merged.loc["t.py::a", "outcome"] == "failed"  # outcome from JUnit
+    assert merged.loc["t.py::a", "setup_s"] == 1.0  # phases from durations
+    assert merged.loc["t.py::a", "duration_s"] == 3.0
+    assert merged.loc["t.py::b", "duration_s"] == 0.5
+    assert merged.loc["t.py::z", "call_s"] == 4.0  # only in durations: kept
+    assert len(merged) == 3
+
+
+@pytest.mark.parametrize("days", [2])
+def test_partitions_per_day(
+    database: Database, engine: Engine, project: ProjectFixture, days: int
+) -> None:
+    report = _report(nodeid=["p.py::x"], function=["x"], outcome=["passed"], duration_s=[1.0])
+    for d in range(days):
+        _store(
+            database,
+            project,
+            merge_reports([report]),
+            started_at=datetime(2026, 10, 1 + d, 9, tzinfo=UTC),
+        )
+    with engine.connect() as conn:
+        names = conn.execute(
+            text("SELECT to_regclass('test_result_20261001'), to_regclass('test_result_20261002')")
+        ).one()
+    assert all(names)
