@@ -235,7 +235,9 @@ def _pg_array(values: pd.Series) -> pd.Series:
         return "{" + ",".join(quoted) + "}"
 
     # Few distinct marker sets exist, so render each once.
-    as_key = values.map(lambda v: None if v is None else tuple(v) if not isinstance(v, float) else None)
+    as_key = values.map(
+        lambda v: None if v is None else tuple(v) if not isinstance(v, float) else None
+    )
     uniques = {k: render(k) for k in as_key.dropna().unique()}
     return as_key.map(uniques)
 

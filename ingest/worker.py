@@ -28,6 +28,8 @@ from ingest.store import RunMetadata, store_run
 log = logging.getLogger("laptime.worker")
 
 CHANNEL = "laptime_uploads"
+# Set only by the crash-recovery test: the worker blocks just before committing an ingest.
+FAULT_HANG_ENV = "LAPTIME_FAULT_HANG_BEFORE_COMMIT"
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,9 @@ def process_next(
             return int(upload_id)
         merged = merge_reports(reports)
         meta = metadata_from_json(metadata, job or "default")
-        stored = store_run(conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged)
+        stored = store_run(
+            conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged
+        )
         counts = {
             "results": stored.results,
             "new_tests": stored.new_tests,
@@ -114,7 +118,13 @@ def process_next(
                 attempts = %s, finished_at = now(), error_code = NULL, error_detail = NULL
             WHERE id = %s
             """,
-            (stored.run_id, json.dumps(counts), json.dumps(merged.warnings[:200]), attempts, upload_id),
+            (
+                stored.run_id,
+                json.dumps(counts),
+                json.dumps(merged.warnings[:200]),
+                attempts,
+                upload_id,
+            ),
         )
     return int(upload_id)
 

@@ -91,6 +91,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# The live server's workers refuse reports that inflate past this, so bomb tests stay small.
+TEST_MAX_REPORT_BYTES = 64 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class LiveServer:
     """A real uvicorn server (with an in-process worker) on loopback."""
@@ -103,6 +107,7 @@ class LiveServer:
 def live_server(database: Database, engine: Engine) -> Iterator[LiveServer]:
     """Serve the real app over HTTP for the whole session."""
     import uvicorn
+    from ingest.parsers.limits import ParseLimits
 
     from app.api.app import create_app
     from app.settings import Settings
@@ -111,14 +116,27 @@ def live_server(database: Database, engine: Engine) -> Iterator[LiveServer]:
     settings = Settings(home=database.home, database_url=database.url, worker_poll_s=0.5)
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(create_app(settings, engine), host="127.0.0.1", port=port, log_level="warning")
+        uvicorn.Config(
+            create_app(settings, engine), host="127.0.0.1", port=port, log_level="warning"
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     stop = threading.Event()
     worker = threading.Thread(
         target=run_worker,
-        args=(database.dsn, WorkerConfig(poll_s=0.5, name=f"test-{os.getpid()}"), stop),
+        args=(
+            database.dsn,
+            WorkerConfig(
+                poll_s=0.5,
+                name=f"test-{os.getpid()}",
+                limits=ParseLimits(
+                    max_compressed_bytes=settings.max_upload_bytes,
+                    max_decompressed_bytes=TEST_MAX_REPORT_BYTES,
+                ),
+            ),
+            stop,
+        ),
         daemon=True,
     )
     worker.start()

@@ -30,7 +30,9 @@ def _float_field(name: str, raw: str | None) -> float | None:
     try:
         value = float(raw)
     except ValueError:
-        raise HTTPException(status_code=422, detail=f"{name} must be a number, got {raw!r}") from None
+        raise HTTPException(
+            status_code=422, detail=f"{name} must be a number, got {raw!r}"
+        ) from None
     if value < 0:
         raise HTTPException(status_code=422, detail=f"{name} must not be negative")
     return value

@@ -45,9 +45,12 @@ def _system_server(pgdata: Path) -> Iterator[str]:
             check=True,
             capture_output=True,
         )
-    started = subprocess.run(
-        [str(bin_dir / "pg_ctl"), "-D", str(pgdata), "status"], capture_output=True
-    ).returncode != 0
+    started = (
+        subprocess.run(
+            [str(bin_dir / "pg_ctl"), "-D", str(pgdata), "status"], capture_output=True
+        ).returncode
+        != 0
+    )
     if started:
         subprocess.run(
             [
@@ -88,7 +91,7 @@ def database_url(settings: Settings) -> Iterator[str]:
         with _system_server(pgdata) as url:
             yield url
         return
-    server: Any = pgserver.get_server(pgdata, cleanup_mode="stop")
+    server: Any = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     try:
         yield to_sqlalchemy_url(server.get_uri())
     finally:
@@ -106,4 +109,3 @@ def to_sqlalchemy_url(url: str) -> str:
 def libpq_url(url: str) -> str:
     """The inverse of to_sqlalchemy_url, for psycopg.connect()."""
     return url.replace("postgresql+psycopg://", "postgresql://", 1)
-

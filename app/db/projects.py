@@ -100,8 +100,7 @@ def create_token(conn: Connection, project: Project, scope: str) -> str:
     token = f"lt_{scope}_{secrets.token_urlsafe(32)}"
     conn.execute(
         text(
-            "INSERT INTO api_token (project_id, scope, token_hash, prefix) "
-            "VALUES (:p, :s, :h, :x)"
+            "INSERT INTO api_token (project_id, scope, token_hash, prefix) VALUES (:p, :s, :h, :x)"
         ),
         {"p": project.id, "s": scope, "h": hash_token(token), "x": token[:12]},
     )
@@ -123,7 +122,9 @@ def resolve_token(conn: Connection, token: str) -> TokenGrant | None:
     return TokenGrant(project=Project(*row[1:]), scope=row[0])
 
 
-def set_catalogue(conn: Connection, project: Project, name: str | None, toml_text: str | None) -> None:
+def set_catalogue(
+    conn: Connection, project: Project, name: str | None, toml_text: str | None
+) -> None:
     """Store which machine catalogue a project uses, and its own catalogue text if any."""
     conn.execute(
         text("UPDATE project SET catalogue = :c, catalogue_toml = :t WHERE id = :p"),

@@ -2,54 +2,37 @@
 
 from __future__ import annotations
 
-import fnmatch
 import json
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection, text
 
+from analysis.filters import Filters, filter_facts
 from analysis.frames import FACT_COLUMNS, RUN_COLUMNS, parse_labels_key
 
 
-@dataclass(frozen=True)
-class Filters:
-    """The filters every query accepts (they live in URLs, so they are plain values)."""
-
-    days: int = 30
-    until: date | None = None
-    branch: str | None = None
-    job: str | None = None
-    labels: dict[str, str] = field(default_factory=dict)
-    marker: str | None = None
-    file_glob: str | None = None
-
-    @property
-    def window(self) -> tuple[date, date]:
-        """Inclusive first and last day."""
-        last = self.until or datetime.now(UTC).date()
-        return last - timedelta(days=self.days - 1), last
-
-
 def _cell_where(filters: Filters, alias: str = "") -> tuple[str, dict[str, Any]]:
+    """SQL for the run-level filters; test-level ones (markers, files) apply in pandas."""
     prefix = f"{alias}." if alias else ""
-    first, last = filters.window
-    clauses = [f"{prefix}project_id = :project", f"{prefix}day BETWEEN :first AND :last"]
-    params: dict[str, Any] = {"first": first, "last": last}
-    if filters.branch is not None:
-        clauses.append(f"{prefix}branch = :branch")
-        params["branch"] = filters.branch
-    if filters.job is not None:
-        clauses.append(f"{prefix}job = :job")
-        params["job"] = filters.job
-    for i, (key, value) in enumerate(sorted(filters.labels.items())):
-        # labels_key is "k=v,k2=v2" sorted; match one pair exactly.
-        clauses.append(
-            f"(',' || {prefix}labels_key || ',') LIKE :label{i}"
-        )
-        params[f"label{i}"] = f"%,{key}={value},%"
+    clauses = [f"{prefix}project_id = :project"]
+    params: dict[str, Any] = {}
+    if filters.since is not None:
+        clauses.append(f"{prefix}day >= :since")
+        params["since"] = filters.since
+    if filters.until is not None:
+        clauses.append(f"{prefix}day <= :until")
+        params["until"] = filters.until
+    if filters.branches:
+        clauses.append(f"{prefix}branch = ANY(:branches)")
+        params["branches"] = list(filters.branches)
+    if filters.jobs:
+        clauses.append(f"{prefix}job = ANY(:jobs)")
+        params["jobs"] = list(filters.jobs)
+    for i, (key, values) in enumerate(sorted(filters.labels.items())):
+        # labels_key is "k=v,k2=v2" sorted; a run matches when one of the pairs is present.
+        clauses.append(f"(',' || {prefix}labels_key || ',') LIKE ANY(:label{i})")
+        params[f"label{i}"] = [f"%,{key}={value},%" for value in values]
     return " AND ".join(clauses), params
 
 
@@ -69,16 +52,18 @@ def test_dictionary(conn: Connection, project_id: int) -> pd.DataFrame:
     return frame.set_index("test_id")
 
 
-def _apply_test_filters(frame: pd.DataFrame, filters: Filters) -> pd.DataFrame:
-    if filters.marker is not None:
-        marker = filters.marker
-        frame = frame[frame["markers"].map(lambda m: m is not None and marker in m)]
-    if filters.file_glob is not None:
-        pattern = filters.file_glob
-        files = frame["file"].dropna().unique()
-        keep = {f for f in files if fnmatch.fnmatch(f, pattern)}
-        frame = frame[frame["file"].isin(keep)]
-    return frame
+def _tests(conn: Connection, project_id: int, filters: Filters) -> pd.DataFrame:
+    """The test dictionary narrowed by the test-level filters (markers, file globs)."""
+    tests = test_dictionary(conn, project_id)
+    if not filters.test_level:
+        return tests
+    probe = tests.copy()
+    probe["day"] = pd.NaT
+    probe["labels_key"] = ""
+    only_tests = Filters(
+        markers=filters.markers, exclude_markers=filters.exclude_markers, files=filters.files
+    )
+    return tests.loc[filter_facts(probe, only_tests).index]
 
 
 def load_facts(
@@ -103,8 +88,7 @@ def load_facts(
         conn,
         params=params,
     )
-    tests = _apply_test_filters(test_dictionary(conn, project_id), filters)
-    facts = sums.join(tests, on="test_id", how="inner")
+    facts = sums.join(_tests(conn, project_id, filters), on="test_id", how="inner")
     for col in ("job", "machine", "branch", "labels_key"):
         if col not in facts:
             facts[col] = None
@@ -162,8 +146,7 @@ def load_results(
         conn,
         params=params,
     )
-    tests = _apply_test_filters(test_dictionary(conn, project_id), filters)
-    joined = frame.join(tests, on="test_id", how="inner")
+    joined = frame.join(_tests(conn, project_id, filters), on="test_id", how="inner")
     joined["suite"] = None
     joined["markers"] = joined["markers"].map(lambda m: list(m) if m is not None else None)
     return joined.reset_index(drop=True)

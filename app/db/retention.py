@@ -54,5 +54,8 @@ def prune_before(conn: Connection, cutoff: date, *, dry_run: bool = False) -> Pr
         )
         conn.execute(text("DELETE FROM run WHERE day < :c"), {"c": cutoff})
     return PruneReport(
-        partitions=doomed, runs=found["runs"], rollup_rows=found["rollups"], uploads=found["uploads"]
+        partitions=doomed,
+        runs=found["runs"],
+        rollup_rows=found["rollups"],
+        uploads=found["uploads"],
     )

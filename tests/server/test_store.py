@@ -87,7 +87,9 @@ def test_store_writes_results_tests_and_rollups(
             {"p": project.id},
         ).all()
         assert [c[0] for c in cases] == ["t.py::a", "t.py::b[1]", "u.py::c"]
-        assert cases[0][1] == ["slow"] and cases[1][1] == [] and cases[2][1] is None
+        assert cases[0][1] == ["slow"]
+        assert cases[1][1] == []
+        assert cases[2][1] is None
         rollup = conn.execute(
             text(
                 "SELECT sum(runs), sum(known), sum(total_s), sum(failures) FROM rollup_daily "

@@ -1,0 +1,78 @@
+"""What the API and the dashboard read for a project: queries in, analysis results out.
+
+Both edges call these functions, so a number on a page and in the API cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+from sqlalchemy import Connection
+
+from analysis.filters import Filters
+from analysis.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
+from analysis.rollups import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, rollup
+from app.db.queries import load_facts, load_runs
+
+# Which rollup-table columns a dimension needs kept apart.
+_CELL_COLUMN = {"job": "job", "machine": "machine", "branch": "branch"}
+
+
+def window_filters(days: int | None, **kwargs: object) -> Filters:
+    """Filters with a default window of the last `days` days (None keeps all history)."""
+    if days is not None and kwargs.get("since") is None:
+        until = kwargs.get("until") or datetime.now(UTC).date()
+        kwargs["since"] = until - timedelta(days=days - 1)  # type: ignore[operator]
+    return Filters(**kwargs)  # type: ignore[arg-type]
+
+
+def split_columns(*dimensions: str | None) -> tuple[str, ...]:
+    """The cell columns the facts must keep to answer rollups by these dimensions."""
+    wanted: list[str] = []
+    for dim in dimensions:
+        if dim is None:
+            continue
+        if dim.startswith(LABEL_PREFIX):
+            wanted.append("labels_key")
+        elif dim in _CELL_COLUMN:
+            wanted.append(_CELL_COLUMN[dim])
+    return tuple(dict.fromkeys(wanted))
+
+
+def project_rollup(
+    conn: Connection,
+    project_id: int,
+    filters: Filters,
+    *,
+    by: str,
+    within: str | None = None,
+    sort: str = "total_s",
+    descending: bool = True,
+    limit: int | None = None,
+) -> Rollup:
+    """A rollup over the daily rollup tables."""
+    parent = within if within is not None else DEFAULT_WITHIN.get(by)
+    facts = load_facts(conn, project_id, filters, split_by=split_columns(by, parent))
+    runs = load_runs(conn, project_id, filters)
+    return rollup(
+        facts, by, within=within, sort=sort, descending=descending, limit=limit, runs=runs
+    )
+
+
+@dataclass(frozen=True)
+class PipelineReport:
+    """Pipelines, jobs and the daily trend of one window."""
+
+    pipelines: PipelineSummary
+    jobs: pd.DataFrame
+    trend: pd.DataFrame
+
+
+def project_pipelines(conn: Connection, project_id: int, filters: Filters) -> PipelineReport:
+    """Developer wait and machine time per pipeline, per job, and per day."""
+    runs = load_runs(conn, project_id, filters)
+    return PipelineReport(
+        pipelines=pipeline_summary(runs), jobs=job_summary(runs), trend=daily_trend(runs)
+    )

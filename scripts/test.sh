@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Install what the tests need (venv, the package with its test extra, Debian's chromium) and
+# run every check: ruff, mypy, import contracts, then the test suite on 2 processes.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+started=$(date +%s)
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "install"
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv || exit 1
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+.venv/bin/python -m pip install -q -e '.[test]' || { echo "summary: install failed"; exit 1; }
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
+            >/tmp/laptime-apt.log 2>&1 || echo "warning: chromium install failed (see /tmp/laptime-apt.log)"
+    else
+        echo "warning: chromium is not installed and this is not root; browser tests will fail"
+    fi
+fi
+
+lint_status=0
+step "ruff"
+.venv/bin/ruff check . || lint_status=1
+.venv/bin/ruff format --check . || lint_status=1
+step "mypy"
+.venv/bin/mypy || lint_status=1
+step "import contracts"
+.venv/bin/lint-imports || lint_status=1
+
+step "pytest"
+report=$(mktemp --suffix=.xml)
+.venv/bin/python -m pytest -n 2 -q --junitxml="$report" "$@"
+test_status=$?
+if [ "$test_status" = 5 ]; then
+    echo "pytest collected no tests"
+fi
+
+counts=$(.venv/bin/python - "$report" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+
+root = ET.parse(sys.argv[1]).getroot()
+suites = [root] if root.tag == "testsuite" else list(root)
+total = sum(int(s.get("tests", 0)) for s in suites)
+failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+skipped = sum(int(s.get("skipped", 0)) for s in suites)
+print(f"{total - failed - skipped} passed, {failed} failed, {skipped} skipped")
+PY
+) || counts="0 passed, 1 failed"
+elapsed=$(( $(date +%s) - started ))
+lint_word="lint ok"
+[ "$lint_status" = 0 ] || lint_word="LINT FAILED"
+printf '\nsummary: %s (%s, %ss)\n' "$counts" "$lint_word" "$elapsed"
+if [ "$test_status" != 0 ] || [ "$lint_status" != 0 ]; then
+    exit 1
+fi
+exit 0

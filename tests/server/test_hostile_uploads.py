@@ -1,0 +1,79 @@
+"""Hostile and broken uploads are recorded as failed with a precise code; nothing else is lost."""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+from sqlalchemy import Engine
+
+from tests.conftest import LiveServer, ProjectFixture
+from tests.factories import junit_xml
+from tests.server.test_upload_flow import result_count, upload, wait_done
+
+BILLION_LAUGHS = b"""<?xml version="1.0"?>
+<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+<!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">]>
+<testsuite name="x"><testcase name="&lol3;" classname="a"/></testsuite>"""
+
+XXE = b"""<?xml version="1.0"?>
+<!DOCTYPE t [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
+<testsuite name="x"><testcase name="&xxe;" classname="a"/></testsuite>"""
+
+TRUNCATED = junit_xml(50)[:-400]
+LATIN1_AS_UTF8 = (
+    '<?xml version="1.0" encoding="utf-8"?><testsuite name="s"><testcase classname="a" '
+    'name="caf\xe9" time="1"/></testsuite>'
+).encode("latin-1")
+NOT_JUNIT = b'<?xml version="1.0"?><project><dependencies/></project>'
+
+
+def gzip_bomb(inflated_mib: int = 100) -> bytes:
+    """~100 KB of gzip that inflates past the test server's 64 MiB report limit."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = b" " * (1 << 20)
+    parts = [packer.compress(b"<testsuite>")]
+    parts += [packer.compress(chunk) for _ in range(inflated_mib)]
+    parts.append(packer.flush())
+    return b"".join(parts)
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "codes"),
+    [
+        ("bomb.xml", BILLION_LAUGHS, {"xml-dtd-forbidden"}),
+        ("xxe.xml", XXE, {"xml-dtd-forbidden"}),
+        ("truncated.xml", TRUNCATED, {"xml-truncated"}),
+        ("latin1.xml", LATIN1_AS_UTF8, {"encoding-invalid"}),
+        ("pom.xml", NOT_JUNIT, {"not-junit"}),
+        ("bomb.xml.gz", gzip_bomb(), {"too-large-decompressed"}),
+    ],
+)
+def test_hostile_upload_fails_cleanly(
+    live_server: LiveServer,
+    engine: Engine,
+    project: ProjectFixture,
+    name: str,
+    body: bytes,
+    codes: set[str],
+) -> None:
+    response = upload(live_server, project.upload_token, [(name, body)], job=name)
+    assert response.status_code == 202, response.text
+    doc = wait_done(live_server, project.upload_token, response.json()["id"])
+    assert doc["status"] == "failed"
+    assert doc["error_code"] in codes, doc
+    assert name in doc["error_detail"]
+    assert "root:" not in doc["error_detail"]  # XXE never resolved
+    # The service is still healthy and a good upload after it is ingested.
+    good = upload(live_server, project.upload_token, [("ok.xml", junit_xml(7, seed=3))], job="ok")
+    assert wait_done(live_server, project.upload_token, good.json()["id"])["status"] == "done"
+    assert result_count(engine, project.id)[0] == 7
+
+
+def test_oversized_upload_is_refused(live_server: LiveServer, project: ProjectFixture) -> None:
+    from app.settings import Settings
+
+    limit = Settings().max_upload_bytes
+    response = upload(live_server, project.upload_token, [("big.xml", b" " * (limit + 10))])
+    assert response.status_code == 413
+    assert "exceeds" in response.json()["detail"]
