@@ -19,9 +19,10 @@ from pandas.util import hash_array
 
 from analysis.frames import labels_key
 from ingest.merge import MergedRun
+from ingest.pg_binary import PgType, encode_binary_copy
 
-STAGE_COLUMNS = (
-    "test_id",
+_TEST_CASE_COLUMNS = (
+    "id",
     "nodeid",
     "file",
     "classname",
@@ -29,26 +30,84 @@ STAGE_COLUMNS = (
     "params",
     "param_values",
     "markers",
-    "outcome",
-    "duration_s",
-    "setup_s",
-    "call_s",
-    "teardown_s",
-    "attempts",
-    "flaky",
-    "peak_rss_mib",
-    "worker",
-    "message",
 )
 
-_STAGE_DDL = """
-CREATE TEMP TABLE IF NOT EXISTS stage_result (
-    test_id bigint, nodeid text, file text, classname text, function text, params text,
-    param_values jsonb, markers text[], outcome text, duration_s float8, setup_s float8,
-    call_s float8, teardown_s float8, attempts smallint, flaky boolean, peak_rss_mib real,
-    worker text, message text
+_STAGE_TESTS_DDL = """
+CREATE TEMP TABLE IF NOT EXISTS stage_test (
+    id bigint, nodeid text, file text, classname text, function text, params text,
+    param_values jsonb, markers text[]
 ) ON COMMIT DELETE ROWS
 """
+
+_STAGE_ROLLUP_DDL = """
+CREATE TEMP TABLE IF NOT EXISTS stage_rollup (
+    test_id bigint, runs integer, known integer, total_s float8, max_s float8, setup_s float8,
+    call_s float8, teardown_s float8, failures integer, flaky integer, peak_rss_mib real
+) ON COMMIT DELETE ROWS
+"""
+
+_RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
+    ("project_id", "int8"),
+    ("day", "date"),
+    ("run_id", "int8"),
+    ("test_id", "int8"),
+    ("outcome", "text"),
+    ("duration_s", "float8"),
+    ("setup_s", "float8"),
+    ("call_s", "float8"),
+    ("teardown_s", "float8"),
+    ("attempts", "int2"),
+    ("flaky", "bool"),
+    ("peak_rss_mib", "float4"),
+    ("worker", "text"),
+)
+
+_ROLLUP_SPEC: tuple[tuple[str, PgType], ...] = (
+    ("test_id", "int8"),
+    ("runs", "int4"),
+    ("known", "int4"),
+    ("total_s", "float8"),
+    ("max_s", "float8"),
+    ("setup_s", "float8"),
+    ("call_s", "float8"),
+    ("teardown_s", "float8"),
+    ("failures", "int4"),
+    ("flaky", "int4"),
+    ("peak_rss_mib", "float4"),
+)
+
+
+class KnownTests:
+    """Per-process memo of the test cases a worker has already written, per project.
+
+    It only saves work: a test it does not know is upserted (ON CONFLICT makes that safe when
+    another worker wrote it first). Attribute changes are detected by a hash of the markers and
+    whether parametrize values are present.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[int, dict[int, int]] = {}
+
+    def unknown_or_changed(self, project_id: int, ids: np.ndarray, attrs: np.ndarray) -> np.ndarray:
+        """Boolean mask of the rows that must be written to the dictionary."""
+        known = self._known.get(project_id)
+        if not known:
+            return np.ones(len(ids), dtype=bool)
+        seen = pd.Series(ids).map(known)
+        return (seen.isna() | (seen.to_numpy() != attrs)).to_numpy()
+
+    def remember(self, project_id: int, ids: np.ndarray, attrs: np.ndarray) -> None:
+        """Record rows as written (after the transaction that wrote them committed or not)."""
+        self._known.setdefault(project_id, {}).update(
+            zip(ids.tolist(), attrs.tolist(), strict=True)
+        )
+
+    def clear(self) -> None:
+        """Forget everything: after a rollback, the remembered writes did not happen."""
+        self._known.clear()
+
+
+KNOWN_TESTS = KnownTests()
 
 
 @dataclass(frozen=True)
@@ -90,6 +149,7 @@ def store_run(
     upload_id: int,
     meta: RunMetadata,
     merged: MergedRun,
+    known_tests: KnownTests = KNOWN_TESTS,
 ) -> StoreResult:
     """Insert the run, its results, new test cases and the daily rollups."""
     results = merged.results
@@ -97,55 +157,48 @@ def store_run(
     day = started_at.astimezone(UTC).date()
     wall_s = meta.wall_s if meta.wall_s is not None else merged.session.wall_s
     peak = meta.peak_rss_mib if meta.peak_rss_mib is not None else merged.session.peak_rss_mib
-    workers = merged.session.xdist_workers or 1
     durations = results["duration_s"]
-    test_s = float(durations.sum()) if len(results) else 0.0
-    missing = int(durations.isna().sum())
     lkey = labels_key(meta.labels)
 
     _ensure_partition(conn, day)
+    cell_id = _cell_id(conn, project_id, meta, lkey)
     run_id = _insert_run(
         conn,
-        project_id=project_id,
-        upload_id=upload_id,
-        meta=meta,
-        started_at=started_at,
-        day=day,
-        wall_s=wall_s,
-        peak_rss_mib=peak,
-        workers=workers,
-        merged=merged,
-        test_s=test_s,
-        missing=missing,
-        labels_key=lkey,
+        {
+            "project": project_id,
+            "upload": upload_id,
+            "cell": cell_id,
+            "pipeline": meta.pipeline,
+            "job": meta.job,
+            "commit": meta.commit,
+            "branch": meta.branch,
+            "machine": meta.machine,
+            "labels": json.dumps(meta.labels),
+            "labels_key": lkey,
+            "started_at": started_at,
+            "day": day,
+            "wall_s": wall_s,
+            "test_s": float(durations.sum()) if len(results) else 0.0,
+            "tests": len(results),
+            "peak": peak,
+            "workers": merged.session.xdist_workers or 1,
+            "partial": merged.partial,
+            "hidden": merged.hidden_rows,
+            "missing": int(durations.isna().sum()),
+        },
     )
     if results.empty:
         return StoreResult(run_id=run_id, results=0, new_tests=0, missing_durations=0)
 
-    conn.execute(_STAGE_DDL)
-    _copy_stage(conn, project_id, results)
-    new_tests = _upsert_test_cases(conn, project_id, day)
-    params = {"project": project_id, "day": day, "run": run_id}
-    conn.execute(
-        """
-        INSERT INTO test_result (project_id, day, run_id, test_id, outcome, duration_s,
-            setup_s, call_s, teardown_s, attempts, flaky, peak_rss_mib, worker, message)
-        SELECT %(project)s, %(day)s, %(run)s, test_id, outcome, duration_s, setup_s, call_s,
-            teardown_s, attempts, flaky, peak_rss_mib, worker, message
-        FROM stage_result
-        """,
-        params,
-    )
-    cell = {
-        **params,
-        "job": meta.job,
-        "machine": meta.machine or "",
-        "branch": meta.branch or "",
-        "labels_key": lkey,
-    }
-    _upsert_rollups(conn, cell)
+    ids = compute_test_ids(project_id, results["nodeid"])
+    new_tests = _upsert_test_cases(conn, project_id, day, results, ids, known_tests)
+    _copy_results(conn, project_id=project_id, day=day, run_id=run_id, results=results, ids=ids)
+    _store_rollups(conn, project_id=project_id, day=day, cell_id=cell_id, results=results, ids=ids)
     return StoreResult(
-        run_id=run_id, results=len(results), new_tests=new_tests, missing_durations=missing
+        run_id=run_id,
+        results=len(results),
+        new_tests=new_tests,
+        missing_durations=int(durations.isna().sum()),
     )
 
 
@@ -173,53 +226,36 @@ def _ensure_partition(conn: psycopg.Connection[Any], day: date) -> None:
     )
 
 
-def _insert_run(
-    conn: psycopg.Connection[Any],
-    *,
-    project_id: int,
-    upload_id: int,
-    meta: RunMetadata,
-    started_at: datetime,
-    day: date,
-    wall_s: float | None,
-    peak_rss_mib: float | None,
-    workers: int,
-    merged: MergedRun,
-    test_s: float,
-    missing: int,
-    labels_key: str,
-) -> int:
+def _cell_id(conn: psycopg.Connection[Any], project_id: int, meta: RunMetadata, lkey: str) -> int:
+    key = (project_id, meta.job, meta.machine or "", meta.branch or "", lkey)
+    row = conn.execute(
+        "INSERT INTO cell (project_id, job, machine, branch, labels_key) "
+        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
+        key,
+    ).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT id FROM cell WHERE project_id = %s AND job = %s AND machine = %s "
+            "AND branch = %s AND labels_key = %s",
+            key,
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
     row = conn.execute(
         """
-        INSERT INTO run (project_id, upload_id, pipeline, job, commit_sha, branch, machine,
-            labels, labels_key, started_at, day, wall_s, test_s, tests, peak_rss_mib,
+        INSERT INTO run (project_id, upload_id, cell_id, pipeline, job, commit_sha, branch,
+            machine, labels, labels_key, started_at, day, wall_s, test_s, tests, peak_rss_mib,
             xdist_workers, partial, hidden_rows, missing)
-        VALUES (%(project)s, %(upload)s, %(pipeline)s, %(job)s, %(commit)s, %(branch)s,
-            %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s, %(wall_s)s,
-            %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s, %(missing)s)
+        VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
+            %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
+            %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
+            %(missing)s)
         RETURNING id
         """,
-        {
-            "project": project_id,
-            "upload": upload_id,
-            "pipeline": meta.pipeline,
-            "job": meta.job,
-            "commit": meta.commit,
-            "branch": meta.branch,
-            "machine": meta.machine,
-            "labels": json.dumps(meta.labels),
-            "labels_key": labels_key,
-            "started_at": started_at,
-            "day": day,
-            "wall_s": wall_s,
-            "test_s": test_s,
-            "tests": len(merged.results),
-            "peak": peak_rss_mib,
-            "workers": workers,
-            "partial": merged.partial,
-            "hidden": merged.hidden_rows,
-            "missing": missing,
-        },
+        values,
     ).fetchone()
     assert row is not None
     return int(row[0])
@@ -228,87 +264,152 @@ def _insert_run(
 def _pg_array(values: pd.Series) -> pd.Series:
     """Render list-of-str cells as Postgres array literals; None stays NULL."""
 
-    def render(items: Any) -> str | None:
-        if items is None or (isinstance(items, float) and np.isnan(items)):
+    def as_key(value: Any) -> tuple[str, ...] | None:
+        if value is None or isinstance(value, float):
             return None
-        quoted = ('"' + str(i).replace("\\", "\\\\").replace('"', '\\"') + '"' for i in items)
+        return tuple(value)
+
+    def render(items: tuple[str, ...]) -> str:
+        quoted = ('"' + i.replace("\\", "\\\\").replace('"', '\\"') + '"' for i in items)
         return "{" + ",".join(quoted) + "}"
 
-    # Few distinct marker sets exist, so render each once.
-    as_key = values.map(
-        lambda v: None if v is None else tuple(v) if not isinstance(v, float) else None
-    )
-    uniques = {k: render(k) for k in as_key.dropna().unique()}
-    return as_key.map(uniques)
+    keys = values.map(as_key)
+    # Few distinct marker sets exist, so each is rendered once.
+    rendered = {k: render(k) for k in keys.dropna().unique()}
+    return keys.map(rendered)
 
 
-def _copy_stage(conn: psycopg.Connection[Any], project_id: int, results: pd.DataFrame) -> None:
-    frame = pd.DataFrame(
-        {
-            "test_id": compute_test_ids(project_id, results["nodeid"]),
-            "nodeid": results["nodeid"],
-            "file": results["file"],
-            "classname": results["classname"],
-            "function": results["function"],
-            "params": results["params"],
-            "param_values": results["param_values"].map(
-                lambda v: json.dumps(v) if isinstance(v, dict) else None
-            ),
-            "markers": _pg_array(results["markers"]),
-            "outcome": results["outcome"],
-            "duration_s": results["duration_s"],
-            "setup_s": results["setup_s"],
-            "call_s": results["call_s"],
-            "teardown_s": results["teardown_s"],
-            "attempts": results["attempts"],
-            "flaky": results["flaky"].map({True: "t", False: "f"}),
-            "peak_rss_mib": results["peak_rss_mib"],
-            "worker": results["worker"],
-            "message": results["message"],
-        }
-    )
+def _csv_copy(conn: psycopg.Connection[Any], table: str, frame: pd.DataFrame) -> None:
     buffer = io.StringIO()
     # CSV COPY: an unquoted empty field is NULL; pandas quotes what needs quoting.
-    frame.to_csv(buffer, header=False, index=False, na_rep="", float_format="%.10g")
+    frame.to_csv(buffer, header=False, index=False, na_rep="", float_format="%.17g")
     with conn.cursor().copy(
-        f"COPY stage_result ({', '.join(STAGE_COLUMNS)}) FROM STDIN (FORMAT csv)"
+        f"COPY {table} ({', '.join(frame.columns)}) FROM STDIN (FORMAT csv)"
     ) as copy:
         copy.write(buffer.getvalue())
 
 
-def _upsert_test_cases(conn: psycopg.Connection[Any], project_id: int, day: date) -> int:
-    # Only rows that are new or whose attributes changed are written, so an unchanged
-    # suite re-uploaded costs index lookups, not dead tuples.
+def _upsert_test_cases(
+    conn: psycopg.Connection[Any],
+    project_id: int,
+    day: date,
+    results: pd.DataFrame,
+    ids: np.ndarray,
+    known_tests: KnownTests,
+) -> int:
+    markers = _pg_array(results["markers"])
+    has_values = results["param_values"].notna().to_numpy()
+    attrs = hash_array(markers.astype(object).fillna("\0none").to_numpy(dtype=object)).astype(
+        np.int64
+    )
+    attrs = attrs ^ has_values.astype(np.int64)
+    todo = known_tests.unknown_or_changed(project_id, ids, attrs)
+    if not todo.any():
+        return 0
+    subset = results.loc[todo]
+    conn.execute(_STAGE_TESTS_DDL)
+    _csv_copy(
+        conn,
+        "stage_test",
+        pd.DataFrame(
+            {
+                "id": ids[todo],
+                "nodeid": subset["nodeid"].to_numpy(),
+                "file": subset["file"].to_numpy(),
+                "classname": subset["classname"].to_numpy(),
+                "function": subset["function"].to_numpy(),
+                "params": subset["params"].to_numpy(),
+                "param_values": subset["param_values"]
+                .map(lambda v: json.dumps(v) if isinstance(v, dict) else None)
+                .to_numpy(),
+                "markers": markers.loc[todo].to_numpy(),
+            }
+        ),
+    )
     cur = conn.execute(
-        """
-        INSERT INTO test_case AS t (id, project_id, nodeid, file, classname, function, params,
-            param_values, markers, first_seen, last_seen)
-        SELECT test_id, %(project)s, nodeid, file, classname, function, params, param_values,
-            markers, %(day)s, %(day)s
-        FROM stage_result ORDER BY test_id
+        f"""
+        INSERT INTO test_case AS t (project_id, first_seen, {", ".join(_TEST_CASE_COLUMNS)})
+        SELECT %(project)s, %(day)s, {", ".join(_TEST_CASE_COLUMNS)}
+        FROM stage_test ORDER BY id
         ON CONFLICT (id) DO UPDATE SET
-            last_seen = greatest(t.last_seen, excluded.last_seen),
             first_seen = least(t.first_seen, excluded.first_seen),
             markers = coalesce(excluded.markers, t.markers),
             param_values = coalesce(excluded.param_values, t.param_values),
             file = coalesce(t.file, excluded.file)
-        WHERE t.last_seen < excluded.last_seen
-           OR t.first_seen > excluded.first_seen
+        WHERE t.first_seen > excluded.first_seen
            OR (excluded.markers IS NOT NULL AND t.markers IS DISTINCT FROM excluded.markers)
            OR (excluded.param_values IS NOT NULL AND t.param_values IS NULL)
         RETURNING (xmax = 0) AS inserted
         """,
         {"project": project_id, "day": day},
     )
-    return sum(1 for (inserted,) in cur.fetchall() if inserted)
+    inserted = sum(1 for (flag,) in cur.fetchall() if flag)
+    known_tests.remember(project_id, ids[todo], attrs[todo])
+    return inserted
 
 
-_ROLLUP_SUMS = """
-    count(*), count(duration_s), coalesce(sum(duration_s), 0), max(duration_s),
-    sum(setup_s), sum(call_s), sum(teardown_s),
-    count(*) FILTER (WHERE outcome IN ('failed', 'error')), count(*) FILTER (WHERE flaky),
-    max(peak_rss_mib)
-"""
+def _copy_results(
+    conn: psycopg.Connection[Any],
+    *,
+    project_id: int,
+    day: date,
+    run_id: int,
+    results: pd.DataFrame,
+    ids: np.ndarray,
+) -> None:
+    frame = pd.DataFrame(
+        {
+            "project_id": project_id,
+            "day": pd.Timestamp(day),
+            "run_id": run_id,
+            "test_id": ids,
+            "outcome": results["outcome"].to_numpy(),
+            "duration_s": results["duration_s"].to_numpy(),
+            "setup_s": results["setup_s"].to_numpy(),
+            "call_s": results["call_s"].to_numpy(),
+            "teardown_s": results["teardown_s"].to_numpy(),
+            "attempts": results["attempts"].to_numpy(),
+            "flaky": results["flaky"].to_numpy(),
+            "peak_rss_mib": results["peak_rss_mib"].to_numpy(),
+            "worker": results["worker"].to_numpy(),
+            "message": results["message"].to_numpy(),
+        }
+    )
+    # Messages are free text (failures, skips): those few rows go through CSV; every other
+    # row is encoded in binary by numpy.
+    with_message = frame["message"].notna().to_numpy()
+    columns = ", ".join(name for name, _ in _RESULT_SPEC)
+    plain = frame.loc[~with_message]
+    if len(plain):
+        payload = encode_binary_copy(plain, _RESULT_SPEC)
+        with conn.cursor().copy(f"COPY test_result ({columns}) FROM STDIN (FORMAT binary)") as cp:
+            cp.write(payload)
+    if with_message.any():
+        _csv_copy(conn, "test_result", frame.loc[with_message])
+
+
+def _rollup_rows(results: pd.DataFrame, ids: np.ndarray) -> pd.DataFrame:
+    duration = results["duration_s"].to_numpy(dtype=float)
+    return pd.DataFrame(
+        {
+            "test_id": ids,
+            "runs": 1,
+            "known": (~np.isnan(duration)).astype(np.int32),
+            "total_s": np.nan_to_num(duration),
+            "max_s": duration,
+            "setup_s": results["setup_s"].to_numpy(),
+            "call_s": results["call_s"].to_numpy(),
+            "teardown_s": results["teardown_s"].to_numpy(),
+            "failures": results["outcome"].isin(("failed", "error")).to_numpy().astype(np.int32),
+            "flaky": results["flaky"].to_numpy().astype(np.int32),
+            "peak_rss_mib": results["peak_rss_mib"].to_numpy(),
+        }
+    )
+
+
+_ROLLUP_VALUES = (
+    "runs, known, total_s, max_s, setup_s, call_s, teardown_s, failures, flaky, peak_rss_mib"
+)
 
 _ROLLUP_MERGE = """
     runs = r.runs + excluded.runs,
@@ -327,31 +428,88 @@ _ROLLUP_MERGE = """
 """
 
 
-def _upsert_rollups(conn: psycopg.Connection[Any], cell: dict[str, Any]) -> None:
-    # Sorted inserts take row locks in key order, so concurrent workers cannot deadlock.
+def _store_rollups(
+    conn: psycopg.Connection[Any],
+    *,
+    project_id: int,
+    day: date,
+    cell_id: int,
+    results: pd.DataFrame,
+    ids: np.ndarray,
+) -> None:
+    rows = _rollup_rows(results, ids)
+    cell_day = {"project": project_id, "day": day, "cell": cell_id}
+    # One ingest per (cell, day) at a time: the first run of a cell on a day can then COPY its
+    # rollup rows straight in, and later ones upsert without deadlocking each other.
     conn.execute(
-        f"""
-        INSERT INTO rollup_daily AS r (project_id, day, job, machine, branch, labels_key,
-            test_id, runs, known, total_s, max_s, setup_s, call_s, teardown_s, failures, flaky,
-            peak_rss_mib)
-        SELECT %(project)s, %(day)s, %(job)s, %(machine)s, %(branch)s, %(labels_key)s,
-            test_id, {_ROLLUP_SUMS}
-        FROM stage_result GROUP BY test_id ORDER BY test_id
-        ON CONFLICT (project_id, day, job, machine, branch, labels_key, test_id)
-        DO UPDATE SET {_ROLLUP_MERGE}
-        """,
-        cell,
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 727003))",
+        (f"{project_id}:{day}:{cell_id}",),
     )
+    exists = conn.execute(
+        "SELECT 1 FROM rollup_daily WHERE project_id = %(project)s AND day = %(day)s "
+        "AND cell_id = %(cell)s LIMIT 1",
+        cell_day,
+    ).fetchone()
+    payload = encode_binary_copy(rows, _ROLLUP_SPEC)
+    values = ", ".join(name for name, _ in _ROLLUP_SPEC)
+    if exists is None:
+        full = rows.assign(project_id=project_id, day=pd.Timestamp(day), cell_id=cell_id)
+        spec = (("project_id", "int8"), ("day", "date"), ("cell_id", "int8"), *_ROLLUP_SPEC)
+        with conn.cursor().copy(
+            f"COPY rollup_daily (project_id, day, cell_id, {values}) FROM STDIN (FORMAT binary)"
+        ) as cp:
+            cp.write(encode_binary_copy(full, spec))  # type: ignore[arg-type]
+    else:
+        conn.execute(_STAGE_ROLLUP_DDL)
+        with conn.cursor().copy(f"COPY stage_rollup ({values}) FROM STDIN (FORMAT binary)") as cp:
+            cp.write(payload)
+        conn.execute(
+            f"""
+            INSERT INTO rollup_daily AS r (project_id, day, cell_id, test_id, {_ROLLUP_VALUES})
+            SELECT %(project)s, %(day)s, %(cell)s, test_id, {_ROLLUP_VALUES}
+            FROM stage_rollup ORDER BY test_id
+            ON CONFLICT (project_id, day, cell_id, test_id) DO UPDATE SET {_ROLLUP_MERGE}
+            """,
+            cell_day,
+        )
+    _store_file_rollups(
+        conn, cell_day, rows.assign(file=results["file"].fillna("(unknown)").to_numpy())
+    )
+
+
+def _store_file_rollups(
+    conn: psycopg.Connection[Any], cell_day: dict[str, Any], rows: pd.DataFrame
+) -> None:
+    grouped = rows.groupby("file", sort=True)
+    files = grouped.agg(
+        runs=("runs", "sum"),
+        known=("known", "sum"),
+        total_s=("total_s", "sum"),
+        max_s=("max_s", "max"),
+        setup_s=("setup_s", "sum"),
+        call_s=("call_s", "sum"),
+        teardown_s=("teardown_s", "sum"),
+        failures=("failures", "sum"),
+        flaky=("flaky", "sum"),
+        peak_rss_mib=("peak_rss_mib", "max"),
+    )
+    for phase in ("setup_s", "call_s", "teardown_s"):
+        # A phase no result reported stays unknown rather than becoming zero.
+        files[phase] = files[phase].where(grouped[phase].count() > 0)
+    files = files.reset_index()
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS stage_file_rollup (file text, runs integer, "
+        "known integer, total_s float8, max_s float8, setup_s float8, call_s float8, "
+        "teardown_s float8, failures integer, flaky integer, peak_rss_mib real) "
+        "ON COMMIT DELETE ROWS"
+    )
+    _csv_copy(conn, "stage_file_rollup", files)
     conn.execute(
         f"""
-        INSERT INTO rollup_file_daily AS r (project_id, day, job, machine, branch, labels_key,
-            file, runs, known, total_s, max_s, setup_s, call_s, teardown_s, failures, flaky,
-            peak_rss_mib)
-        SELECT %(project)s, %(day)s, %(job)s, %(machine)s, %(branch)s, %(labels_key)s,
-            coalesce(file, '(unknown)'), {_ROLLUP_SUMS}
-        FROM stage_result GROUP BY 7 ORDER BY 7
-        ON CONFLICT (project_id, day, job, machine, branch, labels_key, file)
-        DO UPDATE SET {_ROLLUP_MERGE}
+        INSERT INTO rollup_file_daily AS r (project_id, day, cell_id, file, {_ROLLUP_VALUES})
+        SELECT %(project)s, %(day)s, %(cell)s, file, {_ROLLUP_VALUES}
+        FROM stage_file_rollup ORDER BY file
+        ON CONFLICT (project_id, day, cell_id, file) DO UPDATE SET {_ROLLUP_MERGE}
         """,
-        cell,
+        cell_day,
     )

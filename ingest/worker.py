@@ -23,7 +23,7 @@ from ingest.merge import merge_reports
 from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
 from ingest.parsers.limits import ParseLimits
-from ingest.store import RunMetadata, store_run
+from ingest.store import KNOWN_TESTS, RunMetadata, store_run
 
 log = logging.getLogger("laptime.worker")
 
@@ -181,6 +181,7 @@ def drain(
             # Not the report's fault (a bug, a lost connection): the claim rolled back and
             # the upload stays queued for a retry; the error is kept for the give-up message.
             log.exception("ingest failed; the upload stays queued")
+            KNOWN_TESTS.clear()
             _record_error(side, config.name or worker_name(), repr(exc))
             if conn.closed or conn.broken:
                 raise

@@ -91,7 +91,17 @@ def database_url(settings: Settings) -> Iterator[str]:
         with _system_server(pgdata) as url:
             yield url
         return
-    server: Any = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+    server: Any = None
+    for attempt in range(3):
+        try:
+            server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
+            break
+        except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
+            # pgserver gives pg_ctl ten seconds; a loaded machine can need longer.
+            if attempt == 2:
+                log_file = pgdata / "log"
+                detail = log_file.read_text()[-2000:] if log_file.exists() else str(exc)
+                raise EmbeddedDatabaseError(f"embedded PostgreSQL did not start: {detail}") from exc
     try:
         yield to_sqlalchemy_url(server.get_uri())
     finally:

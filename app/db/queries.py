@@ -12,16 +12,23 @@ from analysis.filters import Filters, filter_facts
 from analysis.frames import FACT_COLUMNS, RUN_COLUMNS, parse_labels_key
 
 
-def _cell_where(filters: Filters, alias: str = "") -> tuple[str, dict[str, Any]]:
-    """SQL for the run-level filters; test-level ones (markers, files) apply in pandas."""
+def _cell_where(
+    filters: Filters, alias: str = "", *, day_alias: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """SQL for the run-level filters; test-level ones (markers, files) apply in pandas.
+
+    `alias` names the table holding job/branch/labels_key (run or cell), `day_alias` the one
+    holding project_id and day when that is another table (a rollup).
+    """
     prefix = f"{alias}." if alias else ""
-    clauses = [f"{prefix}project_id = :project"]
+    day_prefix = f"{day_alias}." if day_alias else prefix
+    clauses = [f"{day_prefix}project_id = :project"]
     params: dict[str, Any] = {}
     if filters.since is not None:
-        clauses.append(f"{prefix}day >= :since")
+        clauses.append(f"{day_prefix}day >= :since")
         params["since"] = filters.since
     if filters.until is not None:
-        clauses.append(f"{prefix}day <= :until")
+        clauses.append(f"{day_prefix}day <= :until")
         params["until"] = filters.until
     if filters.branches:
         clauses.append(f"{prefix}branch = ANY(:branches)")
@@ -70,19 +77,20 @@ def load_facts(
     conn: Connection, project_id: int, filters: Filters, *, split_by: tuple[str, ...] = ()
 ) -> pd.DataFrame:
     """Daily facts per test from the rollup table, also split by job/labels when asked."""
-    where, params = _cell_where(filters)
+    where, params = _cell_where(filters, "c", day_alias="r")
     params["project"] = project_id
-    extra = [c for c in ("job", "machine", "branch", "labels_key") if c in split_by]
-    group = ", ".join(["test_id", "day", *extra])
+    extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
+    group = ", ".join(["r.test_id", "r.day", *extra])
     sums = pd.read_sql_query(
         text(
             f"""
-            SELECT {group}, sum(runs)::bigint AS runs, sum(known)::bigint AS known,
-                sum(total_s) AS total_s, max(max_s) AS max_s, sum(setup_s) AS setup_s,
-                sum(call_s) AS call_s, sum(teardown_s) AS teardown_s,
-                sum(failures)::bigint AS failures, sum(flaky)::bigint AS flaky,
-                max(peak_rss_mib) AS peak_rss_mib
-            FROM rollup_daily WHERE {where} GROUP BY {group}
+            SELECT {group}, sum(r.runs)::bigint AS runs, sum(r.known)::bigint AS known,
+                sum(r.total_s) AS total_s, max(r.max_s) AS max_s, sum(r.setup_s) AS setup_s,
+                sum(r.call_s) AS call_s, sum(r.teardown_s) AS teardown_s,
+                sum(r.failures)::bigint AS failures, sum(r.flaky)::bigint AS flaky,
+                max(r.peak_rss_mib)::float8 AS peak_rss_mib
+            FROM rollup_daily r JOIN cell c ON c.id = r.cell_id
+            WHERE {where} GROUP BY {group}
             """
         ),
         conn,

@@ -81,10 +81,22 @@ CREATE TABLE upload_file (
     PRIMARY KEY (upload_id, position)
 );
 
+-- A run cell: one job on one machine type, branch and label set. Rollups key on its id.
+CREATE TABLE cell (
+    id          bigserial PRIMARY KEY,
+    project_id  bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+    job         text NOT NULL,
+    machine     text NOT NULL DEFAULT '',
+    branch      text NOT NULL DEFAULT '',
+    labels_key  text NOT NULL DEFAULT '',
+    UNIQUE (project_id, job, machine, branch, labels_key)
+);
+
 CREATE TABLE run (
     id            bigserial PRIMARY KEY,
     project_id    bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
     upload_id     bigint NOT NULL,
+    cell_id       bigint NOT NULL REFERENCES cell(id),
     pipeline      text,
     job           text NOT NULL,
     commit_sha    text,
@@ -119,7 +131,6 @@ CREATE TABLE test_case (
     param_values jsonb,
     markers      text[],
     first_seen   date NOT NULL,
-    last_seen    date NOT NULL,
     UNIQUE (project_id, nodeid)
 );
 
@@ -145,10 +156,7 @@ CREATE INDEX test_result_test ON test_result (test_id);
 CREATE TABLE rollup_daily (
     project_id   bigint NOT NULL,
     day          date NOT NULL,
-    job          text NOT NULL,
-    machine      text NOT NULL DEFAULT '',
-    branch       text NOT NULL DEFAULT '',
-    labels_key   text NOT NULL DEFAULT '',
+    cell_id      bigint NOT NULL,
     test_id      bigint NOT NULL,
     runs         integer NOT NULL,
     known        integer NOT NULL,
@@ -160,17 +168,14 @@ CREATE TABLE rollup_daily (
     failures     integer NOT NULL,
     flaky        integer NOT NULL,
     peak_rss_mib real,
-    PRIMARY KEY (project_id, day, job, machine, branch, labels_key, test_id)
+    PRIMARY KEY (project_id, day, cell_id, test_id)
 );
 
 -- The same facts per (day, run cell, file): small enough for every dashboard query.
 CREATE TABLE rollup_file_daily (
     project_id   bigint NOT NULL,
     day          date NOT NULL,
-    job          text NOT NULL,
-    machine      text NOT NULL DEFAULT '',
-    branch       text NOT NULL DEFAULT '',
-    labels_key   text NOT NULL DEFAULT '',
+    cell_id      bigint NOT NULL,
     file         text NOT NULL,
     runs         integer NOT NULL,
     known        integer NOT NULL,
@@ -182,7 +187,7 @@ CREATE TABLE rollup_file_daily (
     failures     integer NOT NULL,
     flaky        integer NOT NULL,
     peak_rss_mib real,
-    PRIMARY KEY (project_id, day, job, machine, branch, labels_key, file)
+    PRIMARY KEY (project_id, day, cell_id, file)
 );
 """
 
@@ -193,6 +198,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(
-        "DROP TABLE rollup_file_daily, rollup_daily, test_result, test_case, run, "
+        "DROP TABLE rollup_file_daily, rollup_daily, test_result, test_case, run, cell, "
         "upload_file, upload_attempt, upload, api_token, project CASCADE"
     )

@@ -1,0 +1,120 @@
+"""Bulk-load speed: parsed report -> committed rows, against a bare COPY of the same rows.
+
+    .venv/bin/python -m bench.bench_store [--results 200000] [--rounds 3]
+
+Baseline: the same rows, already formatted as CSV, COPYed into an unindexed table. Measured:
+`store_run` (staging COPY, test dictionary upsert, results insert with its index, both daily
+rollups), committed. Reports rows/s of each and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import psycopg
+
+from bench.common import scratch_database
+from ingest.merge import MergedRun
+from ingest.model import SessionInfo, results_frame
+from ingest.store import RunMetadata, store_run
+
+
+def synthetic_results(n: int, seed: int) -> pd.DataFrame:
+    """n pytest-like results over n/50 files."""
+    rng = np.random.default_rng(seed)
+    files = np.array([f"tests/test_mod{i}.py" for i in range(max(1, n // 50))], dtype=object)
+    file_idx = np.arange(n) % len(files)
+    names = np.array([f"test_case_{i}" for i in range(n)], dtype=object)
+    nodeids = files[file_idx] + "::" + names
+    return results_frame(
+        {
+            "nodeid": nodeids,
+            "file": files[file_idx],
+            "function": names,
+            "outcome": np.where(rng.random(n) < 0.01, "failed", "passed"),
+            "duration_s": rng.lognormal(-3, 1.5, n),
+            "setup_s": rng.lognormal(-6, 1, n),
+            "call_s": rng.lognormal(-3, 1.5, n),
+            "teardown_s": rng.lognormal(-7, 1, n),
+        }
+    )
+
+
+def bare_copy(dsn: str, frame: pd.DataFrame) -> float:
+    """Seconds to COPY pre-formatted rows into an unindexed table (formatting not timed)."""
+    cols = ["nodeid", "outcome", "duration_s", "setup_s", "call_s", "teardown_s"]
+    buffer = io.StringIO()
+    frame[cols].assign(run_id=1, test_id=np.arange(len(frame))).to_csv(
+        buffer, header=False, index=False
+    )
+    payload = buffer.getvalue()
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "CREATE TEMP TABLE bare (nodeid text, outcome text, duration_s float8, "
+            "setup_s float8, call_s float8, teardown_s float8, run_id bigint, test_id bigint)"
+        )
+        start = time.perf_counter()
+        with conn.cursor().copy("COPY bare FROM STDIN (FORMAT csv)") as copy:
+            copy.write(payload)
+        conn.commit()
+        return time.perf_counter() - start
+
+
+def full_store(dsn: str, frame: pd.DataFrame, project_id: int, day: datetime) -> float:
+    """Seconds for store_run and the commit, on a day whose partition exists already."""
+    merged = MergedRun(results=frame, session=SessionInfo())
+    with psycopg.connect(dsn) as conn:
+        upload_id = conn.execute(
+            "INSERT INTO upload (project_id, content_hash) VALUES (%s, %s) RETURNING id",
+            (project_id, str(time.time_ns()).encode()),
+        ).fetchone()[0]  # type: ignore[index]
+        conn.commit()
+        start = time.perf_counter()
+        store_run(
+            conn,
+            project_id=project_id,
+            upload_id=upload_id,
+            meta=RunMetadata(job="bench", started_at=day),
+            merged=merged,
+        )
+        conn.commit()
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--results", type=int, default=200_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    frame = synthetic_results(args.results, seed=1)
+    with scratch_database() as (_, dsn):
+        with psycopg.connect(dsn) as conn:
+            project_id = conn.execute(
+                "INSERT INTO project (slug, name) VALUES ('bench', 'bench') RETURNING id"
+            ).fetchone()[0]  # type: ignore[index]
+            conn.commit()
+        base_day = datetime(2026, 1, 1, tzinfo=UTC)
+        # Warm-up: creates the partition and the test dictionary (a suite's first upload).
+        first = full_store(dsn, frame, project_id, base_day)
+        copies, stores = [], []
+        for r in range(args.rounds):
+            copies.append(bare_copy(dsn, frame))
+            stores.append(full_store(dsn, frame, project_id, base_day + timedelta(days=r)))
+    n = len(frame)
+    copy_rate = n / statistics.median(copies)
+    store_rate = n / statistics.median(stores)
+    print(f"results per upload:          {n}")
+    print(f"bare COPY (baseline):         {copy_rate:,.0f} rows/s  (median of {args.rounds})")
+    print(f"store_run, repeat upload:     {store_rate:,.0f} rows/s")
+    print(f"store_run, first upload:      {n / first:,.0f} rows/s (every test new)")
+    print(f"ratio store/bare COPY:        {store_rate / copy_rate:.2f}x (target >= 0.5x)")
+
+
+if __name__ == "__main__":
+    main()
