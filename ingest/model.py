@@ -29,6 +29,7 @@ class SessionInfo:
     peak_rss_mib: float | None = None
     peak_rss_source: str | None = None  # "cgroup" | "process-tree"
     hostname: str | None = None
+    pytest: str | None = None  # pytest version that ran the tests
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,119 @@
+"""The laptime JSON report schema, version 1, as code (docs/laptime-json.md is the prose).
+
+The field tables drive the parser's validation; JSON_SCHEMA is the same contract as a JSON
+Schema (draft 2020-12) document for other tools. A test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from analysis.frames import OUTCOMES
+
+__all__ = [
+    "FORMAT_NAME",
+    "JSON_SCHEMA",
+    "SCHEMA_VERSION",
+    "SESSION_FIELDS",
+    "TEST_FIELDS",
+    "TEST_REQUIRED",
+    "FieldSpec",
+]
+
+FORMAT_NAME: Final = "laptime-json"
+SCHEMA_VERSION: Final = 1
+
+# kind: "string" | "number" | "integer" | "boolean" | "string-list" | "string-map" |
+# "timestamp" (an ISO 8601 string); minimum applies to numbers and integers.
+FieldSpec = tuple[str, float | None]
+
+SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
+    "started_at": ("timestamp", None),
+    "wall_s": ("number", 0),
+    "python": ("string", None),
+    "platform": ("string", None),
+    "pytest": ("string", None),
+    "cpu_count": ("integer", 1),
+    "memory_total_mib": ("number", 0),
+    "xdist_workers": ("integer", 0),
+    "peak_rss_mib": ("number", 0),
+    "peak_rss_source": ("string", None),
+    "hostname": ("string", None),
+}
+
+TEST_FIELDS: Final[dict[str, FieldSpec]] = {
+    "nodeid": ("string", None),
+    "file": ("string", None),
+    "classname": ("string", None),
+    "function": ("string", None),
+    "params": ("string", None),
+    "param_values": ("string-map", None),
+    "markers": ("string-list", None),
+    "outcome": ("string", None),
+    "duration_s": ("number", 0),
+    "setup_s": ("number", 0),
+    "call_s": ("number", 0),
+    "teardown_s": ("number", 0),
+    "attempts": ("integer", 1),
+    "flaky": ("boolean", None),
+    "peak_rss_mib": ("number", 0),
+    "worker": ("string", None),
+    "message": ("string", None),
+    "xfail": ("boolean", None),
+}
+# Present and not null. Every other key may be absent or null (= unknown).
+TEST_REQUIRED: Final = ("nodeid", "outcome")
+
+
+def _property(kind: str, minimum: float | None, *, nullable: bool = True) -> dict[str, Any]:
+    """The JSON Schema of one field."""
+    base: dict[str, Any]
+    if kind == "string-list":
+        base = {"type": "array", "items": {"type": "string"}}
+    elif kind == "string-map":
+        base = {"type": "object", "additionalProperties": {"type": "string"}}
+    elif kind == "timestamp":
+        base = {"type": "string", "format": "date-time"}
+    else:
+        base = {"type": kind}
+    if minimum is not None:
+        base["minimum"] = minimum
+    if nullable:
+        return {"anyOf": [base, {"type": "null"}]}
+    return base
+
+
+JSON_SCHEMA: Final[dict[str, Any]] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "laptime JSON test report",
+    "type": "object",
+    "required": ["format", "version", "tests"],
+    "properties": {
+        "format": {"const": FORMAT_NAME},
+        "version": {"type": "integer", "const": SCHEMA_VERSION},
+        "session": {
+            "anyOf": [
+                {
+                    "type": "object",
+                    "properties": {k: _property(*spec) for k, spec in SESSION_FIELDS.items()},
+                },
+                {"type": "null"},
+            ]
+        },
+        "tests": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": list(TEST_REQUIRED),
+                "properties": {
+                    **{
+                        k: _property(*spec, nullable=k not in TEST_REQUIRED)
+                        for k, spec in TEST_FIELDS.items()
+                    },
+                    "nodeid": {"type": "string", "minLength": 1},
+                    "outcome": {"enum": list(OUTCOMES)},
+                },
+            },
+        },
+    },
+}
