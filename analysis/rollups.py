@@ -1,0 +1,433 @@
+"""Where the test time goes: totals, shares and percentiles per dimension, from the facts frame.
+
+Every number is computed from the additive facts frame (see `analysis.frames`), so the offline
+CLI (facts from raw results) and the server (daily rollup tables) share this code.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.filters import UNKNOWN_MARKERS, UNMARKED, marker_sets
+from analysis.frames import label_values
+
+LABEL_PREFIX = "label:"
+UNKNOWN_FILE = "(unknown)"
+NO_LABEL = "(none)"
+
+# Every dimension a rollup can split by: name -> one-line description (docs/rollups.md lists
+# each one; a test fails when one is undocumented).
+ROLLUP_DIMENSIONS: dict[str, str] = {
+    "test": "one row per test nodeid, parametrize variants apart",
+    "function": "parametrize ids stripped: `file::Class::function` over all its variants",
+    "file": "the test's source file",
+    "marker": "each marker; a test with two markers counts in both, `(unmarked)`, `(unknown)`",
+    "job": "the CI job name",
+    "machine": "the machine type / resource class the job ran on",
+    "branch": "the branch the run was for",
+    "label:<key>": "the value of one run label (`label:os`, `label:python`, `label:cuda`)",
+}
+
+# The parent a dimension's share is taken within when the caller names none.
+DEFAULT_WITHIN: dict[str, str] = {"test": "function", "function": "file", "file": "job"}
+
+ROW_COLUMNS: tuple[str, ...] = (
+    "key",
+    "runs",
+    "total_s",
+    "share",
+    "mean_s",
+    "p50_s",
+    "p95_s",
+    "max_s",
+    "failures",
+    "flaky",
+    "tests",
+    "setup_s",
+    "call_s",
+    "teardown_s",
+    "missing",
+    "parent",
+    "parent_share",
+)
+
+
+@dataclass(frozen=True)
+class DataCompleteness:
+    """How much data is missing behind a number; partial data is said, not hidden.
+
+    `results` counts test results; `without_duration` those with no duration (counted in
+    `runs` but not in seconds). The run-level fields are None when no runs frame was given.
+    `hidden_rows` is a lower bound: `partial_runs_unknown` runs hid an unknown number of rows.
+    """
+
+    results: int
+    without_duration: int
+    runs: int | None = None
+    partial_runs: int | None = None
+    hidden_rows: int | None = None
+    partial_runs_unknown: int | None = None
+
+    @property
+    def complete(self) -> bool:
+        """True when nothing is known to be missing."""
+        return self.without_duration == 0 and not self.partial_runs
+
+    def describe(self) -> str:
+        """One human sentence about what is missing (or that nothing is)."""
+        if self.complete:
+            return f"complete: {self.results} results, all with a duration"
+        parts: list[str] = []
+        if self.without_duration:
+            parts.append(f"{self.without_duration} of {self.results} results have no duration")
+        if self.partial_runs:
+            hidden = f"{self.hidden_rows or 0} rows hidden"
+            if self.partial_runs_unknown:
+                hidden = f"at least {hidden} ({self.partial_runs_unknown} runs did not say)"
+            parts.append(
+                f"{self.partial_runs} of {self.runs} runs came from partial reports ({hidden})"
+            )
+        return "partial data: " + "; ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "results": self.results,
+            "without_duration": self.without_duration,
+            "runs": self.runs,
+            "partial_runs": self.partial_runs,
+            "hidden_rows": self.hidden_rows,
+            "partial_runs_unknown": self.partial_runs_unknown,
+            "complete": self.complete,
+        }
+
+
+@dataclass(frozen=True)
+class Rollup:
+    """Test time split by one dimension: one row per key (ROW_COLUMNS), largest first."""
+
+    by: str
+    within: str | None
+    rows: pd.DataFrame
+    grand_total_s: float
+    keys_total: int  # rows before `limit`
+    completeness: DataCompleteness
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """The rows as JSON-ready dicts: Python scalars, None for unknown (never NaN)."""
+        return records_from_frame(self.rows)
+
+
+def records_from_frame(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows of a frame as dicts of Python scalars with None for NaN/NaT."""
+    out: list[dict[str, Any]] = []
+    for record in frame.to_dict(orient="records"):
+        out.append({str(k): _json_scalar(v) for k, v in record.items()})
+    return out
+
+
+def _json_scalar(value: Any) -> Any:
+    if value is None or value is pd.NaT:
+        return None
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    return value
+
+
+def check_dimension(name: str) -> None:
+    """Raise ValueError naming the valid dimensions when `name` is not one."""
+    if name in ROLLUP_DIMENSIONS and name != "label:<key>":
+        return
+    if name.startswith(LABEL_PREFIX) and len(name) > len(LABEL_PREFIX):
+        return
+    valid = ", ".join(ROLLUP_DIMENSIONS)
+    raise ValueError(f"unknown dimension {name!r}; choose one of: {valid}")
+
+
+@dataclass(frozen=True)
+class DimensionKeys:
+    """Facts rows keyed by a dimension: `rows[i]` (a facts position) has key `labels[codes[i]]`.
+
+    Positions repeat for the `marker` dimension, where a test with two markers has two keys.
+    """
+
+    rows: np.ndarray
+    codes: np.ndarray
+    labels: np.ndarray  # object array of key strings, one per code
+
+
+def dimension_keys(facts: pd.DataFrame, name: str) -> DimensionKeys:
+    """Key every facts row under a dimension, as integer codes (cheap to group on)."""
+    check_dimension(name)
+    rows = np.arange(len(facts))
+    if name == "marker":
+        return _marker_keys(facts["markers"])
+    if name == "test":
+        return DimensionKeys(rows, *_factorize(facts["nodeid"], UNKNOWN_FILE))
+    if name == "function":
+        codes, uniques = _factorize(facts["nodeid"], UNKNOWN_FILE)
+        first = np.unique(codes, return_index=True)[1]
+        params_of = facts["params"].astype(object).to_numpy()[first]
+        stripped = [_strip_params(str(n), p) for n, p in zip(uniques, params_of, strict=True)]
+        return DimensionKeys(rows, *_recode(codes, stripped))
+    if name.startswith(LABEL_PREFIX):
+        codes, uniques = _factorize(facts["labels_key"], "")
+        values = label_values(pd.Series(uniques, dtype=object), name[len(LABEL_PREFIX) :])
+        return DimensionKeys(rows, *_recode(codes, list(values.fillna(NO_LABEL))))
+    return DimensionKeys(rows, *_factorize(facts[name], UNKNOWN_FILE))
+
+
+def _factorize(column: pd.Series, missing: str) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    codes = np.asarray(codes, dtype=np.int64)
+    labels = np.asarray([str(u) for u in uniques], dtype=object)
+    if (codes < 0).any():
+        codes = np.where(codes < 0, len(labels), codes)
+        labels = np.append(labels, np.array([missing], dtype=object))
+    return codes, labels
+
+
+def _recode(codes: np.ndarray, labels: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Merge codes whose labels coincide (variants of one function, label sets of one os)."""
+    sub_codes, sub_labels = pd.factorize(np.asarray([str(x) for x in labels], dtype=object))
+    return np.asarray(sub_codes, dtype=np.int64)[codes], np.asarray(sub_labels, dtype=object)
+
+
+def function_keys(nodeids: pd.Series, params: pd.Series) -> np.ndarray:
+    """`file::Class::function` for each nodeid: the nodeid without its parametrize id."""
+    keys = dimension_keys(pd.DataFrame({"nodeid": nodeids, "params": params}), "function")
+    labels: np.ndarray = keys.labels[keys.codes]
+    return labels
+
+
+def _strip_params(nodeid: str, params: object) -> str:
+    if isinstance(params, str) and nodeid.endswith(f"[{params}]"):
+        return nodeid[: -len(params) - 2]
+    if nodeid.endswith("]") and "[" in nodeid:
+        return nodeid[: nodeid.index("[")]
+    return nodeid
+
+
+def _marker_keys(markers: pd.Series) -> DimensionKeys:
+    set_codes, sets = marker_sets(markers)
+    names = sorted({m for s in sets if s for m in s})
+    vocabulary = [*names, UNMARKED, UNKNOWN_MARKERS]
+    index = {m: i for i, m in enumerate(vocabulary)}
+    per_set = [
+        [index[UNKNOWN_MARKERS]]
+        if s is None
+        else ([index[m] for m in sorted(set(s))] or [index[UNMARKED]])
+        for s in sets
+    ]
+    per_set.append([index[UNKNOWN_MARKERS]])  # set code -1: markers unknown
+    counts = np.array([len(x) for x in per_set])
+    flat = np.array([c for x in per_set for c in x], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    per_row = counts[set_codes]
+    rows = np.repeat(np.arange(len(set_codes)), per_row)
+    # Offset of each repeated row inside its marker list: 0, 1, ... per source row.
+    offsets = np.arange(len(rows)) - np.repeat(np.cumsum(per_row) - per_row, per_row)
+    codes = flat[np.repeat(starts[set_codes], per_row) + offsets]
+    return DimensionKeys(rows, codes, np.asarray(vocabulary, dtype=object))
+
+
+def data_completeness(facts: pd.DataFrame, runs: pd.DataFrame | None = None) -> DataCompleteness:
+    """Count results without a duration in facts and, given runs, partial reports behind them."""
+    results = int(facts["runs"].sum())
+    without = results - int(facts["known"].sum())
+    if runs is None:
+        return DataCompleteness(results=results, without_duration=without)
+    partial = runs["partial"].fillna(False).astype(bool)
+    hidden = pd.to_numeric(runs["hidden_rows"], errors="coerce").fillna(0)
+    return DataCompleteness(
+        results=results,
+        without_duration=without,
+        runs=len(runs),
+        partial_runs=int(partial.sum()),
+        hidden_rows=int(hidden.sum()),
+        partial_runs_unknown=int((partial & (hidden == 0)).sum()),
+    )
+
+
+def rollup(
+    facts: pd.DataFrame,
+    by: str,
+    *,
+    within: str | None = None,
+    sort: str = "total_s",
+    descending: bool = True,
+    limit: int | None = None,
+    runs: pd.DataFrame | None = None,
+) -> Rollup:
+    """Split test time by a dimension (ROLLUP_DIMENSIONS), with shares within a parent.
+
+    Statistics are over the test results in each group. From raw results (facts with one run
+    per row) p50/p95 are exact per result; from daily facts they are over per-(test, cell, day)
+    means weighted by their result counts. Percentiles are nearest-rank: p95 is the smallest
+    duration at least 95% of results do not exceed. `share` is of the grand total (marker
+    shares can sum past 1, as a test counts under each of its markers). `parent` is the value
+    of `within` (default DEFAULT_WITHIN) where the key spends the most time, and
+    `parent_share` the key's seconds there over that parent's total seconds. Pass `runs` to
+    have completeness count partial reports.
+    """
+    check_dimension(by)
+    parent_dim = within if within is not None else DEFAULT_WITHIN.get(by)
+    if parent_dim is not None:
+        check_dimension(parent_dim)
+        if parent_dim == by:
+            raise ValueError(f"cannot take shares of {by!r} within itself")
+    if sort not in ROW_COLUMNS:
+        raise ValueError(f"cannot sort by {sort!r}; choose one of: {', '.join(ROW_COLUMNS)}")
+    grand_total = float(facts["total_s"].sum())
+    rows = _group_rows(facts, by, grand_total)
+    if parent_dim is not None:
+        rows = _attach_parents(facts, rows, by, parent_dim)
+    else:
+        rows["parent"] = None
+        rows["parent_share"] = np.nan
+    rows = rows.sort_values(["key"]).sort_values(sort, ascending=not descending, kind="stable")
+    keys_total = len(rows)
+    if limit is not None:
+        rows = rows.head(limit)
+    return Rollup(
+        by=by,
+        within=parent_dim,
+        rows=rows.reset_index(drop=True)[list(ROW_COLUMNS)],
+        grand_total_s=grand_total,
+        keys_total=keys_total,
+        completeness=data_completeness(facts, runs),
+    )
+
+
+def _group_rows(facts: pd.DataFrame, by: str, grand_total: float) -> pd.DataFrame:
+    keys = dimension_keys(facts, by)
+    n_groups = len(keys.labels)
+    g = keys.codes
+
+    def take(column: str) -> np.ndarray:
+        values = np.asarray(facts[column].to_numpy(dtype=float, na_value=np.nan), dtype=float)
+        picked: np.ndarray = values[keys.rows]
+        return picked
+
+    def total_of(values: np.ndarray) -> np.ndarray:
+        summed: np.ndarray = np.bincount(g, weights=np.nan_to_num(values), minlength=n_groups)
+        return summed
+
+    known = take("known")
+    total = take("total_s")
+    runs = total_of(take("runs"))
+    known_n = total_of(known)
+    total_s = total_of(total)
+    tests = np.asarray(pd.factorize(facts["nodeid"])[0], dtype=np.int64)[keys.rows]
+    distinct = np.unique(g * (int(tests.max(initial=0)) + 1) + tests)
+    distinct_groups = distinct // (int(tests.max(initial=0)) + 1)
+    max_s = pd.Series(take("max_s")).groupby(g).max().reindex(range(n_groups)).to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_s = np.where(known_n > 0, total_s / np.where(known_n > 0, known_n, 1), np.nan)
+        row_mean = np.where(known > 0, total / np.where(known > 0, known, 1), np.nan)
+        share = total_s / grand_total if grand_total > 0 else np.full(n_groups, np.nan)
+    out = pd.DataFrame(
+        {
+            "key": keys.labels,
+            "runs": runs.astype("int64"),
+            "total_s": total_s,
+            "share": share,
+            "mean_s": mean_s,
+            "max_s": max_s,
+            "failures": total_of(take("failures")).astype("int64"),
+            "flaky": total_of(take("flaky")).astype("int64"),
+            "tests": np.bincount(distinct_groups, minlength=n_groups).astype("int64"),
+            "missing": (runs - known_n).astype("int64"),
+        }
+    )
+    for phase in ("setup_s", "call_s", "teardown_s"):
+        values = take(phase)
+        reported = np.bincount(g, weights=(~np.isnan(values)).astype(float), minlength=n_groups)
+        # A phase nobody reported is unknown, not zero.
+        out[phase] = np.where(reported > 0, total_of(values), np.nan)
+    p50, p95 = weighted_nearest_ranks(g, row_mean, known, n_groups, (0.5, 0.95))
+    out["p50_s"] = p50
+    out["p95_s"] = p95
+    # Keys present in no row (a marker vocabulary entry nobody uses) are not rows.
+    return out.loc[np.bincount(g, minlength=n_groups) > 0].reset_index(drop=True)
+
+
+def weighted_nearest_ranks(
+    group: np.ndarray,
+    values: np.ndarray,
+    weights: np.ndarray,
+    n_groups: int,
+    qs: tuple[float, ...],
+) -> list[np.ndarray]:
+    """Per group and quantile q, the smallest value whose cumulative weight reaches q.
+
+    Rows with zero weight or NaN values are ignored; groups with no weight get NaN. One sort
+    serves every quantile.
+    """
+    use = (weights > 0) & ~np.isnan(values)
+    g, v, w = group[use], values[use], weights[use]
+    outs = [np.full(n_groups, np.nan) for _ in qs]
+    if len(g) == 0:
+        return outs
+    # Sort by value, then stably by group: two fast sorts instead of one lexsort.
+    order = np.argsort(v, kind="stable")
+    order = order[np.argsort(g[order], kind="stable")]
+    g, v, w = g[order], v[order], w[order]
+    group_w = np.bincount(g, weights=w, minlength=n_groups)
+    before = np.cumsum(group_w) - group_w
+    within = np.cumsum(w) - before[g]
+    for out, q in zip(outs, qs, strict=True):
+        # Integer weights keep the sums exact; the epsilon absorbs q*W rounding (0.95*20).
+        rank = np.maximum(np.ceil(q * group_w[g] - 1e-9), 1.0)
+        hits = np.flatnonzero(within >= rank)
+        first = hits[np.unique(g[hits], return_index=True)[1]]
+        out[g[first]] = v[first]
+    return outs
+
+
+def weighted_nearest_rank(
+    group: np.ndarray, values: np.ndarray, weights: np.ndarray, n_groups: int, q: float
+) -> np.ndarray:
+    """Per group, the smallest value whose cumulative weight reaches q of the group's weight."""
+    return weighted_nearest_ranks(group, values, weights, n_groups, (q,))[0]
+
+
+def _attach_parents(
+    facts: pd.DataFrame, rows: pd.DataFrame, by: str, parent_dim: str
+) -> pd.DataFrame:
+    child = dimension_keys(facts, by)
+    parent = dimension_keys(facts, parent_dim)
+    total = facts["total_s"].to_numpy(dtype=float)
+    parent_totals = np.bincount(
+        parent.codes, weights=total[parent.rows], minlength=len(parent.labels)
+    )
+    pairs = pd.DataFrame({"pos": child.rows, "key": child.codes}).merge(
+        pd.DataFrame({"pos": parent.rows, "parent": parent.codes}), on="pos"
+    )
+    pairs["total_s"] = total[pairs["pos"].to_numpy()]
+    pair_totals = pairs.groupby(["key", "parent"])["total_s"].sum().reset_index()
+    pair_totals["parent_name"] = parent.labels[pair_totals["parent"].to_numpy()]
+    # The parent where the key spends most time; ties go to the first parent by name.
+    pair_totals = pair_totals.sort_values(["key", "parent_name"]).sort_values(
+        "total_s", ascending=False, kind="stable"
+    )
+    main = pair_totals.drop_duplicates("key")
+    parent_total = parent_totals[main["parent"].to_numpy()]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(parent_total > 0, main["total_s"].to_numpy() / parent_total, np.nan)
+    by_name = pd.DataFrame(
+        {"parent": main["parent_name"].to_numpy(), "parent_share": share},
+        index=child.labels[main["key"].to_numpy()],
+    )
+    rows["parent"] = rows["key"].map(by_name["parent"])
+    rows["parent_share"] = rows["key"].map(by_name["parent_share"]).astype(float)
+    return rows

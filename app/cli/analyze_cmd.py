@@ -1,0 +1,130 @@
+"""`laptime analyze`: where the test time goes, from local report files, no server needed."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from analysis.filters import Filters, filter_facts, filter_runs
+from analysis.frames import facts_from_results
+from analysis.rollups import ROLLUP_DIMENSIONS, Rollup, check_dimension, rollup
+from app.cli.local_reports import load_local
+
+FORMATS = ("auto", "junit", "durations", "laptime-json")
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True)
+@click.option(
+    "--by",
+    default="file",
+    show_default=True,
+    help=f"Dimension to split time by: {', '.join(ROLLUP_DIMENSIONS)}.",
+)
+@click.option("--within", default=None, help="Dimension shares are taken within (parent).")
+@click.option("--limit", type=int, default=20, show_default=True, help="Rows to show; 0 = all.")
+@click.option("--sort", default="total_s", show_default=True, help="Column to sort rows by.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
+    help="Report format of the files.",
+)  # fmt: skip
+@click.option("--job", "jobs", multiple=True, help="Keep only this job (file stem); repeatable.")
+@click.option("--marker", "markers", multiple=True, help="Keep tests with this marker.")
+@click.option("--exclude-marker", "exclude_markers", multiple=True, help="Drop these markers.")
+@click.option("--file", "file_globs", multiple=True, help="Keep test files matching this glob.")
+def analyze(
+    files: tuple[str, ...],
+    by: str,
+    within: str | None,
+    limit: int,
+    sort: str,
+    as_json: bool,
+    fmt: str,
+    jobs: tuple[str, ...],
+    markers: tuple[str, ...],
+    exclude_markers: tuple[str, ...],
+    file_globs: tuple[str, ...],
+) -> None:
+    """Split the test time in report FILES by a dimension (one file = one job run)."""
+    try:
+        check_dimension(by)
+        if within is not None:
+            check_dimension(within)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if limit < 0:
+        raise click.ClickException("--limit must be 0 (all) or more")
+    data = load_local(files, fmt)
+    if data.results.empty:
+        raise click.ClickException("the reports hold no test results")
+    filters = Filters(jobs=jobs, markers=markers, exclude_markers=exclude_markers, files=file_globs)
+    facts = filter_facts(facts_from_results(data.results, data.runs), filters)
+    runs = filter_runs(data.runs, filters)
+    try:
+        result = rollup(facts, by, within=within, sort=sort, limit=limit or None, runs=runs)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(result.to_records(), indent=2))
+        return
+    _print_table(result)
+
+
+def _print_table(result: Rollup) -> None:
+    # Piped output is not a terminal; rich would squeeze it to 80 columns and fold the keys.
+    width = None if Console().is_terminal else 200
+    console = Console(width=width, soft_wrap=False)
+    table = Table(title=f"Test time by {result.by}", title_justify="left")
+    table.add_column(result.by, overflow="fold", min_width=24)
+    for name in ("runs", "total", "share", "mean", "p95", "max", "fail", "flaky", "tests"):
+        table.add_column(name, justify="right", no_wrap=True)
+    if result.within is not None:
+        table.add_column(f"share of {result.within}", justify="right", no_wrap=True)
+    for row in result.to_records():
+        cells = [
+            str(row["key"]),
+            str(row["runs"]),
+            format_duration(row["total_s"]),
+            _percent(row["share"]),
+            format_duration(row["mean_s"]),
+            format_duration(row["p95_s"]),
+            format_duration(row["max_s"]),
+            str(row["failures"]),
+            str(row["flaky"]),
+            str(row["tests"]),
+        ]
+        if result.within is not None:
+            cells.append(_percent(row["parent_share"]))
+        table.add_row(*cells)
+    console.print(table)
+    shown = len(result.rows)
+    console.print(
+        f"{shown} of {result.keys_total} rows; total {format_duration(result.grand_total_s)}; "
+        f"{result.completeness.describe()}",
+        highlight=False,
+    )
+
+
+def format_duration(seconds: float | None) -> str:
+    """Human units: '4 ms', '0.42 s', '12.3 s', '2 min 5 s', '1 h 3 min'; '-' when unknown."""
+    if seconds is None or math.isnan(seconds):
+        return "-"
+    if seconds < 0.1:
+        return f"{seconds * 1000:.0f} ms" if seconds >= 0.0005 or seconds == 0 else "<1 ms"
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {(whole % 3600) // 60} min"
+
+
+def _percent(share: float | None) -> str:
+    return "-" if share is None else f"{share * 100:.1f}%"

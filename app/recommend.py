@@ -1,0 +1,144 @@
+"""Recommendations for a project: load the recent runs once, hand them to the analysis engines.
+
+The REST API and the dashboard both call these functions and return/render their dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Connection
+
+from analysis.estimate import estimate_durations
+from analysis.filters import Filters
+from analysis.frames import labels_key
+from analysis.matrix_reduce import reduce_matrix
+from analysis.parametrize import find_explosions, propose_covering
+from analysis.shards import assign_shards
+from analysis.split_plan import SplitOptions, plan_splits
+from app.db.projects import Project
+from app.db.queries import load_results, load_runs
+
+# Recommendations look at the latest runs of each job; older history only slows them down.
+RUNS_PER_JOB = 10
+
+
+class RecommendationError(ValueError):
+    """The data cannot answer the question (no runs in the window, unknown cell...)."""
+
+
+@dataclass(frozen=True)
+class History:
+    """Recent results and runs of a project."""
+
+    results: pd.DataFrame
+    runs: pd.DataFrame
+
+
+def load_history(
+    conn: Connection, project: Project, filters: Filters, *, runs_per_job: int = RUNS_PER_JOB
+) -> History:
+    """The latest runs of every job in the window, with their results."""
+    runs = load_runs(conn, project.id, filters)
+    results = load_results(conn, project.id, filters, max_runs_per_job=runs_per_job)
+    runs = runs[runs["run_id"].isin(results["run_id"].unique())]
+    if results.empty:
+        raise RecommendationError("no test results in this window: widen it or upload reports")
+    return History(results=results, runs=runs.reset_index(drop=True))
+
+
+def _cells(runs: pd.DataFrame) -> pd.Series:
+    return runs["labels"].map(lambda labels: labels_key(labels if isinstance(labels, dict) else {}))
+
+
+def _pick_cell(history: History, cell: str | None) -> tuple[str, list[str], History]:
+    keys = _cells(history.runs)
+    available = sorted(keys.unique())
+    if cell is None:
+        # Default to the cell with the most test time: the one whose split matters most.
+        per_run = history.results.groupby("run_id")["duration_s"].sum()
+        weight = history.runs.assign(cell=keys, test_s=history.runs["run_id"].map(per_run))
+        cell = str(weight.groupby("cell")["test_s"].sum().idxmax())
+    if cell not in available:
+        raise RecommendationError(f"no cell {cell!r}; cells: {', '.join(available) or '(none)'}")
+    runs = history.runs[keys == cell]
+    results = history.results[history.results["run_id"].isin(runs["run_id"])]
+    return cell, available, History(results=results, runs=runs)
+
+
+def split_recommendation(
+    conn: Connection,
+    project: Project,
+    filters: Filters,
+    *,
+    options: SplitOptions,
+    cell: str | None = None,
+    price_per_min: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """The split plan for one matrix cell (default: the heaviest), plus the cells available."""
+    cell_key, cells, history = _pick_cell(load_history(conn, project, filters), cell)
+    plan = plan_splits(history.results, history.runs, options, price_per_min=price_per_min)
+    return {"cell": cell_key, "cells": cells, **plan.to_dict()}
+
+
+def shard_assignment(
+    conn: Connection,
+    project: Project,
+    filters: Filters,
+    *,
+    total: int,
+    index: int | None,
+    collected: Sequence[str] | None,
+) -> dict[str, Any]:
+    """Shards of the collected tests (or of every test known) by their estimated durations."""
+    if index is not None and not 1 <= index <= total:
+        raise RecommendationError(f"index must be between 1 and {total}, got {index}")
+    try:
+        history = load_history(conn, project, filters)
+        estimates = estimate_durations(history.results, history.runs)["duration_s"]
+    except RecommendationError:
+        if collected is None:
+            raise
+        estimates = pd.Series(dtype=float)
+    shards = assign_shards(estimates, collected, total)
+    chosen = [shards[index - 1]] if index is not None else shards
+    return {"total": total, "shards": [s.to_dict() for s in chosen]}
+
+
+def parametrize_recommendation(
+    conn: Connection, project: Project, filters: Filters, *, strength: int = 2, top: int = 10
+) -> dict[str, Any]:
+    """The costliest parametrize explosions with covering sets and the code to paste."""
+    history = load_history(conn, project, filters)
+    proposals = []
+    for explosion in find_explosions(history.results, history.runs, top=top):
+        entry: dict[str, Any] = {"explosion": explosion.to_dict()}
+        try:
+            entry["proposal"] = propose_covering(explosion, strength).to_dict()
+        except ValueError as exc:
+            entry["proposal"] = None
+            entry["note"] = str(exc)
+        proposals.append(entry)
+    return {"strength": strength, "explosions": proposals}
+
+
+def matrix_recommendation(
+    conn: Connection,
+    project: Project,
+    filters: Filters,
+    *,
+    group_by: str = "file",
+    threshold: float = 1.5,
+) -> dict[str, Any]:
+    """Per group and label dimension: keep every value, or run one per PR and all on main."""
+    history = load_history(conn, project, filters)
+    verdicts = reduce_matrix(
+        history.results,
+        history.runs,
+        group_by=group_by,  # type: ignore[arg-type]
+        threshold=threshold,
+    )
+    return {"group_by": group_by, "verdicts": [v.to_dict() for v in verdicts]}
