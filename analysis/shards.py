@@ -1,0 +1,112 @@
+"""CI sharding: which collected tests shard I of N runs, balanced by estimated duration.
+
+Guarantees the pitfalls of duration-based sharding call for: deterministic (same inputs, same
+shards on every machine), every collected test in exactly one shard, no empty shard while
+there are at least N tests, tests without history placed by their estimate (file median, then
+project median) instead of dropped or counted as free. Files stay whole unless one is
+heavier than a shard's fair share, so a module's fixture setup, which pytest charges to the
+file's first test, is paid once rather than once per shard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.estimate import estimate_new_tests
+from analysis.partition import partition_items
+from analysis.split_plan import item_keys
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard: what to pass to pytest, every nodeid it covers and its predicted time."""
+
+    index: int  # 1-based, like pytest-split's --group (CircleCI's CIRCLE_NODE_INDEX + 1)
+    members: tuple[str, ...]  # files kept whole, `file::Class` or nodeids
+    nodeids: tuple[str, ...]
+    predicted_s: float
+    new_tests: tuple[str, ...]  # nodeids without history, placed by estimate
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "index": self.index,
+            "members": list(self.members),
+            "nodeids": list(self.nodeids),
+            "predicted_s": round(self.predicted_s, 3),
+            "new_tests": list(self.new_tests),
+        }
+
+
+def assign_shards(estimates: pd.Series, collected: Sequence[str] | None, total: int) -> list[Shard]:
+    """Split the collected tests (or, with None, every test in `estimates`) into `total` shards."""
+    if total < 1:
+        raise ValueError(f"total must be at least 1, got {total}")
+    if collected is None:
+        ids = sorted({str(x) for x in estimates.index})
+    else:
+        ids = sorted({str(x).strip() for x in collected if str(x).strip()})
+    if not ids:
+        return [Shard(i + 1, (), (), 0.0, ()) for i in range(total)]
+    tests = estimate_new_tests(estimates, ids)
+    tests = tests.sort_index()
+    fair_s = float(tests["duration_s"].sum()) / total
+    keys = item_keys(tests, "auto", fair_s)
+    keys = _split_until(keys, min(total, len(tests)))
+    names = np.asarray(sorted(set(keys)), dtype=object)
+    weight_by_key = tests["duration_s"].groupby(keys.to_numpy()).sum()
+    weights = weight_by_key.reindex(names).to_numpy(dtype=np.float64)
+    part = partition_items(weights, total)
+    assignment = _fill_empty(part.assignment.copy(), weights, total)
+    bin_of_key = pd.Series(assignment, index=names)
+    bin_of_test = keys.map(bin_of_key)
+    new = tests["source"] != "history"
+    shards = []
+    for b in range(total):
+        in_bin = bin_of_test.to_numpy() == b
+        nodeids = tuple(tests.index[in_bin])
+        shards.append(
+            Shard(
+                index=b + 1,
+                members=tuple(str(n) for n in names[assignment == b]),
+                nodeids=nodeids,
+                predicted_s=float(tests["duration_s"].to_numpy()[in_bin].sum()),
+                new_tests=tuple(tests.index[in_bin & new.to_numpy()]),
+            )
+        )
+    return shards
+
+
+def _split_until(keys: pd.Series, wanted: int) -> pd.Series:
+    """Break the items with the most tests into single tests until there are `wanted` items."""
+    keys = keys.copy()
+    nodeids = keys.index.to_series().astype(str)
+    while keys.nunique() < wanted:
+        sizes = keys.value_counts()
+        sizes = sizes[sizes > 1]
+        if sizes.empty:
+            break
+        # Largest item first, then by name, so the choice is deterministic.
+        biggest = sorted(sizes.items(), key=lambda kv: (-kv[1], str(kv[0])))[0][0]
+        mask = keys == biggest
+        keys[mask] = nodeids[mask]
+    return keys
+
+
+def _fill_empty(assignment: np.ndarray, weights: np.ndarray, total: int) -> np.ndarray:
+    """Give an empty shard the lightest item of a shard holding several (never expected)."""
+    for b in range(total):
+        if (assignment == b).any():
+            continue
+        counts = np.bincount(assignment, minlength=total)
+        donors = np.flatnonzero(counts > 1)
+        if len(donors) == 0:
+            break
+        candidates = np.flatnonzero(np.isin(assignment, donors))
+        assignment[candidates[np.argmin(weights[candidates])]] = b
+    return assignment

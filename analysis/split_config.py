@@ -1,0 +1,133 @@
+"""The concrete change a split plan asks for: marker lines, pytest arguments, CI snippets.
+
+Every job but one runs an explicit list (or a marker); the remaining "default" job, the one
+with the most members, runs everything else (`--deselect` the others, or `-m "not ..."`), so a
+test file added after the plan still runs somewhere instead of nowhere.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class MarkerSplit:
+    """A marker split: the line to add to each moved file and each job's `-m` expression."""
+
+    lines: dict[str, str]  # file -> "pytestmark = pytest.mark.slow"
+    expressions: tuple[str, ...]  # per job, in job order; "" for a lone job (no -m)
+    markers: tuple[str, ...]  # marker names to register (pytest --strict-markers)
+
+
+def default_job(members_per_job: Sequence[Sequence[str]]) -> int:
+    """Index of the job that runs "everything else": the one with the most members."""
+    sizes = [len(m) for m in members_per_job]
+    return sizes.index(max(sizes)) if sizes else 0
+
+
+def marker_split(members_per_job: Sequence[Sequence[str]], marker: str = "slow") -> MarkerSplit:
+    """Mark the files of every job but the default one; one marker per marked job."""
+    k = len(members_per_job)
+    if k <= 1:
+        return MarkerSplit({}, ("",) * k, ())
+    home = default_job(members_per_job)
+    marked = [i for i in range(k) if i != home]
+    names = {i: marker if len(marked) == 1 else f"{marker}{n + 1}" for n, i in enumerate(marked)}
+    lines = {
+        str(file): f"pytestmark = pytest.mark.{names[i]}"
+        for i in marked
+        for file in members_per_job[i]
+    }
+    ordered = [names[i] for i in marked]
+    rest = f"not {ordered[0]}" if len(ordered) == 1 else f"not ({' or '.join(ordered)})"
+    expressions = tuple(rest if i == home else names[i] for i in range(k))
+    return MarkerSplit(dict(sorted(lines.items())), expressions, tuple(ordered))
+
+
+def job_pytest_args(
+    members_per_job: Sequence[Sequence[str]], granularity: str, marker: str = "slow"
+) -> list[tuple[str, ...]]:
+    """The pytest arguments of each job: `-m EXPR` for a marker split, else paths/nodeids."""
+    k = len(members_per_job)
+    if k <= 1:
+        return [()] * k
+    if granularity == "marker":
+        split = marker_split(members_per_job, marker)
+        return [("-m", expr) for expr in split.expressions]
+    home = default_job(members_per_job)
+    others = [m for i in range(k) if i != home for m in members_per_job[i]]
+    deselect = tuple(arg for m in others for arg in ("--deselect", m))
+    return [deselect if i == home else tuple(members_per_job[i]) for i in range(k)]
+
+
+def _yaml_quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+# Past this many pytest arguments in all, the snippet hands the split to pytest-split with
+# the .test_durations file instead of listing every nodeid in the workflow.
+MATRIX_MAX_ARGS = 200
+
+
+def github_actions_matrix(args_per_job: Sequence[Sequence[str]]) -> str:
+    """A GitHub Actions job with one matrix entry per planned job."""
+    if sum(len(args) for args in args_per_job) > MATRIX_MAX_ARGS:
+        return _pytest_split_matrix(len(args_per_job))
+    lines = [
+        "jobs:",
+        "  test:",
+        "    runs-on: ubuntu-latest",
+        "    strategy:",
+        "      fail-fast: false",
+        "      matrix:",
+        "        include:",
+    ]
+    for i, args in enumerate(args_per_job, start=1):
+        lines.append(f"          - group: {i}")
+        lines.append(f"            pytest-args: {_yaml_quote(shlex.join(args))}")
+    lines += [
+        "    steps:",
+        "      - uses: actions/checkout@v4",
+        "      - uses: actions/setup-python@v5",
+        "      - run: pip install -e . pytest",
+        "      - run: python -m pytest ${{ matrix.pytest-args }}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _pytest_split_matrix(k: int) -> str:
+    groups = ", ".join(str(i) for i in range(1, k + 1))
+    return (
+        "\n".join(
+            [
+                "# Too many tests to list: commit the plan's .test_durations and let pytest-split",
+                "# (least_duration) cut the same number of groups from it.",
+                "jobs:",
+                "  test:",
+                "    runs-on: ubuntu-latest",
+                "    strategy:",
+                "      fail-fast: false",
+                "      matrix:",
+                f"        group: [{groups}]",
+                "    steps:",
+                "      - uses: actions/checkout@v4",
+                "      - uses: actions/setup-python@v5",
+                "      - run: pip install -e . pytest pytest-split",
+                f"      - run: python -m pytest --splits {k} --group ${{{{ matrix.group }}}} "
+                "--splitting-algorithm least_duration --durations-path .test_durations",
+            ]
+        )
+        + "\n"
+    )
+
+
+def pytest_split_durations(durations_s: pd.Series) -> dict[str, float]:
+    """pytest-split's `.test_durations` content: a JSON object nodeid -> seconds."""
+    values = pd.to_numeric(durations_s, errors="coerce").sort_index()
+    values = values[np.isfinite(values.to_numpy(dtype=np.float64))]
+    return dict(zip(values.index.astype(str).tolist(), values.round(6).tolist(), strict=True))

@@ -1,0 +1,694 @@
+"""Split planning: how to cut one CI cell's tests into jobs, what it buys, and whether to bother.
+
+The model. A job's wall time is its setup overhead (measured per job and machine type as
+job wall - test time, or given) plus its test time divided by its xdist workers. A pipeline's
+wait is its longest job; its machine time is the sum of its jobs; its cost is each job's wall
+times its machine's price per minute (None when a price is missing: never invented).
+
+The input is the runs + results of ONE cell (one pipeline's worth of jobs, possibly over many
+pipelines of history); `plan_cells` splits a matrix into its cells by run labels.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, get_args
+
+import numpy as np
+import pandas as pd
+
+from analysis.estimate import DEFAULT_WINDOW_RUNS, estimate_durations, result_durations
+from analysis.frames import labels_key
+from analysis.partition import Partition, lower_bound, partition_items
+from analysis.split_config import (
+    github_actions_matrix,
+    job_pytest_args,
+    marker_split,
+    pytest_split_durations,
+)
+
+Granularity = Literal["file", "marker", "test", "auto"]
+Objective = Literal["wait", "machine", "cost"]
+Verdict = Literal["split", "keep", "not_worth_it", "refused"]
+GRANULARITIES: tuple[str, ...] = get_args(Granularity)
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
+# Plans whose waits are within this fraction of the best count as tied; the cheaper one wins.
+WAIT_TIE_FRAC = 0.01
+
+
+@dataclass(frozen=True)
+class SplitOptions:
+    """What the caller asks for. `jobs` is an inclusive (min, max) range of job counts."""
+
+    jobs: tuple[int, int] = (2, 2)
+    granularity: Granularity = "auto"
+    overhead_s: float | None = None  # per-job setup; None = measured from the runs
+    budget_s: float | None = None  # per-job wall limit (a CI timeout), overhead included
+    objective: Objective = "wait"
+    wait_target_s: float | None = None  # for objective "machine"; None = today's wait
+    window_runs: int = DEFAULT_WINDOW_RUNS
+    marker: str = "slow"
+    # Splitting is worth it when it saves at least this fraction of the wait...
+    min_gain_frac: float = 0.10
+    # ...and costs at most this many extra machine seconds per second of wait saved.
+    max_machine_per_wait: float = 1.0
+
+    def __post_init__(self) -> None:
+        lo, hi = self.jobs
+        if lo < 1 or hi < lo:
+            raise ValueError(f"job range must be 1 <= min <= max, got {lo}-{hi}")
+        if self.granularity not in GRANULARITIES:
+            raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
+        for name in ("overhead_s", "budget_s", "wait_target_s"):
+            value = getattr(self, name)
+            if value is not None and (not math.isfinite(value) or value < 0):
+                raise ValueError(f"{name} must be a non-negative number of seconds")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.marker):
+            raise ValueError(f"marker {self.marker!r} is not a valid Python identifier")
+
+
+@dataclass(frozen=True)
+class PlannedJob:
+    """One job of a layout: what it runs and its predicted times."""
+
+    name: str
+    members: tuple[str, ...]  # files, `file::Class` or nodeids (empty for today's jobs)
+    n_tests: int
+    test_s: float  # all phases of every member, before dividing by workers
+    overhead_s: float
+    workers: int
+    machine: str | None
+    wall_s: float
+    cost: float | None
+    pytest_args: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; cost is left out when unknown."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "members": list(self.members),
+            "n_tests": self.n_tests,
+            "predicted_test_s": round(self.test_s, 3),
+            "overhead_s": round(self.overhead_s, 3),
+            "workers": self.workers,
+            "machine": self.machine,
+            "predicted_wall_s": round(self.wall_s, 3),
+            "pytest_args": list(self.pytest_args),
+        }
+        if self.cost is not None:
+            out["cost"] = round(self.cost, 4)
+        return out
+
+
+@dataclass(frozen=True)
+class LayoutTotals:
+    """A layout's pipeline wait (longest job), machine time (sum) and cost."""
+
+    jobs: int
+    wait_s: float
+    machine_s: float
+    cost: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; cost is left out when unknown."""
+        out: dict[str, Any] = {
+            "jobs": self.jobs,
+            "wait_s": round(self.wait_s, 3),
+            "machine_s": round(self.machine_s, 3),
+        }
+        if self.cost is not None:
+            out["cost"] = round(self.cost, 4)
+        return out
+
+
+@dataclass(frozen=True)
+class ParetoRow:
+    """The best plan found for one job count."""
+
+    jobs: int
+    wait_s: float
+    machine_s: float
+    cost: float | None
+    lower_bound_wait_s: float  # overhead + max(largest item, total / jobs) / workers
+    feasible: bool  # every job within the budget
+    pareto_optimal: bool = False  # no other count is at least as good on wait and machine
+    chosen: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form; cost is left out when unknown."""
+        out: dict[str, Any] = {
+            "jobs": self.jobs,
+            "wait_s": round(self.wait_s, 3),
+            "machine_s": round(self.machine_s, 3),
+            "lower_bound_wait_s": round(self.lower_bound_wait_s, 3),
+            "feasible": self.feasible,
+            "pareto_optimal": self.pareto_optimal,
+            "chosen": self.chosen,
+        }
+        if self.cost is not None:
+            out["cost"] = round(self.cost, 4)
+        return out
+
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """The recommendation: today's layout, the proposed one, the verdict and the trade-offs."""
+
+    verdict: Verdict
+    reason: str
+    objective: Objective
+    granularity: Granularity
+    before_jobs: tuple[PlannedJob, ...]
+    jobs: tuple[PlannedJob, ...]  # the proposed layout (today's when the verdict says so)
+    before: LayoutTotals
+    after: LayoutTotals
+    pareto: tuple[ParetoRow, ...]
+    estimates: pd.DataFrame  # per test: file, classname, duration_s, samples, source
+    budget_s: float | None = None
+    warnings: tuple[str, ...] = ()
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: what `laptime plan --json` prints and the API returns."""
+        sources = self.estimates["source"].value_counts().to_dict()
+        return {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "objective": self.objective,
+            "granularity": self.granularity,
+            "budget_s": self.budget_s,
+            "before": self.before.to_dict(),
+            "after": self.after.to_dict(),
+            "before_jobs": [job.to_dict() for job in self.before_jobs],
+            "jobs": [job.to_dict() for job in self.jobs],
+            "pareto": [row.to_dict() for row in self.pareto],
+            "estimates": {
+                "tests": len(self.estimates),
+                "without_history": int((self.estimates["source"] != "history").sum()),
+                "by_source": {str(k): int(v) for k, v in sources.items()},
+            },
+            "warnings": list(self.warnings),
+            "config": dict(self.config),
+        }
+
+
+@dataclass(frozen=True)
+class _Reference:
+    """Machine, workers and setup overhead a newly planned job inherits."""
+
+    machine: str | None
+    workers: int
+    overhead_s: float
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    row: ParetoRow
+    jobs: tuple[PlannedJob, ...]  # without members (see _finish)
+    overflow: str | None  # why the plan breaks the budget, when it does
+    names: np.ndarray  # item labels
+    groups: tuple[np.ndarray, ...]  # item positions per job
+
+
+# ---------------------------------------------------------------------------- durations text
+
+_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s)", re.IGNORECASE)
+
+
+def parse_duration_s(text: str) -> float:
+    """Seconds from `300`, `90s`, `5m`, `1h30m`, `1.5h`, `2m30s`; ValueError otherwise."""
+    cleaned = text.strip().lower().replace(" ", "")
+    if not cleaned:
+        raise ValueError("empty duration")
+    if re.fullmatch(r"\d+(\.\d+)?", cleaned):
+        return float(cleaned)
+    if not re.fullmatch(r"(\d+(\.\d+)?(h|m|s))+", cleaned):
+        raise ValueError(f"not a duration: {text!r} (use e.g. 300, 90s, 5m, 1h30m)")
+    scale = {"h": 3600.0, "m": 60.0, "s": 1.0}
+    units = [unit for _, unit in _DURATION_RE.findall(cleaned)]
+    if len(set(units)) != len(units) or units != sorted(units, key="hms".index):
+        raise ValueError(f"not a duration: {text!r} (units must be h, m, s in that order)")
+    return sum(float(num) * scale[unit] for num, unit in _DURATION_RE.findall(cleaned))
+
+
+def format_duration(seconds: float) -> str:
+    """Compact human text: `45s`, `5m 03s`, `1h 02m`."""
+    s = round(seconds)
+    if s < 60:
+        return f"{seconds:.0f}s" if seconds >= 1 else f"{seconds:.2f}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60:02d}s"
+    return f"{s // 3600}h {(s % 3600) // 60:02d}m"
+
+
+# ------------------------------------------------------------------------------------- items
+
+
+def item_keys(estimates: pd.DataFrame, granularity: Granularity, max_item_s: float) -> pd.Series:
+    """The unit each test moves with (nodeid -> file, `file::Class` or nodeid).
+
+    `file`/`marker` keep files whole, `test` moves tests, `auto` keeps a file whole unless it
+    weighs more than `max_item_s` (a job's fair share, or the budget), then splits it by class,
+    and a class still too heavy by test.
+    """
+    catalog = _Catalog(estimates)
+    return pd.Series(catalog.keys(granularity, max_item_s), index=estimates.index)
+
+
+class _Catalog:
+    """Integer codes for every test's file and class, computed once per plan."""
+
+    def __init__(self, estimates: pd.DataFrame) -> None:
+        self.nodeids = estimates.index.astype(str).to_numpy(dtype=object)
+        self.weights = estimates["duration_s"].to_numpy(dtype=np.float64)
+        self.files = estimates["file"].astype(str).to_numpy(dtype=object)
+        file_codes, _ = pd.factorize(self.files)
+        self.file_s = np.bincount(file_codes, weights=self.weights)[file_codes]
+        self._cache: dict[object, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def _masks(self, max_item_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Heavy-file rows, rows moving by class, and the class key of each heavy row."""
+        heavy = np.flatnonzero(self.file_s > max_item_s)
+        # Only tests of heavy files need a class key; those are few, so this stays cheap.
+        parts = [nodeid.split("::") for nodeid in self.nodeids[heavy].tolist()]
+        has_class = np.array([len(p) >= 3 for p in parts], dtype=bool)
+        classes = np.array(
+            [
+                f"{p[0]}::{p[1]}" if len(p) >= 3 else n
+                for p, n in zip(parts, self.nodeids[heavy], strict=True)
+            ],
+            dtype=object,
+        )
+        class_codes, _ = pd.factorize(classes)
+        class_s = np.bincount(class_codes, weights=self.weights[heavy])[class_codes]
+        by_class = has_class & (class_s <= max_item_s)
+        return heavy, by_class, classes
+
+    def keys(self, granularity: Granularity, max_item_s: float) -> np.ndarray:
+        """Item label per test (see item_keys)."""
+        if granularity == "test":
+            return self.nodeids
+        if granularity in ("file", "marker"):
+            return self.files
+        heavy, by_class, classes = self._masks(max_item_s)
+        keys = self.files.copy()
+        keys[heavy] = np.where(by_class, classes, self.nodeids[heavy])
+        return keys
+
+    def items(
+        self, granularity: Granularity, max_item_s: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(names sorted, weight_s, n_tests) of the items; the same cut is computed once."""
+        signature: object = granularity
+        if granularity == "auto":
+            heavy, by_class, _ = self._masks(max_item_s)
+            signature = (heavy.tobytes(), by_class.tobytes())
+        if signature not in self._cache:
+            # Sorted names: the partition breaks ties by position, so this fixes the result.
+            codes, names = pd.factorize(self.keys(granularity, max_item_s), sort=True)
+            weights = np.bincount(codes, weights=self.weights, minlength=len(names))
+            counts = np.bincount(codes, minlength=len(names))
+            self._cache[signature] = (np.asarray(names, dtype=object), weights, counts)
+        return self._cache[signature]
+
+
+# ------------------------------------------------------------------------------------ layout
+
+
+def _run_overheads(results: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run: measured setup overhead = wall - test time / workers (NaN without a wall)."""
+    test_s = result_durations(results).groupby(results["run_id"]).sum()
+    frame = runs[["run_id", "job", "machine", "wall_s", "xdist_workers"]].copy()
+    frame["workers"] = pd.to_numeric(frame["xdist_workers"], errors="coerce").fillna(1)
+    frame["workers"] = frame["workers"].clip(lower=1).astype("int64")
+    frame["test_s"] = frame["run_id"].map(test_s).fillna(0.0)
+    wall = pd.to_numeric(frame["wall_s"], errors="coerce")
+    frame["overhead_s"] = (wall - frame["test_s"] / frame["workers"]).clip(lower=0.0)
+    return frame
+
+
+def _price(price_per_min: Mapping[str, float] | None, machine: str | None) -> float | None:
+    if price_per_min is None or machine is None:
+        return None
+    return price_per_min.get(machine)
+
+
+def _job(
+    name: str,
+    members: tuple[str, ...],
+    n_tests: int,
+    test_s: float,
+    ref: _Reference,
+    price_per_min: Mapping[str, float] | None,
+    pytest_args: tuple[str, ...] = (),
+) -> PlannedJob:
+    wall = ref.overhead_s + test_s / ref.workers
+    price = _price(price_per_min, ref.machine)
+    return PlannedJob(
+        name=name,
+        members=members,
+        n_tests=n_tests,
+        test_s=test_s,
+        overhead_s=ref.overhead_s,
+        workers=ref.workers,
+        machine=ref.machine,
+        wall_s=wall,
+        cost=None if price is None else wall / 60.0 * price,
+        pytest_args=pytest_args,
+    )
+
+
+def _totals(jobs: Sequence[PlannedJob]) -> LayoutTotals:
+    costs = [job.cost for job in jobs]
+    known = [c for c in costs if c is not None]
+    return LayoutTotals(
+        jobs=len(jobs),
+        wait_s=max((job.wall_s for job in jobs), default=0.0),
+        machine_s=sum(job.wall_s for job in jobs),
+        cost=sum(known) if costs and len(known) == len(costs) else None,
+    )
+
+
+def _mode(values: pd.Series) -> Any:
+    counts = values.dropna().value_counts()
+    return counts.index[0] if len(counts) else None
+
+
+def current_layout(
+    results: pd.DataFrame,
+    runs: pd.DataFrame,
+    estimates: pd.DataFrame,
+    *,
+    overhead_s: float | None = None,
+    price_per_min: Mapping[str, float] | None = None,
+) -> tuple[list[PlannedJob], _Reference, list[str]]:
+    """Today's jobs (by name) with predicted walls, the reference for new jobs, and warnings."""
+    warnings: list[str] = []
+    per_run = _run_overheads(results, runs)
+    measured = per_run.dropna(subset=["overhead_s"])
+    if overhead_s is None and len(measured) < len(per_run):
+        warnings.append(
+            f"{len(per_run) - len(measured)} of {len(per_run)} runs have no job wall time; "
+            "their setup overhead is taken from the others (or 0 s): pass an overhead"
+        )
+    job_of_run = runs.set_index("run_id")["job"].astype(str)
+    tests = pd.DataFrame(
+        {"job": results["run_id"].map(job_of_run), "nodeid": results["nodeid"].astype(str)}
+    ).drop_duplicates()
+    tests["duration_s"] = tests["nodeid"].map(estimates["duration_s"])
+    job_test_s = tests.groupby("job")["duration_s"].sum()
+    job_n = tests.groupby("job").size()
+    jobs: list[PlannedJob] = []
+    for name, group in per_run.groupby(per_run["job"].astype(str), sort=True):
+        machine = _mode(group["machine"])
+        workers = int(group["workers"].median())
+        if overhead_s is not None:
+            overhead = overhead_s
+        else:
+            own = group["overhead_s"].dropna()
+            same_machine = measured[measured["machine"] == machine]["overhead_s"]
+            pool = (
+                own if len(own) else same_machine if len(same_machine) else measured["overhead_s"]
+            )
+            overhead = float(pool.median()) if len(pool) else 0.0
+        ref = _Reference(machine, workers, overhead)
+        jobs.append(
+            _job(
+                str(name),
+                (),
+                int(job_n.get(name, 0)),
+                float(job_test_s.get(name, 0.0)),
+                ref,
+                price_per_min,
+            )
+        )
+    if not jobs:
+        raise ValueError("no runs to plan from")
+    heaviest = max(jobs, key=lambda job: (job.test_s, job.name))
+    if overhead_s is not None:
+        new_overhead = overhead_s
+    else:
+        # A new job runs on the heaviest job's machine: its overhead is that machine's median.
+        on_machine = measured[measured["machine"] == heaviest.machine]["overhead_s"]
+        new_overhead = float(on_machine.median()) if len(on_machine) else heaviest.overhead_s
+    reference = _Reference(heaviest.machine, heaviest.workers, new_overhead)
+    return jobs, reference, warnings
+
+
+# -------------------------------------------------------------------------------------- plan
+
+
+def fits_budget(job: PlannedJob, budget_s: float | None) -> bool:
+    """True when the job's whole wall (setup overhead + tests / workers) is within budget."""
+    return budget_s is None or job.wall_s <= budget_s + 1e-9
+
+
+def plan_splits(
+    results: pd.DataFrame,
+    runs: pd.DataFrame,
+    options: SplitOptions,
+    *,
+    price_per_min: Mapping[str, float] | None = None,
+) -> SplitPlan:
+    """Plan how to split one cell's tests into jobs (see the module docstring for the model)."""
+    if options.objective == "cost" and price_per_min is None:
+        raise ValueError("objective 'cost' needs a price per minute for the machine type")
+    runs = runs[runs["run_id"].isin(results["run_id"].unique())]
+    if results.empty or runs.empty:
+        raise ValueError("no results to plan from")
+    estimates = estimate_durations(results, runs, window_runs=options.window_runs)
+    before_jobs, ref, warnings = current_layout(
+        results, runs, estimates, overhead_s=options.overhead_s, price_per_min=price_per_min
+    )
+    if options.objective == "cost" and _price(price_per_min, ref.machine) is None:
+        raise ValueError(f"objective 'cost' needs a price for machine type {ref.machine!r}")
+    before = _totals(before_jobs)
+    missing = int((estimates["source"] != "history").sum())
+    if missing:
+        warnings.append(f"{missing} tests have no duration history; their time is estimated")
+    lo, hi = options.jobs
+    catalog = _Catalog(estimates)
+    # The table covers the asked-for counts plus one job, the reference everything pays for.
+    counts = sorted({1, *range(lo, hi + 1)})
+    candidates = [_candidate(estimates, catalog, k, options, ref, price_per_min) for k in counts]
+    allowed = [c for c in candidates if lo <= c.row.jobs <= hi]
+    chosen = _choose(allowed, options, before)
+    pareto = _pareto_rows([c.row for c in candidates], chosen.row.jobs if chosen else None)
+    verdict, reason = _verdict(chosen, allowed, options, before, before_jobs)
+    jobs = (
+        _finish(chosen, options)
+        if chosen is not None and verdict == "split"
+        else tuple(before_jobs)
+    )
+    after = _totals(jobs) if verdict == "split" else before
+    config = _config(jobs, options, estimates) if verdict == "split" else {}
+    if verdict != "split":
+        config = {"test_durations": pytest_split_durations(estimates["duration_s"])}
+    return SplitPlan(
+        verdict=verdict,
+        reason=reason,
+        objective=options.objective,
+        granularity=options.granularity,
+        before_jobs=tuple(before_jobs),
+        jobs=tuple(jobs),
+        before=before,
+        after=after,
+        pareto=pareto,
+        estimates=estimates,
+        budget_s=options.budget_s,
+        warnings=tuple(warnings),
+        config=config,
+    )
+
+
+def plan_cells(
+    results: pd.DataFrame,
+    runs: pd.DataFrame,
+    options: SplitOptions,
+    *,
+    price_per_min: Mapping[str, float] | None = None,
+) -> dict[str, SplitPlan]:
+    """One plan per matrix cell (runs grouped by their labels, e.g. `os=linux,python=3.11`)."""
+    keys = runs["labels"].map(lambda labels: labels_key(labels if isinstance(labels, dict) else {}))
+    plans: dict[str, SplitPlan] = {}
+    for key in sorted(keys.unique()):
+        cell_runs = runs[keys == key]
+        cell_results = results[results["run_id"].isin(cell_runs["run_id"])]
+        if len(cell_results):
+            plans[key] = plan_splits(cell_results, cell_runs, options, price_per_min=price_per_min)
+    return plans
+
+
+def _candidate(
+    estimates: pd.DataFrame,
+    catalog: _Catalog,
+    k: int,
+    options: SplitOptions,
+    ref: _Reference,
+    price_per_min: Mapping[str, float] | None,
+) -> _Candidate:
+    total_s = float(estimates["duration_s"].sum())
+    max_item_s = total_s / k
+    if options.budget_s is not None:
+        # Split further what could never fit a job under the budget, overhead counted first.
+        room_s = max(options.budget_s - ref.overhead_s, 0.0) * ref.workers
+        max_item_s = min(max_item_s, room_s)
+    names, weights, counts = catalog.items(options.granularity, max_item_s)
+    part: Partition = partition_items(weights, k)
+    groups = [part.members(b) for b in range(k)]
+    # Heaviest job first so the numbering reads naturally; empty jobs are dropped.
+    groups = sorted((g for g in groups if len(g)), key=lambda g: -float(weights[g].sum()))
+    # Members and pytest arguments are filled in for the chosen plan only (see _finish).
+    jobs = tuple(
+        _job(f"job {i + 1}", (), int(counts[g].sum()), float(weights[g].sum()), ref, price_per_min)
+        for i, g in enumerate(groups)
+    )
+    totals = _totals(jobs)
+    overflow = None
+    for job in jobs:
+        if not fits_budget(job, options.budget_s):
+            overflow = (
+                f"{job.name} would take {format_duration(job.wall_s)} "
+                f"({format_duration(job.overhead_s)} setup + "
+                f"{format_duration(job.test_s / job.workers)} tests)"
+            )
+            break
+    bound = ref.overhead_s + lower_bound(weights, k) / ref.workers
+    row = ParetoRow(k, totals.wait_s, totals.machine_s, totals.cost, bound, overflow is None)
+    return _Candidate(row, jobs, overflow, names, tuple(groups))
+
+
+def _finish(candidate: _Candidate, options: SplitOptions) -> tuple[PlannedJob, ...]:
+    """The chosen plan's jobs with their members and pytest arguments."""
+    members = [tuple(candidate.names[g].tolist()) for g in candidate.groups]
+    args = job_pytest_args(members, options.granularity, options.marker)
+    return tuple(
+        replace(job, members=members[i], pytest_args=args[i])
+        for i, job in enumerate(candidate.jobs)
+    )
+
+
+def _choose(
+    candidates: Sequence[_Candidate], options: SplitOptions, before: LayoutTotals
+) -> _Candidate | None:
+    feasible = [c for c in candidates if c.row.feasible]
+    if not feasible:
+        return None
+    if options.objective == "wait":
+        best_wait = min(c.row.wait_s for c in feasible)
+        tied = [c for c in feasible if c.row.wait_s <= best_wait * (1 + WAIT_TIE_FRAC)]
+        return min(tied, key=lambda c: (c.row.machine_s, c.row.jobs))
+    if options.objective == "machine":
+        target = options.wait_target_s if options.wait_target_s is not None else before.wait_s
+        within = [c for c in feasible if c.row.wait_s <= target + 1e-9]
+        if within:
+            return min(within, key=lambda c: (c.row.machine_s, c.row.wait_s, c.row.jobs))
+        return min(feasible, key=lambda c: (c.row.wait_s, c.row.jobs))
+    return min(feasible, key=lambda c: (c.row.cost or 0.0, c.row.wait_s, c.row.jobs))
+
+
+def _pareto_rows(rows: Sequence[ParetoRow], chosen_jobs: int | None) -> tuple[ParetoRow, ...]:
+    out = []
+    for row in rows:
+        dominated = any(
+            other.feasible
+            and other.wait_s <= row.wait_s
+            and other.machine_s <= row.machine_s
+            and (other.wait_s < row.wait_s or other.machine_s < row.machine_s)
+            for other in rows
+        )
+        out.append(
+            ParetoRow(
+                row.jobs,
+                row.wait_s,
+                row.machine_s,
+                row.cost,
+                row.lower_bound_wait_s,
+                row.feasible,
+                pareto_optimal=row.feasible and not dominated,
+                chosen=row.jobs == chosen_jobs,
+            )
+        )
+    return tuple(out)
+
+
+def _verdict(
+    chosen: _Candidate | None,
+    candidates: Sequence[_Candidate],
+    options: SplitOptions,
+    before: LayoutTotals,
+    before_jobs: Sequence[PlannedJob],
+) -> tuple[Verdict, str]:
+    if chosen is None:
+        worst = min(candidates, key=lambda c: c.row.wait_s)
+        lo, hi = options.jobs
+        span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+        return "refused", (
+            f"no plan with {span} jobs keeps every job within the "
+            f"{format_duration(options.budget_s or 0.0)} budget: even the best, "
+            f"{worst.overflow}; allow more jobs or a finer granularity"
+        )
+    after = chosen.row
+    saved = before.wait_s - after.wait_s
+    extra_machine = after.machine_s - before.machine_s
+    extra_cost = (
+        after.cost - before.cost if after.cost is not None and before.cost is not None else None
+    )
+    over_budget = [job.name for job in before_jobs if not fits_budget(job, options.budget_s)]
+    summary = (
+        f"{after.jobs} jobs: wait {format_duration(before.wait_s)} -> "
+        f"{format_duration(after.wait_s)}, machine time {format_duration(before.machine_s)} -> "
+        f"{format_duration(after.machine_s)}"
+    )
+    if over_budget:
+        return "split", f"today's {', '.join(over_budget)} exceeds the budget; {summary}"
+    if options.objective == "machine":
+        target = options.wait_target_s if options.wait_target_s is not None else before.wait_s
+        if after.wait_s > target + 1e-9:
+            return "refused", (
+                f"no plan meets the {format_duration(target)} wait target; the best, {summary}"
+            )
+        if before.wait_s > target + 1e-9:
+            return "split", f"today's wait misses the {format_duration(target)} target; {summary}"
+        if extra_machine < -1e-9:
+            return "split", summary
+        return "keep", "no layout within the wait target needs less machine time than today's"
+    if options.objective == "cost" and extra_cost is not None:
+        if extra_cost < -1e-9:
+            return "split", f"{summary}, cost {before.cost:.2f} -> {after.cost:.2f}"
+        return "keep", "no layout is cheaper than today's"
+    if saved <= max(options.min_gain_frac * before.wait_s, 1e-9):
+        if after.jobs > before.jobs and extra_machine > 0:
+            return "not_worth_it", (
+                f"{summary}: saves only {format_duration(max(saved, 0.0))} "
+                f"({saved / before.wait_s:.0%}) because each job pays "
+                f"{format_duration(chosen.jobs[0].overhead_s)} of setup"
+            )
+        return "keep", f"today's layout is already within {options.min_gain_frac:.0%} of the best"
+    if extra_machine > options.max_machine_per_wait * saved:
+        return "not_worth_it", (
+            f"{summary}: {format_duration(saved)} less wait costs "
+            f"{format_duration(extra_machine)} more machine time, because each extra job pays "
+            f"{format_duration(chosen.jobs[0].overhead_s)} of setup"
+        )
+    return "split", summary
+
+
+def _config(
+    jobs: Sequence[PlannedJob], options: SplitOptions, estimates: pd.DataFrame
+) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    if options.granularity == "marker":
+        split = marker_split([list(job.members) for job in jobs], options.marker)
+        config["markers"] = dict(split.lines)
+        config["marker_expressions"] = list(split.expressions)
+    elif options.granularity == "file":
+        config["files"] = [list(job.members) for job in jobs]
+    config["github_actions"] = github_actions_matrix([list(job.pytest_args) for job in jobs])
+    config["test_durations"] = pytest_split_durations(estimates["duration_s"])
+    return config

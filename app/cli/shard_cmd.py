@@ -1,0 +1,101 @@
+"""`laptime shard`: the tests of CI shard I of N, balanced by the durations in local reports."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from analysis.estimate import estimate_durations
+from analysis.shards import assign_shards
+from analysis.split_plan import format_duration
+from app.cli.local_reports import load_local
+
+FORMATS = ("auto", "junit", "durations", "laptime-json")
+
+
+def _read_collected(source: str) -> list[str]:
+    """Nodeids, one a line, as `pytest --collect-only -q` prints them (summary lines dropped)."""
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"{source}: cannot read: {exc.strerror or exc}") from exc
+    # `-q` ends with a blank line and "N tests collected in 0.1s"; nodeids never hold spaces
+    # outside their parametrize brackets, so keep lines that look like nodeids.
+    lines = [line.strip() for line in text.splitlines()]
+    return [line for line in lines if line and ("::" in line or line.endswith(".py"))]
+
+
+@click.command()
+@click.argument("files", nargs=-1)
+@click.option("--total", type=click.IntRange(min=1), required=True, help="Number of shards N.")
+@click.option(
+    "--index",
+    type=click.IntRange(min=1),
+    required=True,
+    help="This shard, 1-based like pytest-split's --group (CircleCI: $((CIRCLE_NODE_INDEX + 1))).",
+)
+@click.option(
+    "--collected", default=None, help="File of collected nodeids, one a line; '-' reads stdin."
+)
+@click.option(
+    "--files",
+    "as_files",
+    is_flag=True,
+    help="Print files/classes kept whole instead of every nodeid.",
+)
+@click.option(
+    "--window",
+    "window_runs",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="Recent results per test the median is taken over.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="Report format of the files.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print every shard as JSON.")
+def shard(
+    files: tuple[str, ...],
+    total: int,
+    index: int,
+    collected: str | None,
+    as_files: bool,
+    window_runs: int,
+    fmt: str,
+    as_json: bool,
+) -> None:
+    """Print the tests of shard INDEX of TOTAL, using the reports FILE... as duration history."""
+    if index > total:
+        raise click.ClickException(f"--index {index} is past --total {total} (it is 1-based)")
+    if not files and collected is None:
+        raise click.ClickException("give report files as history, --collected, or both")
+    estimates = pd.Series(dtype="float64")
+    if files:
+        data = load_local(files, fmt)
+        if not data.results.empty:
+            estimates = estimate_durations(data.results, data.runs, window_runs=window_runs)[
+                "duration_s"
+            ]
+    tests = _read_collected(collected) if collected is not None else None
+    shards = assign_shards(estimates, tests, total)
+    if as_json:
+        click.echo(json.dumps([s.to_dict() for s in shards], indent=2))
+        return
+    mine = shards[index - 1]
+    for line in mine.members if as_files else mine.nodeids:
+        click.echo(line)
+    click.echo(
+        f"shard {index}/{total}: {len(mine.nodeids)} tests, predicted "
+        f"{format_duration(mine.predicted_s)}, {len(mine.new_tests)} without history",
+        err=True,
+    )

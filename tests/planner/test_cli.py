@@ -1,0 +1,86 @@
+"""`laptime plan` and `laptime shard` through click, on pytest --durations text files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from app.cli.main import cli
+
+REPORT = """\
+============================= slowest durations ==============================
+300.00s call     a.py::t1
+300.00s call     a.py::t2
+400.00s call     b.py::t
+200.00s call     c.py::t
+============================== 4 passed in 1200.00s ===========================
+"""
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> Path:
+    path = tmp_path / "job.txt"
+    path.write_text(REPORT)
+    return path
+
+
+def test_plan_json_contract(report: Path, tmp_path: Path) -> None:
+    out = tmp_path / ".test_durations"
+    result = CliRunner().invoke(
+        cli,
+        ["plan", str(report), "--jobs", "2-3", "--granularity", "file", "--overhead", "100s",
+         "--json", "--durations-out", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.output)
+    assert plan["before"] == {"jobs": 1, "wait_s": 1300.0, "machine_s": 1300.0}
+    assert plan["after"]["wait_s"] == 700.0
+    assert sorted(tuple(job["members"]) for job in plan["jobs"]) == [("a.py",), ("b.py", "c.py")]
+    assert all("predicted_wall_s" in job for job in plan["jobs"])
+    assert json.loads(out.read_text())["b.py::t"] == 400.0
+
+
+def test_plan_pretty_output(report: Path) -> None:
+    result = CliRunner().invoke(
+        cli, ["plan", str(report), "--jobs", "2", "--granularity", "marker", "--overhead", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "split" in result.output
+    assert "pytestmark = pytest.mark.slow" in result.output
+    assert "-m 'not slow'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--jobs", "3-2"], "1 <= min <= max"), (["--budget", "soon"], "not a duration"),
+     (["--objective", "cost"], "price")],
+)  # fmt: skip
+def test_plan_errors_are_one_line(report: Path, args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["plan", str(report), *args])
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_shard_reads_collected_from_stdin(report: Path) -> None:
+    collected = "a.py::t1\na.py::t2\nb.py::t\nc.py::t\nd.py::new\n\n5 tests collected in 0.01s\n"
+    outputs = []
+    for index in (1, 2):
+        result = CliRunner().invoke(
+            cli,
+            ["shard", "--total", "2", "--index", str(index), "--collected", "-", str(report)],
+            input=collected,
+        )
+        assert result.exit_code == 0, result.output
+        outputs.append([line for line in result.stdout.splitlines() if line])
+    everything = sorted(outputs[0] + outputs[1])
+    assert everything == ["a.py::t1", "a.py::t2", "b.py::t", "c.py::t", "d.py::new"]
+
+
+def test_shard_index_is_one_based(report: Path) -> None:
+    result = CliRunner().invoke(cli, ["shard", "--total", "2", "--index", "3", str(report)])
+    assert result.exit_code == 1
+    assert "1-based" in result.output
