@@ -126,6 +126,9 @@ def process_next(
                 upload_id,
             ),
         )
+        if os.environ.get(FAULT_HANG_ENV):
+            # Fault injection for the crash test: everything is written, nothing committed.
+            threading.Event().wait()
     return int(upload_id)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import threading
 import time
 import uuid
@@ -28,17 +29,20 @@ class Database:
 
 
 @pytest.fixture(scope="session")
-def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
+def database() -> Iterator[Database]:
     """One embedded server per xdist worker; tests isolate by using their own project."""
     from app.db.embedded import database_url, libpq_url
     from app.db.engine import migrate
     from app.settings import Settings
 
-    home = tmp_path_factory.mktemp("laptime-home")
-    settings = Settings(home=home, database_url=None)
-    with database_url(settings) as url:
-        migrate(url)
-        yield Database(url=url, dsn=libpq_url(url), home=home)
+    # Not under pytest's basetemp: that is private to root, and the embedded server runs as
+    # an unprivileged user when the tests run as root.
+    with tempfile.TemporaryDirectory(prefix="laptime-test-") as raw:
+        home = Path(raw)
+        settings = Settings(home=home, database_url=None)
+        with database_url(settings) as url:
+            migrate(url)
+            yield Database(url=url, dsn=libpq_url(url), home=home)
 
 
 @pytest.fixture(scope="session")

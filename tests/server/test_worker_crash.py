@@ -83,7 +83,7 @@ def test_sigkill_mid_ingest_then_restart(private_db: str) -> None:
             lambda: (
                 scalar(
                     "SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' "
-                    "AND query LIKE 'UPDATE upload SET status = ''done''%'"
+                    "AND query LIKE '%UPDATE upload SET status = ''done''%'"
                 )
                 >= 1
             )
