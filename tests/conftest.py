@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+# pytester drives the pytest plugin's tests; it must be enabled from the top-level conftest.
+pytest_plugins = ["pytester"]
+
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "corpus"
 
