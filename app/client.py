@@ -228,14 +228,15 @@ def upload_reports(
     ]
     endpoint = url.rstrip("/") + UPLOADS_PATH
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    form: dict[str, list[str]] = {}
+    for name, value in metadata.form_fields():
+        form.setdefault(name, []).append(value)
     delays = _retry_delays(retries, backoff_s)
     last_problem = "no attempt made"
     with httpx.Client(timeout=timeout_s) as client:
         for attempt in range(retries + 1):
             try:
-                response = client.post(
-                    endpoint, headers=headers, data=metadata.form_fields(), files=multipart
-                )
+                response = client.post(endpoint, headers=headers, data=form, files=multipart)
             except httpx.TransportError as exc:
                 last_problem = f"cannot reach {endpoint}: {exc}"
             else:

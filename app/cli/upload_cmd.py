@@ -59,6 +59,7 @@ def _progress_printer() -> Callable[[dict[str, Any]], None]:
 @click.option("--token", help="API token with the upload scope (default: LAPTIME_TOKEN).")
 @click.option("--wait", is_flag=True, help="Poll until the server has processed the upload.")
 @click.option("--retries", type=click.IntRange(0, 10), default=4, show_default=True)
+@click.option("--poll-interval", "poll_s", type=float, default=1.0, hidden=True)
 def upload(
     files: tuple[str, ...],
     job: str | None,
@@ -75,6 +76,7 @@ def upload(
     token: str | None,
     wait: bool,
     retries: int,
+    poll_s: float,
 ) -> None:
     """Upload test reports (JUnit XML, --durations text, laptime JSON) as one CI job's run."""
     env = os.environ
@@ -115,7 +117,9 @@ def upload(
     if upload_id is None:
         raise click.ClickException("server answer has no upload id to wait for")
     try:
-        final = wait_for_upload(url, upload_id, token=token, on_status=_progress_printer())
+        final = wait_for_upload(
+            url, upload_id, token=token, poll_s=poll_s, on_status=_progress_printer()
+        )
     except UploadError as exc:
         raise click.ClickException(exc.message) from exc
     for warning in final.get("warnings") or []:

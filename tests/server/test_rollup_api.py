@@ -142,6 +142,7 @@ def test_recommendation_endpoints_answer(live_server: LiveServer, loaded: Projec
     shards = get(live_server, loaded, "shards", total=2).json()["shards"]
     assert len(shards) == 2
     nodeids = [n for s in shards for n in s["nodeids"]]
-    assert sorted(nodeids) == sorted(set(nodeids)) and len(nodeids) == 3
+    assert sorted(nodeids) == sorted(set(nodeids))
+    assert len(nodeids) == 3
     assert get(live_server, loaded, "recommendations/matrix").status_code == 200
     assert get(live_server, loaded, "recommendations/parametrize").status_code == 200
