@@ -2,14 +2,42 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 from typing import Any
+
+import psycopg
 
 import pandas as pd
 from sqlalchemy import Connection, text
 
 from analysis.filters import Filters, filter_facts
 from analysis.frames import FACT_COLUMNS, RUN_COLUMNS, parse_labels_key
+
+
+_NAMED_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+
+
+def copy_frame(
+    conn: Connection, query: str, params: dict[str, Any], *, dtypes: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """Run a SELECT through COPY ... TO STDOUT and parse it with pandas' C CSV reader.
+
+    Building Python row objects costs far more than the query for the large frames rollups
+    read; COPY cannot take bind parameters, so psycopg renders them client-side.
+    """
+    raw = conn.connection.driver_connection
+    assert isinstance(raw, psycopg.Connection)
+    rendered = psycopg.ClientCursor(raw).mogrify(_NAMED_PARAM.sub(r"%(\1)s", query), params)
+    buffer = io.BytesIO()
+    with raw.cursor().copy(f"COPY ({rendered}) TO STDOUT (FORMAT csv, HEADER)") as copy:
+        for chunk in copy:
+            buffer.write(chunk)
+    buffer.seek(0)
+    if buffer.getbuffer().nbytes == 0:
+        return pd.DataFrame()
+    return pd.read_csv(buffer, dtype=dtypes, keep_default_na=False, na_values=[""])
 
 
 def _cell_where(
@@ -81,9 +109,9 @@ def load_facts(
     params["project"] = project_id
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
     group = ", ".join(["r.test_id", "r.day", *extra])
-    sums = pd.read_sql_query(
-        text(
-            f"""
+    sums = copy_frame(
+        conn,
+        f"""
             SELECT {group}, sum(r.runs)::bigint AS runs, sum(r.known)::bigint AS known,
                 sum(r.total_s) AS total_s, max(r.max_s) AS max_s, sum(r.setup_s) AS setup_s,
                 sum(r.call_s) AS call_s, sum(r.teardown_s) AS teardown_s,
@@ -91,15 +119,16 @@ def load_facts(
                 max(r.peak_rss_mib)::float8 AS peak_rss_mib
             FROM rollup_daily r JOIN cell c ON c.id = r.cell_id
             WHERE {where} GROUP BY {group}
-            """
-        ),
-        conn,
-        params=params,
+            """,
+        params,
+        dtypes={"job": "object", "machine": "object", "branch": "object", "labels_key": "object"},
     )
     facts = sums.join(_tests(conn, project_id, filters), on="test_id", how="inner")
     for col in ("job", "machine", "branch", "labels_key"):
         if col not in facts:
             facts[col] = None
+    if "labels_key" in split_by:
+        facts["labels_key"] = facts["labels_key"].fillna("")
     facts["day"] = pd.to_datetime(facts["day"])
     return facts[list(FACT_COLUMNS)].reset_index(drop=True)
 
@@ -141,19 +170,19 @@ def load_results(
             f"WHERE {where}) ranked WHERE n <= :max_runs)"
         )
         params["max_runs"] = max_runs_per_job
-    frame = pd.read_sql_query(
-        text(
-            f"""
+    frame = copy_frame(
+        conn,
+        f"""
             SELECT tr.run_id, tr.test_id, tr.outcome, tr.duration_s, tr.setup_s, tr.call_s,
                 tr.teardown_s, tr.attempts, tr.flaky, tr.peak_rss_mib::float8 AS peak_rss_mib,
                 tr.worker, tr.message
             FROM test_result tr JOIN run r ON r.id = tr.run_id AND r.day = tr.day
             WHERE {where} {limit_clause}
-            """
-        ),
-        conn,
-        params=params,
+            """,
+        params,
+        dtypes={"outcome": "object", "worker": "object", "message": "object"},
     )
+    frame["flaky"] = frame["flaky"].map({"t": True, "f": False}).fillna(False).astype(bool)
     joined = frame.join(_tests(conn, project_id, filters), on="test_id", how="inner")
     joined["suite"] = None
     joined["markers"] = joined["markers"].map(lambda m: list(m) if m is not None else None)

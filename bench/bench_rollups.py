@@ -1,0 +1,122 @@
+"""Rollup endpoints at scale, and rollup tables against the raw results table.
+
+    .venv/bin/python -m bench.bench_rollups [--days 60 --tests 10000 --jobs 16] [--requests 20]
+
+Loads a synthetic history through the real store (the issue's 10 million results are the
+defaults above: 60 days x 10,000 tests x 16 jobs), then times each rollup endpoint over HTTP
+on a real uvicorn server (p50/p95 of --requests calls), and the same by-file aggregate over
+the raw results and over the rollup tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import psycopg
+
+from bench.common import scratch_database
+
+ENDPOINTS = (
+    ("rollups", {"by": "file"}),
+    ("rollups", {"by": "job"}),
+    ("rollups", {"by": "label:python"}),
+    ("rollups", {"by": "function"}),
+    ("rollups", {"by": "marker"}),
+    ("rollups", {"by": "test", "limit": 100}),
+    ("pipelines", {}),
+)
+
+RAW_BY_FILE = """
+SELECT t.file, sum(r.duration_s), count(*) FROM test_result r JOIN test_case t ON t.id = r.test_id
+WHERE r.project_id = %(p)s AND r.day >= %(since)s GROUP BY t.file
+"""
+ROLLUP_BY_FILE = """
+SELECT file, sum(total_s), sum(runs) FROM rollup_file_daily
+WHERE project_id = %(p)s AND day >= %(since)s GROUP BY file
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--days", type=int, default=60)
+    parser.add_argument("--tests", type=int, default=10_000)
+    parser.add_argument("--jobs", type=int, default=16)
+    parser.add_argument("--requests", type=int, default=20)
+    args = parser.parse_args()
+
+    import uvicorn
+
+    from app.api.app import create_app
+    from app.db.engine import make_engine
+    from app.db.projects import create_project, create_token
+    from app.demo_load import DemoSize, load_demo
+    from app.settings import Settings
+
+    size = DemoSize(days=args.days, tests=args.tests, jobs=args.jobs, pipelines_per_day=1)
+    with scratch_database() as (url, dsn):
+        engine = make_engine(url)
+        with engine.begin() as conn:
+            project = create_project(conn, "bench")
+            token = create_token(conn, project, "read")
+        start = time.perf_counter()
+        loaded = load_demo(dsn, project.id, size)
+        load_s = time.perf_counter() - start
+        print(f"loaded {loaded:,} results in {load_s:.0f} s ({loaded / load_s:,.0f} results/s)")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE")
+
+        server = uvicorn.Server(
+            uvicorn.Config(
+                create_app(Settings(database_url=url), engine), port=0, log_level="error"
+            )
+        )
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.05)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        base = f"http://127.0.0.1:{port}/api/v1/projects/{project.slug}"
+        headers = {"Authorization": f"Bearer {token}"}
+        window = {"days": args.days}
+        print(f"{'endpoint':32} {'p50 ms':>8} {'p95 ms':>8}")
+        with httpx.Client(headers=headers, timeout=120) as client:
+            for path, params in ENDPOINTS:
+                times = []
+                for _ in range(args.requests):
+                    t0 = time.perf_counter()
+                    response = client.get(f"{base}/{path}", params={**window, **params})
+                    times.append((time.perf_counter() - t0) * 1000)
+                    response.raise_for_status()
+                times.sort()
+                p95 = times[min(len(times) - 1, round(0.95 * len(times)) - 1)]
+                label = path + (
+                    "?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else ""
+                )
+                print(f"{label:32} {statistics.median(times):8.0f} {p95:8.0f}")
+        server.should_exit = True
+        thread.join(timeout=10)
+
+        since = (datetime.now(UTC) - timedelta(days=args.days)).date()
+        with psycopg.connect(dsn) as conn:
+            timings = {}
+            for name, sql in (("raw", RAW_BY_FILE), ("rollup", ROLLUP_BY_FILE)):
+                runs = []
+                for _ in range(3):
+                    t0 = time.perf_counter()
+                    conn.execute(sql, {"p": project.id, "since": since}).fetchall()
+                    runs.append(time.perf_counter() - t0)
+                timings[name] = statistics.median(runs)
+        print(
+            f"by-file aggregate: raw results {timings['raw'] * 1000:.0f} ms, rollup table "
+            f"{timings['rollup'] * 1000:.0f} ms, ratio {timings['raw'] / timings['rollup']:.0f}x"
+        )
+        engine.dispose()
+
+
+if __name__ == "__main__":
+    main()
