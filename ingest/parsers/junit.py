@@ -1,0 +1,637 @@
+"""JUnit XML (every common dialect) -> ParsedReport, with stdlib expat and no DTD at all.
+
+Speed matters (reports of 200k testcases): expat callbacks append to plain lists, one per
+column, and the results frame is built once from them. Identity (nodeid, file, function,
+params) is derived per distinct classname, not per row; repeated testcases are collapsed
+in a vectorised pass that runs only when duplicates exist.
+
+Dialect rules (see docs/errors.md for the error codes):
+- roots `<testsuites>` or `<testsuite>`, suites nested to any depth; `suite` is the innermost;
+- outcome: `<error>` > `<failure>` > skipped (`<skipped>`, `<skip>`, `<ignored>`, `<disabled>`,
+  or a `status`/`result` attribute such as disabled/notrun/skipped) > passed;
+- Surefire `<flakyFailure>`/`<flakyError>`: extra failed attempts of a test that then passed
+  (flaky); `<rerunFailure>`/`<rerunError>`: extra failed attempts of a test that failed;
+- repeated testcases with the same identity are reruns: one result, the LAST attempt's
+  outcome and duration, `attempts` the count, `flaky` when it failed before a final pass;
+- `time` (or `duration`): empty/missing is unknown; "1,234.5" and "0,5" are understood;
+  negative or unparseable values become NaN with a warning. When every time is an integer
+  and one is above 1e6 s (11.6 days, not a plausible test), the report is in nanoseconds
+  (container-structure-test): times are divided by 1e9, with a warning.
+"""
+
+from __future__ import annotations
+
+import codecs
+import gc
+import operator
+import re
+from itertools import repeat
+from typing import Any, NoReturn
+from xml.parsers import expat
+
+import numpy as np
+import pandas as pd
+
+from analysis.frames import RESULT_COLUMNS
+from ingest.model import ParsedReport, ReportParseError, SessionInfo
+from ingest.parsers.nodeid import (
+    PYTEST_SUITE_NAME,
+    pytest_nodeid,
+    split_pytest_classname,
+)
+
+MAX_MESSAGE_CHARS = 500
+NANOSECOND_THRESHOLD_S = 1e6
+_SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
+_CHILD_OUTCOME = {
+    "failure": "failed",
+    "error": "error",
+    "skipped": "skipped",
+    "skip": "skipped",
+    "ignored": "skipped",
+    "disabled": "skipped",
+}
+_STATUS_OUTCOME = {
+    "disabled": "skipped",
+    "notrun": "skipped",
+    "skipped": "skipped",
+    "skip": "skipped",
+    "ignored": "skipped",
+    "suppressed": "skipped",
+    "pending": "skipped",
+    "failed": "failed",
+    "failure": "failed",
+    "errored": "error",
+    "error": "error",
+}
+_FLAKY_CHILDREN = frozenset({"flakyFailure", "flakyError"})
+_RERUN_CHILDREN = frozenset({"rerunFailure", "rerunError"})
+_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
+_UNDEFINED_ENTITY = expat.errors.codes[expat.errors.XML_ERROR_UNDEFINED_ENTITY]
+_INVALID_TOKEN = expat.errors.codes[expat.errors.XML_ERROR_INVALID_TOKEN]
+_ENCODING_DECL = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
+
+
+class _Forbidden(Exception):
+    """Raised from inside an expat handler to stop parsing a hostile or foreign document."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Columns:
+    """What the expat handlers collect: each testcase's attribute dict plus sparse extras."""
+
+    def __init__(self) -> None:
+        # One entry per testcase element: its attributes and the index of its <testsuite>.
+        self.cases: list[dict[str, str]] = []
+        self.case_suites: list[int] = []
+        # Per <testsuite>, index 0 being "no suite": (name, file, is_pytest, hostname).
+        self.suites: list[tuple[str | None, str | None, bool, str | None]] = [
+            (None, None, False, None)
+        ]
+        # Sparse, row index -> value: only rows with children or a status attribute.
+        self.outcomes: dict[int, str] = {}
+        self.messages: dict[int, str] = {}
+        self.reruns: dict[int, int] = {}
+        self.flaky_runs: dict[int, int] = {}
+        self.properties: dict[str, str] = {}
+        self.timestamp: str | None = None
+        self.hostname: str | None = None
+        self.root_time: str | None = None
+
+
+def parse_junit(data: bytes, *, filename: str | None = None) -> ParsedReport:
+    """Parse JUnit XML bytes into a ParsedReport; hostile or non-JUnit input raises."""
+    text, encoding, line_offset = _prepare(data, filename)
+    # Hundreds of thousands of attribute dicts are kept alive while parsing; the cyclic
+    # collector would rescan them over and over (quadratic) and they form no cycles.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        cols = _Columns()
+        _parse_into(cols, text, encoding, line_offset, filename)
+        return _build_report(cols)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _parse_into(
+    cols: _Columns, text: bytes, encoding: str | None, line_offset: int, filename: str | None
+) -> None:
+    """Run expat over the whole document, mapping every failure to a ReportParseError."""
+    parser = _make_parser(cols, encoding)
+    try:
+        try:
+            parser.Parse(text, False)
+        except expat.ExpatError as exc:
+            raise _xml_error(exc, text, encoding, line_offset, filename, at_end=False) from None
+        try:
+            parser.Parse(b"", True)
+        except expat.ExpatError as exc:
+            raise _xml_error(exc, text, encoding, line_offset, filename, at_end=True) from None
+    except _Forbidden as exc:
+        line, column = parser.CurrentLineNumber, parser.CurrentColumnNumber + 1
+        if exc.code == "xml-dtd-forbidden":
+            # expat reports the DOCTYPE after reading its name; point at its "<!" instead.
+            start = text.rfind(b"<!DOCTYPE", 0, parser.CurrentByteIndex + 1)
+            if start >= 0:
+                line = text.count(b"\n", 0, start) + 1
+                column = start - text.rfind(b"\n", 0, start)
+        raise ReportParseError(
+            exc.code, exc.message, filename=filename, line=line + line_offset, column=column
+        ) from None
+
+
+def _prepare(data: bytes, filename: str | None) -> tuple[bytes, str | None, int]:
+    """Normalise the start of the document: UTF-16 to UTF-8, BOM and leading blanks dropped.
+
+    Returns the bytes to parse, the encoding to force on expat (None = as declared) and
+    how many lines were dropped, so error positions still point into the original file.
+    """
+    encoding: str | None = None
+    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<")):
+        codec = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else _utf16_codec(data)
+        try:
+            decoded = data.decode(codec)
+        except UnicodeDecodeError as exc:
+            raise ReportParseError(
+                "encoding-invalid",
+                f"bytes are not valid UTF-16 at offset {exc.start}: {exc.reason}",
+                filename=filename,
+            ) from None
+        # expat is told UTF-8, overriding the document's own "UTF-16" declaration.
+        data = decoded.lstrip("\ufeff").encode("utf-8")
+        encoding = "utf-8"
+    elif data.startswith(codecs.BOM_UTF8):
+        data = data[3:]
+    stripped = data.lstrip(b" \t\r\n")
+    line_offset = data.count(b"\n", 0, len(data) - len(stripped))
+    return stripped, encoding, line_offset
+
+
+def _utf16_codec(data: bytes) -> str:
+    """The UTF-16 byte order of a BOM-less document from where its NUL bytes sit."""
+    return "utf-16-le" if data[1:2] == b"\x00" else "utf-16-be"
+
+
+def _make_parser(cols: _Columns, encoding: str | None) -> Any:
+    """An expat parser that refuses DTDs and entities and fills `cols` as it goes."""
+    parser = expat.ParserCreate(encoding)
+    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
+    parser.buffer_text = True
+    parser.buffer_size = 1 << 16
+
+    def forbid_doctype(*_args: object) -> NoReturn:
+        raise _Forbidden(
+            "xml-dtd-forbidden", "DOCTYPE declarations are not allowed in test reports"
+        )
+
+    def forbid_entity(*_args: object) -> NoReturn:
+        raise _Forbidden("xml-entity-forbidden", "entity declarations are not allowed")
+
+    parser.StartDoctypeDeclHandler = forbid_doctype
+    parser.EntityDeclHandler = forbid_entity
+    parser.UnparsedEntityDeclHandler = forbid_entity
+    parser.ExternalEntityRefHandler = forbid_entity
+
+    # The hot path is one call per testcase: keep it to two appends (the attribute dict
+    # expat already built, and the suite index); everything else is derived afterwards.
+    cases = cols.cases
+    cases_append = cases.append
+    case_suites_append = cols.case_suites.append
+    suites = cols.suites
+    outcomes = cols.outcomes
+    messages = cols.messages
+    properties = cols.properties
+    suite_stack = [0]
+    depth = 0  # 0 outside a testcase, 1 on the testcase, 2 on its children...
+    in_properties = 0
+    collecting: list[str] | None = None
+
+    def collect_text(chunk: str) -> None:
+        if collecting is not None:
+            collecting.append(chunk)
+
+    def start(name: str, attrs: dict[str, str]) -> None:
+        nonlocal depth, in_properties, collecting
+        if depth:
+            depth += 1
+            if depth == 2:
+                _case_child(name, attrs)
+            return
+        if name == "testcase":
+            depth = 1
+            cases_append(attrs)
+            case_suites_append(suite_stack[-1])
+        elif name == "testsuite":
+            parent = suites[suite_stack[-1]]
+            suite_name = attrs.get("name")
+            suite_stack.append(len(suites))
+            suites.append(
+                (
+                    suite_name,
+                    attrs.get("file") or parent[1],
+                    suite_name == PYTEST_SUITE_NAME,
+                    attrs.get("hostname") or parent[3],
+                )
+            )
+            if cols.timestamp is None:
+                cols.timestamp = attrs.get("timestamp")
+            if cols.hostname is None:
+                cols.hostname = attrs.get("hostname")
+            if cols.root_time is None and suite_name == PYTEST_SUITE_NAME:
+                cols.root_time = attrs.get("time")
+        elif name == "properties":
+            in_properties += 1
+        elif name == "property" and in_properties:
+            key = attrs.get("name")
+            if key:
+                properties.setdefault(key, attrs.get("value", ""))
+
+    def _case_child(name: str, attrs: dict[str, str]) -> None:
+        nonlocal collecting
+        row = len(cases) - 1
+        outcome = _CHILD_OUTCOME.get(name)
+        if outcome is not None:
+            if _SEVERITY[outcome] >= _SEVERITY[outcomes.get(row, "passed")]:
+                outcomes[row] = outcome
+                message = attrs.get("message")
+                if message:
+                    messages[row] = message[:MAX_MESSAGE_CHARS]
+                else:
+                    messages.pop(row, None)
+                    collecting = []
+                    parser.CharacterDataHandler = collect_text
+        elif name in _FLAKY_CHILDREN:
+            cols.flaky_runs[row] = cols.flaky_runs.get(row, 0) + 1
+        elif name in _RERUN_CHILDREN:
+            cols.reruns[row] = cols.reruns.get(row, 0) + 1
+
+    def end(name: str) -> None:
+        nonlocal depth, in_properties, collecting
+        if depth:
+            if depth == 2 and collecting is not None:
+                parser.CharacterDataHandler = None
+                message = "".join(collecting).strip()[:MAX_MESSAGE_CHARS]
+                if message:
+                    messages[len(cases) - 1] = message
+                collecting = None
+            depth -= 1
+            return
+        if name == "testsuite":
+            suite_stack.pop()
+        elif name == "properties":
+            in_properties -= 1
+
+    def first_start(name: str, attrs: dict[str, str]) -> None:
+        if name not in ("testsuites", "testsuite"):
+            raise _Forbidden(
+                "not-junit",
+                f"root element is <{name}>, not <testsuites> or <testsuite>: not a JUnit report",
+            )
+        parser.StartElementHandler = start
+        start(name, attrs)
+
+    parser.StartElementHandler = first_start
+    parser.EndElementHandler = end
+    return parser
+
+
+def _xml_error(
+    exc: expat.ExpatError,
+    text: bytes,
+    encoding: str | None,
+    line_offset: int,
+    filename: str | None,
+    *,
+    at_end: bool,
+) -> ReportParseError:
+    """Turn an expat error into a coded ReportParseError with the file's line and column."""
+    reason = expat.ErrorString(exc.code)
+    line = exc.lineno + line_offset
+    column = exc.offset + 1
+    if exc.code == _INVALID_TOKEN or "encoding" in reason:
+        bad = _encoding_error(text, encoding)
+        if bad is not None:
+            bad_line, bad_column, detail = bad
+            return ReportParseError(
+                "encoding-invalid",
+                detail,
+                filename=filename,
+                line=bad_line + line_offset,
+                column=bad_column,
+            )
+    if exc.code == _UNDEFINED_ENTITY:
+        return ReportParseError(
+            "xml-entity-forbidden",
+            "reference to an undeclared entity; only the five predefined XML entities "
+            "and character references are allowed",
+            filename=filename,
+            line=line,
+            column=column,
+        )
+    if at_end:
+        return ReportParseError(
+            "xml-truncated",
+            f"the XML ends before the document is complete ({reason})",
+            filename=filename,
+            line=line,
+            column=column,
+        )
+    return ReportParseError(
+        "xml-malformed",
+        f"XML is not well-formed: {reason}",
+        filename=filename,
+        line=line,
+        column=column,
+    )
+
+
+def _encoding_error(text: bytes, forced: str | None) -> tuple[int, int, str] | None:
+    """(line, column, message) of the first byte invalid in the declared encoding, if any."""
+    declared = forced
+    if declared is None:
+        match = _ENCODING_DECL.match(text)
+        declared = match.group(1).decode("ascii") if match else "utf-8"
+    try:
+        codecs.lookup(declared)
+    except LookupError:
+        return 1, 1, f"unknown encoding {declared!r} in the XML declaration"
+    try:
+        text.decode(declared)
+    except UnicodeDecodeError as exc:
+        line = text.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (text.rfind(b"\n", 0, exc.start) + 1) + 1
+        return line, column, f"byte 0x{text[exc.start]:02x} is not valid {declared}: {exc.reason}"
+    return None
+
+
+def _column(cases: list[dict[str, str]], key: str) -> list[str | None]:
+    """One attribute of every testcase (None where absent), looked up without a Python loop."""
+    return list(map(dict.get, cases, repeat(key)))
+
+
+def _fill(values: list[str | None], cases: list[dict[str, str]], key: str) -> None:
+    """Fill the gaps of `values` from a second attribute name (`class`, `duration`)."""
+    for row in [i for i, v in enumerate(values) if not v]:
+        values[row] = cases[row].get(key) or values[row]
+
+
+def _build_report(cols: _Columns) -> ParsedReport:
+    """Turn the collected testcases into the results frame, collapsing reruns."""
+    warnings: list[str] = []
+    cases = cols.cases
+    n = len(cases)
+    names = _column(cases, "name")
+    if None in names:
+        names = [name or "" for name in names]
+    times = _column(cases, "time")
+    if not all(times):
+        _fill(times, cases, "duration")
+    durations = _durations(times, warnings)
+    nodeids, files, classnames, functions, params, suite_names = _identities(
+        cols,
+        names,  # type: ignore[arg-type]
+    )
+    outcomes = np.full(n, "passed", dtype=object)
+    for key in ("result", "status"):
+        statuses = _column(cases, key)
+        if any(statuses):
+            for row, status in enumerate(statuses):
+                if status:
+                    outcomes[row] = _STATUS_OUTCOME.get(status.lower(), outcomes[row])
+    for row, outcome in cols.outcomes.items():
+        outcomes[row] = outcome
+    messages = np.full(n, None, dtype=object)
+    for row, message in cols.messages.items():
+        messages[row] = message
+    attempts = np.ones(n, dtype=np.int64)
+    flaky = np.zeros(n, dtype=bool)
+    flaky_marks = np.zeros(n, dtype=bool)
+    for row, count in cols.reruns.items():
+        attempts[row] += count
+    for row, count in cols.flaky_runs.items():
+        attempts[row] += count
+        flaky_marks[row] = True
+        flaky[row] = outcomes[row] == "passed"
+    columns: dict[str, Any] = {
+        "nodeid": nodeids,
+        "file": files,
+        "classname": classnames,
+        "function": functions,
+        "params": params,
+        "outcome": outcomes,
+        "duration_s": durations,
+        "attempts": attempts,
+        "flaky": flaky,
+        "suite": suite_names,
+        "message": messages,
+    }
+    if n and len(set(nodeids.tolist())) != n:
+        columns = _collapse_reruns(columns, flaky_marks=flaky_marks)
+    session = SessionInfo(
+        started_at=cols.timestamp or None,
+        hostname=cols.hostname or None,
+        wall_s=_wall_s(cols.root_time),
+    )
+    return ParsedReport(
+        format="junit",
+        results=_frame(columns),
+        warnings=warnings,
+        session=session,
+        properties=dict(cols.properties),
+    )
+
+
+def _wall_s(raw: str | None) -> float | None:
+    """The pytest session's wall time from its <testsuite time>, when it is a number."""
+    if raw is None:
+        return None
+    value = _parse_time(raw)
+    return value if np.isfinite(value) and value >= 0 else None
+
+
+def _durations(raw: list[str | None], warnings: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """Seconds per testcase: vectorised for plain numbers, a careful parse for the rest."""
+    try:
+        values = np.array(raw, dtype=np.float64)
+    except (ValueError, TypeError):
+        values = np.array([_parse_time(s) if s else np.nan for s in raw], dtype=np.float64)
+        bad = [
+            s
+            for s, v in zip(raw, values, strict=True)
+            if s and np.isnan(v) and s.strip().lower() not in ("", "nan")
+        ]
+        if bad:
+            warnings.append(
+                f"{len(bad)} testcase time(s) are not numbers (first: {bad[0]!r}); "
+                "treated as unknown"
+            )
+    negative = values < 0
+    if negative.any():
+        warnings.append(f"{int(negative.sum())} testcase time(s) are negative; treated as unknown")
+        values[negative] = np.nan
+    known = values[~np.isnan(values)]
+    if (
+        known.size
+        and known.max() > NANOSECOND_THRESHOLD_S
+        and np.all(known == np.floor(known))
+        and all("." not in s for s in raw if s)
+    ):
+        warnings.append(
+            f"testcase times are integers up to {known.max():.0f}: read as nanoseconds "
+            "(container-structure-test writes nanoseconds) and divided by 1e9"
+        )
+        values = values / 1e9
+    return values
+
+
+def _parse_time(raw: str) -> float:
+    """One `time` attribute in seconds: NaN when empty or unreadable, commas understood."""
+    s = raw.strip().replace("\u00a0", "").replace(" ", "")
+    if not s:
+        return float("nan")
+    if "," in s:
+        # "1,234.5" and "1,234,567" are thousands separators; otherwise a locale decimal
+        # comma ("0,012", also "1,234": a single group is read as decimals).
+        if "." in s or (s.count(",") > 1 and _THOUSANDS.match(s)):
+            s = s.replace(",", "")
+        else:
+            s = s.replace(",", ".", 1)
+    try:
+        return float(s)
+    except ValueError:
+        return float("nan")
+
+
+_ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
+
+
+def _identities(
+    cols: _Columns, names: list[str]
+) -> tuple[_ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray]:
+    """(nodeid, file, classname, function, params, suite) arrays, one identity computation
+    per distinct (classname, file, suite) rather than per row."""
+    cases = cols.cases
+    n = len(cases)
+    suite_codes = np.array(cols.case_suites, dtype=np.int64)
+    classname_column = _column(cases, "classname")
+    if not all(classname_column):
+        _fill(classname_column, cases, "class")
+    class_codes, class_values = pd.factorize(
+        np.array(classname_column, dtype=object), use_na_sentinel=False
+    )
+    file_codes, file_values = pd.factorize(
+        np.array(_column(cases, "file"), dtype=object), use_na_sentinel=False
+    )
+    # One integer per (classname, file, suite), kept small by factorising at each step.
+    combined, _ = pd.factorize(class_codes.astype(np.int64) * (len(file_values) + 1) + file_codes)
+    combined, _ = pd.factorize(combined.astype(np.int64) * len(cols.suites) + suite_codes)
+    # Codes number keys by first appearance, so unique's first indexes come in code order.
+    first_row = np.unique(combined, return_index=True)[1]
+    k = len(first_row)
+    # Playwright writes one suite per browser project with the project as `hostname`; a
+    # report whose suites name several hosts keeps them apart. A single host is a machine
+    # name and stays out of the identity, which must not change from one CI runner to another.
+    several_hosts = len({s[3] for s in cols.suites[1:]}) > 1
+    prefix = np.empty(k, dtype=object)
+    file_out = np.empty(k, dtype=object)
+    class_out = np.empty(k, dtype=object)
+    suite_out = np.empty(k, dtype=object)
+    is_pytest = np.zeros(k, dtype=bool)
+    for key, row in enumerate(first_row.tolist()):
+        suite_name, suite_file, suite_pytest, host = cols.suites[cols.case_suites[row]]
+        raw_class = class_values[class_codes[row]]
+        classname = raw_class if isinstance(raw_class, str) else ""
+        file = file_values[file_codes[row]]
+        file = file if isinstance(file, str) and file else suite_file
+        pytest_like = suite_pytest or (file is not None and file.endswith(".py"))
+        prefix[key], file_out[key], class_out[key] = _prefix(
+            classname, file, suite_name, pytest_like, host if several_hosts else None
+        )
+        suite_out[key] = suite_name
+        is_pytest[key] = pytest_like
+    names_array = np.array(names, dtype=object)
+    nodeids = prefix[combined] + names_array
+    functions = names_array.copy()
+    params = np.full(n, None, dtype=object)
+    # Bracketed ids are pytest's parametrize ids; other tools' brackets are just text.
+    bracketed = np.flatnonzero(
+        np.fromiter(map(operator.contains, names, repeat("[")), dtype=bool, count=n)
+        & is_pytest[combined]
+    )
+    if bracketed.size:
+        split = map(str.partition, names_array[bracketed].tolist(), repeat("["))
+        heads, _, tails = zip(*split, strict=True)
+        ok = np.fromiter(map(str.endswith, tails, repeat("]")), dtype=bool, count=len(tails))
+        ok &= np.fromiter(map(bool, heads), dtype=bool, count=len(heads))
+        functions[bracketed[ok]] = np.array(heads, dtype=object)[ok]
+        params[bracketed[ok]] = np.array(
+            list(map(operator.itemgetter(slice(None, -1)), tails)), dtype=object
+        )[ok]
+    return nodeids, file_out[combined], class_out[combined], functions, params, suite_out[combined]
+
+
+def _prefix(
+    classname: str, file: str | None, suite: str | None, is_pytest: bool, host: str | None
+) -> tuple[str, str | None, str | None]:
+    """(nodeid prefix, file, classname) for one distinct (classname, file, suite, dialect).
+
+    pytest rows get the class part only ("TestC::TestInner"), as the other parsers give;
+    other dialects keep the classname they wrote.
+    """
+    if is_pytest:
+        path, classes = split_pytest_classname(classname, file)
+        prefix = pytest_nodeid(path, classes, "")
+        return prefix, path or None, classes or None
+    # "suite::classname::" with empty parts and a classname repeating the suite left out.
+    parts = [p for p in (host, suite, classname if classname != suite else None) if p]
+    return "".join(p + "::" for p in parts), file, classname or None
+
+
+def _collapse_reruns(
+    columns: dict[str, Any], *, flaky_marks: np.ndarray[Any, Any]
+) -> dict[str, Any]:
+    """One row per nodeid: the last attempt, attempts summed, flaky if it failed then passed."""
+    codes, _uniques = pd.factorize(columns["nodeid"])
+    n = len(codes)
+    k = int(codes.max()) + 1
+    # factorize numbers codes by first appearance, so code order is first-appearance order;
+    # unique over the reversed codes finds each code's last occurrence.
+    _, first_reversed = np.unique(codes[::-1], return_index=True)
+    last = n - 1 - first_reversed
+    outcomes = columns["outcome"]
+    failed = (outcomes == "failed") | (outcomes == "error") | flaky_marks
+    failures = np.bincount(codes, weights=failed.astype(np.float64), minlength=k)
+    attempts = np.bincount(codes, weights=columns["attempts"].astype(np.float64), minlength=k)
+    collapsed = {name: values[last] for name, values in columns.items()}
+    earlier_failures = failures - failed[last]
+    collapsed["attempts"] = attempts.astype(np.int64)
+    collapsed["flaky"] = ((collapsed["outcome"] == "passed") & (earlier_failures > 0)) | columns[
+        "flaky"
+    ][last]
+    return collapsed
+
+
+def _frame(columns: dict[str, Any]) -> pd.DataFrame:
+    """The results frame in RESULT_COLUMNS order, built once with the contract's dtypes."""
+    n = len(columns["nodeid"])
+    nan = np.full(n, np.nan)
+    none = np.full(n, None, dtype=object)
+    series: dict[str, pd.Series[Any]] = {}
+    for col in RESULT_COLUMNS:
+        if col in ("nodeid", "outcome"):
+            series[col] = pd.Series(columns[col], dtype="str", copy=False)
+        elif col in columns:
+            values = columns[col]
+            dtype: Any = values.dtype if values.dtype != object else object
+            series[col] = pd.Series(values, dtype=dtype, copy=False)
+        elif col in ("setup_s", "call_s", "teardown_s", "peak_rss_mib"):
+            series[col] = pd.Series(nan, copy=True)
+        else:
+            series[col] = pd.Series(none, dtype=object, copy=True)
+    return pd.DataFrame(series, copy=False)
