@@ -5,7 +5,7 @@ Both edges call these functions, so a number on a page and in the API cannot dis
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -13,8 +13,8 @@ from sqlalchemy import Connection
 
 from analysis.filters import Filters
 from analysis.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
-from analysis.rollups import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, rollup
-from app.db.queries import load_facts, load_runs
+from analysis.rollups import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, dimension_keys, rollup
+from app.db.queries import load_facts, load_file_facts, load_runs
 
 # Which rollup-table columns a dimension needs kept apart.
 _CELL_COLUMN = {"job": "job", "machine": "machine", "branch": "branch"}
@@ -54,11 +54,50 @@ def project_rollup(
 ) -> Rollup:
     """A rollup over the daily rollup tables."""
     parent = within if within is not None else DEFAULT_WITHIN.get(by)
-    facts = load_facts(conn, project_id, filters, split_by=split_columns(by, parent))
     runs = load_runs(conn, project_id, filters)
+    split = split_columns(by, parent)
+    if _file_grain(by) and (parent is None or _file_grain(parent)) and not filters.test_level:
+        # Cell and file dimensions read the per-file rollup table: far fewer rows.
+        file_facts = load_file_facts(conn, project_id, filters, split_by=split)
+        result = rollup(
+            file_facts.drop(columns=["tests"]),
+            by,
+            within=within,
+            sort=sort,
+            descending=descending,
+            limit=limit,
+            runs=runs,
+        )
+        return _with_test_counts(result, file_facts, by)
+    facts = load_facts(conn, project_id, filters, split_by=split)
     return rollup(
         facts, by, within=within, sort=sort, descending=descending, limit=limit, runs=runs
     )
+
+
+def _file_grain(dimension: str) -> bool:
+    return dimension == "file" or dimension in _CELL_COLUMN or dimension.startswith(LABEL_PREFIX)
+
+
+def _with_test_counts(result: Rollup, file_facts: pd.DataFrame, by: str) -> Rollup:
+    """Distinct tests per key from file facts: per file, the most one run executed, summed."""
+    keys = dimension_keys(file_facts, by)
+    per_file = (
+        pd.DataFrame(
+            {
+                "key": keys.labels[keys.codes],
+                "file": file_facts["file"].to_numpy()[keys.rows],
+                "tests": file_facts["tests"].to_numpy()[keys.rows],
+            }
+        )
+        .groupby(["key", "file"])["tests"]
+        .max()
+        .groupby(level="key")
+        .sum()
+    )
+    rows = result.rows.copy()
+    rows["tests"] = rows["key"].map(per_file).fillna(0).astype("int64")
+    return replace(result, rows=rows)
 
 
 @dataclass(frozen=True)

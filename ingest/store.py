@@ -482,6 +482,7 @@ def _store_file_rollups(
 ) -> None:
     grouped = rows.groupby("file", sort=True)
     files = grouped.agg(
+        tests=("runs", "sum"),
         runs=("runs", "sum"),
         known=("known", "sum"),
         total_s=("total_s", "sum"),
@@ -498,18 +499,20 @@ def _store_file_rollups(
         files[phase] = files[phase].where(grouped[phase].count() > 0)
     files = files.reset_index()
     conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS stage_file_rollup (file text, runs integer, "
-        "known integer, total_s float8, max_s float8, setup_s float8, call_s float8, "
+        "CREATE TEMP TABLE IF NOT EXISTS stage_file_rollup (file text, tests integer, "
+        "runs integer, known integer, total_s float8, max_s float8, setup_s float8, call_s float8, "
         "teardown_s float8, failures integer, flaky integer, peak_rss_mib real) "
         "ON COMMIT DELETE ROWS"
     )
     _csv_copy(conn, "stage_file_rollup", files)
     conn.execute(
         f"""
-        INSERT INTO rollup_file_daily AS r (project_id, day, cell_id, file, {_ROLLUP_VALUES})
-        SELECT %(project)s, %(day)s, %(cell)s, file, {_ROLLUP_VALUES}
+        INSERT INTO rollup_file_daily AS r (project_id, day, cell_id, file, tests,
+            {_ROLLUP_VALUES})
+        SELECT %(project)s, %(day)s, %(cell)s, file, tests, {_ROLLUP_VALUES}
         FROM stage_file_rollup ORDER BY file
-        ON CONFLICT (project_id, day, cell_id, file) DO UPDATE SET {_ROLLUP_MERGE}
+        ON CONFLICT (project_id, day, cell_id, file) DO UPDATE SET
+            tests = greatest(r.tests, excluded.tests), {_ROLLUP_MERGE}
         """,
         cell_day,
     )

@@ -5,17 +5,17 @@ from __future__ import annotations
 import io
 import json
 import re
+from datetime import UTC, datetime
 from typing import Any
 
-import psycopg
-
 import pandas as pd
+import psycopg
 from sqlalchemy import Connection, text
 
 from analysis.filters import Filters, filter_facts
 from analysis.frames import FACT_COLUMNS, RUN_COLUMNS, parse_labels_key
 
-
+WEEKLY_AFTER_DAYS = 14
 _NAMED_PARAM = re.compile(r"(?<![:\w]):(\w+)")
 
 
@@ -104,15 +104,25 @@ def _tests(conn: Connection, project_id: int, filters: Filters) -> pd.DataFrame:
 def load_facts(
     conn: Connection, project_id: int, filters: Filters, *, split_by: tuple[str, ...] = ()
 ) -> pd.DataFrame:
-    """Daily facts per test from the rollup table, also split by job/labels when asked."""
+    """Facts per test from the rollup table, also split by job/labels when asked.
+
+    Windows longer than two weeks are bucketed by week rather than day: the frame stays small
+    and percentiles are then over per-(test, week) means.
+    """
     where, params = _cell_where(filters, "c", day_alias="r")
     params["project"] = project_id
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
-    group = ", ".join(["r.test_id", "r.day", *extra])
+    long_window = (
+        filters.since is None
+        or ((filters.until or datetime.now(UTC).date()) - filters.since).days >= WEEKLY_AFTER_DAYS
+    )
+    bucket = "date_trunc('week', r.day)::date AS day" if long_window else "r.day"
+    group = ", ".join(["r.test_id", "day", *extra])
     sums = copy_frame(
         conn,
         f"""
-            SELECT {group}, sum(r.runs)::bigint AS runs, sum(r.known)::bigint AS known,
+            SELECT {", ".join(["r.test_id", bucket, *extra])},
+                sum(r.runs)::bigint AS runs, sum(r.known)::bigint AS known,
                 sum(r.total_s) AS total_s, max(r.max_s) AS max_s, sum(r.setup_s) AS setup_s,
                 sum(r.call_s) AS call_s, sum(r.teardown_s) AS teardown_s,
                 sum(r.failures)::bigint AS failures, sum(r.flaky)::bigint AS flaky,
@@ -131,6 +141,49 @@ def load_facts(
         facts["labels_key"] = facts["labels_key"].fillna("")
     facts["day"] = pd.to_datetime(facts["day"])
     return facts[list(FACT_COLUMNS)].reset_index(drop=True)
+
+
+def load_file_facts(
+    conn: Connection, project_id: int, filters: Filters, *, split_by: tuple[str, ...] = ()
+) -> pd.DataFrame:
+    """Daily facts per file (the small rollup table), shaped like facts with nodeid = file.
+
+    Adds `tests`: the most tests of the file that one run executed. Test-level filters
+    (markers, file globs) need load_facts.
+    """
+    where, params = _cell_where(filters, "c", day_alias="r")
+    params["project"] = project_id
+    extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
+    group = ", ".join(["r.file", "r.day", *extra])
+    facts = copy_frame(
+        conn,
+        f"""
+            SELECT {group}, max(r.tests) AS tests, sum(r.runs)::bigint AS runs,
+                sum(r.known)::bigint AS known, sum(r.total_s) AS total_s, max(r.max_s) AS max_s,
+                sum(r.setup_s) AS setup_s, sum(r.call_s) AS call_s,
+                sum(r.teardown_s) AS teardown_s, sum(r.failures)::bigint AS failures,
+                sum(r.flaky)::bigint AS flaky, max(r.peak_rss_mib)::float8 AS peak_rss_mib
+            FROM rollup_file_daily r JOIN cell c ON c.id = r.cell_id
+            WHERE {where} GROUP BY {group}
+            """,
+        params,
+        dtypes={
+            "file": "object",
+            "job": "object",
+            "machine": "object",
+            "branch": "object",
+            "labels_key": "object",
+        },
+    )
+    facts["nodeid"] = facts["file"]
+    facts["function"] = facts["file"]
+    for col in ("classname", "params", "markers", "job", "machine", "branch", "labels_key"):
+        if col not in facts:
+            facts[col] = None
+    if "labels_key" in split_by:
+        facts["labels_key"] = facts["labels_key"].fillna("")
+    facts["day"] = pd.to_datetime(facts["day"])
+    return facts[[*FACT_COLUMNS, "tests"]].reset_index(drop=True)
 
 
 def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFrame:

@@ -177,6 +177,7 @@ CREATE TABLE rollup_file_daily (
     day          date NOT NULL,
     cell_id      bigint NOT NULL,
     file         text NOT NULL,
+    tests        integer NOT NULL,  -- the most tests of this file one run executed
     runs         integer NOT NULL,
     known        integer NOT NULL,
     total_s      double precision NOT NULL,
