@@ -71,9 +71,10 @@ def encode_binary_copy(frame: pd.DataFrame, spec: Sequence[tuple[str, PgType]]) 
     for key in layout_keys:
         combined += (key + 1) * radix
         radix *= int(key.max()) + 2
-    inverse, uniques = pd.factorize(combined)
+    group_codes, layouts = pd.factorize(combined)
+    inverse = np.asarray(group_codes)
     order = np.argsort(inverse, kind="stable")
-    bounds = np.cumsum(np.bincount(inverse, minlength=len(uniques)))[:-1]
+    bounds = np.cumsum(np.bincount(inverse, minlength=len(layouts)))[:-1]
     parts = [HEADER]
     for rows in np.split(order, bounds):
         first = rows[0]

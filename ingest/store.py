@@ -94,7 +94,8 @@ class KnownTests:
         if not known:
             return np.ones(len(ids), dtype=bool)
         seen = pd.Series(ids).map(known)
-        return (seen.isna() | (seen.to_numpy() != attrs)).to_numpy()
+        mask: np.ndarray = (seen.isna() | (seen.to_numpy() != attrs)).to_numpy()
+        return mask
 
     def remember(self, project_id: int, ids: np.ndarray, attrs: np.ndarray) -> None:
         """Record rows as written (after the transaction that wrote them committed or not)."""
@@ -139,7 +140,8 @@ def compute_test_ids(project_id: int, nodeids: pd.Series) -> np.ndarray:
     """Deterministic 63-bit test ids: SipHash of the nodeid keyed by the project."""
     key = f"laptime{project_id:09d}"[-16:].rjust(16, "0")
     hashed = hash_array(nodeids.to_numpy(dtype=object), hash_key=key, categorize=True)
-    return (hashed >> np.uint64(1)).astype(np.int64)
+    ids: np.ndarray = (hashed >> np.uint64(1)).astype(np.int64)
+    return ids
 
 
 def store_run(

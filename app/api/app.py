@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+
 from fastapi import FastAPI
 from sqlalchemy import Engine, text
 
@@ -18,17 +21,15 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
 
-    from app.api import projects, recommendations, uploads
+    from app.api.projects import router as projects_router
+    from app.api.recommendations import router as recommendations_router
+    from app.api.uploads import router as uploads_router
 
-    app.include_router(uploads.router)
-    app.include_router(projects.router)
-    app.include_router(recommendations.router)
-    try:
-        from app.pages import routes as pages
-    except ImportError:  # the dashboard is optional while it is being built
-        pages = None  # type: ignore[assignment]
-    if pages is not None:
-        pages.mount(app)
+    app.include_router(uploads_router)
+    app.include_router(projects_router)
+    app.include_router(recommendations_router)
+    if importlib.util.find_spec("app.pages.routes") is not None:
+        importlib.import_module("app.pages.routes").mount(app)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:
