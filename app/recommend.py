@@ -12,9 +12,16 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection
 
+from analysis.catalogue import (
+    Catalogue,
+    load_catalogue_text,
+    machine_prices,
+    resolve_catalogues,
+)
 from analysis.estimate import estimate_durations
 from analysis.filters import Filters
 from analysis.frames import labels_key
+from analysis.machine_fit import fit_machines, job_specs
 from analysis.matrix_reduce import reduce_matrix
 from analysis.parametrize import find_explosions, propose_covering
 from analysis.shards import assign_shards
@@ -80,8 +87,84 @@ def split_recommendation(
 ) -> dict[str, Any]:
     """The split plan for one matrix cell (default: the heaviest), plus the cells available."""
     cell_key, cells, history = _pick_cell(load_history(conn, project, filters), cell)
-    plan = plan_splits(history.results, history.runs, options, price_per_min=price_per_min)
+    prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
+    plan = plan_splits(history.results, history.runs, options, price_per_min=prices)
     return {"cell": cell_key, "cells": cells, **plan.to_dict()}
+
+
+def project_catalogue(project: Project, machines: Sequence[str | None] = ()) -> Catalogue | None:
+    """The catalogue a project's jobs are priced from.
+
+    The project's own (stored through the API) merges over the shipped one of the same name;
+    without a declared name, the catalogue that knows most of the machine types is used.
+    """
+    user = []
+    if project.catalogue_toml:
+        user.append(load_catalogue_text(project.catalogue_toml, source=f"project {project.slug}"))
+    catalogues = resolve_catalogues(user)
+    if project.catalogue:
+        if project.catalogue not in catalogues:
+            raise RecommendationError(f"project catalogue {project.catalogue!r} does not exist")
+        return catalogues[project.catalogue]
+    known = [m for m in machines if m]
+    if not known:
+        return None
+    best = max(catalogues.values(), key=lambda c: sum(c.match(m) is not None for m in known))
+    return best if any(best.match(m) is not None for m in known) else None
+
+
+def project_prices(project: Project, runs: pd.DataFrame) -> dict[str, float] | None:
+    """Dollars per minute by machine type, or None when no catalogue prices them."""
+    machines = list(runs["machine"].dropna().unique())
+    catalogue = project_catalogue(project, machines)
+    if catalogue is None:
+        return None
+    prices = machine_prices(catalogue, machines)
+    return prices or None
+
+
+def machines_recommendation(
+    conn: Connection,
+    project: Project,
+    filters: Filters,
+    *,
+    headroom: float = 1.25,
+    wait_target_s: float | None = None,
+    cell: str | None = None,
+    split_options: SplitOptions | None = None,
+) -> dict[str, Any]:
+    """The cheapest machine for each job of a cell today, and for each job of a split plan."""
+    cell_key, cells, history = _pick_cell(load_history(conn, project, filters), cell)
+    machines = list(history.runs["machine"].dropna().unique())
+    catalogue = project_catalogue(project, machines)
+    if catalogue is None:
+        raise RecommendationError(
+            "no machine catalogue knows these machine types "
+            f"({', '.join(map(str, machines)) or 'none uploaded'}): upload `machine`, or set "
+            "the project's catalogue with PUT /api/v1/projects/{slug}/catalogue"
+        )
+    today = fit_machines(
+        history.runs, history.results, catalogue, headroom=headroom, wait_target_s=wait_target_s
+    )
+    answer: dict[str, Any] = {"cell": cell_key, "cells": cells, "today": today.to_dict()}
+    if split_options is not None:
+        plan = plan_splits(
+            history.results,
+            history.runs,
+            split_options,
+            price_per_min=machine_prices(catalogue, machines) or None,
+        )
+        answer["split_verdict"] = plan.verdict
+        if plan.verdict == "split":
+            answer["after_split"] = fit_machines(
+                history.runs,
+                history.results,
+                catalogue,
+                headroom=headroom,
+                wait_target_s=wait_target_s,
+                jobs=job_specs(plan.jobs),
+            ).to_dict()
+    return answer
 
 
 def shard_assignment(

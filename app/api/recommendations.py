@@ -6,13 +6,17 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, HTTPException, Query
 
+from analysis.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
 from analysis.split_plan import SplitOptions, parse_duration_s
-from app.api.deps import ConnDep, ReadProject
+from app.api.deps import AdminProject, ConnDep, ReadProject
 from app.api.params import FiltersDep
+from app.db.projects import set_catalogue
 from app.recommend import (
     RecommendationError,
+    machines_recommendation,
     matrix_recommendation,
     parametrize_recommendation,
+    project_catalogue,
     shard_assignment,
     split_recommendation,
 )
@@ -69,7 +73,6 @@ def split(
             filters,
             options=options,
             cell=cell,
-            price_per_min=project_prices(conn, project),
         )
     except (RecommendationError, ValueError) as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc
@@ -141,6 +144,67 @@ def matrix(
         raise HTTPException(status_code=422, detail=str(exc)) from exc
 
 
-def project_prices(conn: ConnDep, project: Any) -> dict[str, float] | None:
-    """Price per minute by machine type from the project's catalogue (None until sizing lands)."""
-    return None
+@router.get("/recommendations/machines")
+def machines(
+    project: ReadProject,
+    conn: ConnDep,
+    filters: FiltersDep,
+    headroom: Annotated[float, Query(ge=1.0, le=10.0)] = 1.25,
+    wait_target: Annotated[str | None, Query(description="e.g. 40m; default today's wait")] = None,
+    cell: Annotated[str | None, Query()] = None,
+    split_jobs: Annotated[
+        str | None, Query(description="also size the jobs of a split into N or N-M jobs")
+    ] = None,
+) -> dict[str, Any]:
+    """The cheapest machine each job fits (memory measured, CPU from xdist), today and after a
+    split, with cost per run and per month; jobs without memory data get no advice."""
+    try:
+        options = SplitOptions(jobs=_job_range(split_jobs)) if split_jobs else None
+        return machines_recommendation(
+            conn,
+            project,
+            filters,
+            headroom=headroom,
+            wait_target_s=_seconds("wait_target", wait_target),
+            cell=cell,
+            split_options=options,
+        )
+    except (RecommendationError, CatalogueError, ValueError) as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
+
+
+@router.get("/catalogue")
+def read_catalogue(project: ReadProject) -> dict[str, Any]:
+    """The machine catalogue this project is priced from."""
+    try:
+        catalogue = project_catalogue(project)
+    except (RecommendationError, CatalogueError) as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
+    return {
+        "name": project.catalogue,
+        "custom_toml": project.catalogue_toml,
+        "catalogue": catalogue.to_dict() if catalogue is not None else None,
+        "shipped": sorted(resolve_catalogues()),
+    }
+
+
+@router.put("/catalogue")
+def write_catalogue(
+    project: AdminProject,
+    conn: ConnDep,
+    name: Annotated[str | None, Body(description="catalogue to use: circleci, github, ...")] = None,
+    toml: Annotated[str | None, Body(description="your own catalogue (TOML), merged over")] = None,
+) -> dict[str, Any]:
+    """Declare the project's catalogue and/or store its own; validated before it is kept."""
+    if toml:
+        try:
+            custom = load_catalogue_text(toml, source=f"project {project.slug}")
+        except CatalogueError as exc:
+            raise HTTPException(status_code=422, detail=str(exc)) from exc
+        name = name or custom.name
+    if name is not None and name not in resolve_catalogues(
+        [load_catalogue_text(toml, source="upload")] if toml else []
+    ):
+        raise HTTPException(status_code=422, detail=f"no catalogue named {name!r}")
+    set_catalogue(conn, project, name, toml or None)
+    return {"name": name, "custom": bool(toml)}

@@ -249,3 +249,77 @@ def labels_of(runs: pd.DataFrame) -> dict[str, list[str]]:
         for k, v in parse_labels_key(key).items():
             found.setdefault(k, set()).add(v)
     return {k: sorted(v) for k, v in sorted(found.items())}
+
+
+# Test pages read one test's raw results; a cap keeps a years-old daily test page fast.
+TEST_HISTORY_LIMIT = 5000
+
+
+def load_test_case(conn: Connection, project_id: int, nodeid: str) -> dict[str, Any] | None:
+    """One test case's attributes by nodeid, or None."""
+    row = (
+        conn.execute(
+            text(
+                "SELECT id AS test_id, nodeid, file, classname, function, params, param_values, "
+                "markers, first_seen FROM test_case WHERE project_id = :p AND nodeid = :n"
+            ),
+            {"p": project_id, "n": nodeid},
+        )
+        .mappings()
+        .first()
+    )
+    return dict(row) if row else None
+
+
+def load_test_history(
+    conn: Connection,
+    project_id: int,
+    test_id: int,
+    filters: Filters,
+    *,
+    limit: int = TEST_HISTORY_LIMIT,
+) -> pd.DataFrame:
+    """One test's results in the window (run-level filters), newest first, with their run."""
+    where, params = _cell_where(filters, "r")
+    params.update(project=project_id, test=test_id, limit=limit)
+    frame = pd.read_sql_query(
+        text(
+            f"""
+            SELECT r.id AS run_id, r.pipeline, r.job, r.branch, r.commit_sha AS commit,
+                r.labels_key, r.started_at, tr.outcome, tr.duration_s, tr.setup_s, tr.call_s,
+                tr.teardown_s, tr.attempts, tr.flaky, tr.message
+            FROM test_result tr JOIN run r ON r.id = tr.run_id AND r.day = tr.day
+            WHERE tr.test_id = :test AND tr.project_id = :project AND {where}
+            ORDER BY r.started_at DESC LIMIT :limit
+            """
+        ),
+        conn,
+        params=params,
+    )
+    frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
+    frame["flaky"] = frame["flaky"].astype(bool)
+    for column in ("duration_s", "setup_s", "call_s", "teardown_s"):
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    return frame
+
+
+def filter_choices(conn: Connection, project_id: int) -> dict[str, list[str]]:
+    """The values a project's filter menus offer: jobs, branches, labels (k=v), markers."""
+    cells = conn.execute(
+        text("SELECT DISTINCT job, branch, labels_key FROM cell WHERE project_id = :p"),
+        {"p": project_id},
+    ).all()
+    markers = conn.execute(
+        text(
+            "SELECT DISTINCT m FROM test_case, unnest(markers) AS m "
+            "WHERE project_id = :p ORDER BY m"
+        ),
+        {"p": project_id},
+    ).scalars()
+    labels = {f"{k}={v}" for _, _, key in cells for k, v in parse_labels_key(key or "").items()}
+    return {
+        "job": sorted({str(job) for job, _, _ in cells if job}),
+        "branch": sorted({str(branch) for _, branch, _ in cells if branch}),
+        "label": sorted(labels),
+        "marker": [str(m) for m in markers],
+    }

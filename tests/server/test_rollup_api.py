@@ -146,3 +146,33 @@ def test_recommendation_endpoints_answer(live_server: LiveServer, loaded: Projec
     assert len(nodeids) == 3
     assert get(live_server, loaded, "recommendations/matrix").status_code == 200
     assert get(live_server, loaded, "recommendations/parametrize").status_code == 200
+
+
+def test_machine_sizing_and_catalogue(live_server: LiveServer, loaded: ProjectFixture) -> None:
+    # The loaded runs carry no machine type: sizing says so instead of inventing a price.
+    missing = get(live_server, loaded, "recommendations/machines", cell="os=linux")
+    assert missing.status_code == 422
+    assert "catalogue" in missing.json()["detail"]
+    url = f"{live_server.url}/api/v1/projects/{loaded.slug}/catalogue"
+    bad = httpx.put(
+        url,
+        json={"toml": "name = 'mine'\n[[machine]]\nname = 'x'\n"},
+        headers={"Authorization": f"Bearer {loaded.admin_token}"},
+    )
+    assert bad.status_code == 422
+    refused = httpx.put(
+        url, json={"name": "circleci"}, headers={"Authorization": f"Bearer {loaded.read_token}"}
+    )
+    assert refused.status_code == 403
+    ok = httpx.put(
+        url, json={"name": "circleci"}, headers={"Authorization": f"Bearer {loaded.admin_token}"}
+    )
+    assert ok.status_code == 200, ok.text
+    shown = get(live_server, loaded, "catalogue").json()
+    assert shown["name"] == "circleci"
+    assert shown["catalogue"]["name"] == "circleci"
+    sized = get(live_server, loaded, "recommendations/machines", cell="os=linux")
+    assert sized.status_code == 200, sized.text
+    today = sized.json()["today"]
+    assert today["catalogue"] == "circleci"
+    assert len(today["jobs"]) == 1

@@ -1,0 +1,87 @@
+"""Human formatting for the pages: "38 min", "2 h 5 min", "1.2 s", "34.4%", "3 h ago".
+
+The number spellings live in `dashboards.humanize` so figures and tables agree; this module
+adds the page-only ones (timestamps) and registers them all as Jinja filters.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from jinja2 import Environment
+
+from dashboards.humanize import (
+    MISSING,
+    count_text,
+    duration_text,
+    memory_text,
+    money_text,
+    percent_text,
+)
+
+__all__ = [
+    "ago_text",
+    "count_text",
+    "duration_text",
+    "memory_text",
+    "money_text",
+    "percent_text",
+    "register_filters",
+    "timestamp_text",
+]
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+    if hasattr(value, "to_pydatetime"):
+        try:
+            value = value.to_pydatetime()
+        except ValueError:  # NaT
+            return None
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def timestamp_text(value: Any) -> str:
+    """A timestamp as "2026-12-02 19:44 UTC"; "–" when unknown."""
+    moment = _as_datetime(value)
+    if moment is None:
+        return MISSING
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def ago_text(value: Any, *, now: datetime | None = None) -> str:
+    """How long ago a timestamp was: "just now", "5 min ago", "3 h ago", "2 days ago"."""
+    moment = _as_datetime(value)
+    if moment is None:
+        return MISSING
+    seconds = ((now or datetime.now(UTC)) - moment).total_seconds()
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    days = int(seconds // 86400)
+    return f"{days} day ago" if days == 1 else f"{days} days ago"
+
+
+def register_filters(env: Environment) -> None:
+    """Make every formatter available in templates: `{{ x | duration }}`."""
+    env.filters.update(
+        duration=duration_text,
+        percent=percent_text,
+        count=count_text,
+        memory=memory_text,
+        money=money_text,
+        timestamp=timestamp_text,
+        ago=ago_text,
+    )
