@@ -590,7 +590,16 @@ def _prefix(
         return prefix, path or None, classes or None
     # "suite::classname::" with empty parts and a classname repeating the suite left out.
     parts = [p for p in (host, suite, classname if classname != suite else None) if p]
+    if file is None:
+        # Jest, Vitest and Mocha name the suite (or classname) after the test file.
+        file = next((p for p in (suite, classname) if p and _SOURCE_PATH.match(p)), None)
     return "".join(p + "::" for p in parts), file, classname or None
+
+
+# A relative or absolute path ending in a source-file extension, without spaces.
+_SOURCE_PATH = re.compile(
+    r"^[\w./@+-]*[\w-]\.(?:[cm]?[jt]sx?|py|rb|go|php|java|kt|scala|rs|cs|swift|ex|exs)$"
+)
 
 
 def _collapse_reruns(

@@ -163,3 +163,17 @@ def test_identity_is_deterministic_across_parses() -> None:
     rel = "dorny__test-reporter/__tests__/fixtures/external/java/pulsar-test-report.xml"
     first, second = parse(rel).results, parse(rel).results
     pd.testing.assert_frame_equal(first, second)
+
+
+def test_jest_suite_named_after_its_file_gives_the_file() -> None:
+    from ingest.parsers import parse_report
+
+    report = parse_report(
+        b'<testsuites><testsuite name="src/a/sum.test.ts">'
+        b'<testcase classname="sum adds" name="sum adds 1 + 2" time="0.5"/></testsuite>'
+        b'<testsuite name="Login flow"><testcase classname="Login flow" name="works" time="1"/>'
+        b"</testsuite></testsuites>"
+    )
+    files = dict(zip(report.results["function"], report.results["file"], strict=True))
+    assert files["sum adds 1 + 2"] == "src/a/sum.test.ts"
+    assert files["works"] is None
