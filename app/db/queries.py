@@ -101,6 +101,15 @@ def _tests(conn: Connection, project_id: int, filters: Filters) -> pd.DataFrame:
     return tests.loc[filter_facts(probe, only_tests).index]
 
 
+def _day_bucket(filters: Filters) -> str:
+    """`r.day`, or its week for windows longer than WEEKLY_AFTER_DAYS (fewer, larger rows)."""
+    long_window = (
+        filters.since is None
+        or ((filters.until or datetime.now(UTC).date()) - filters.since).days >= WEEKLY_AFTER_DAYS
+    )
+    return "date_trunc('week', r.day)::date AS day" if long_window else "r.day"
+
+
 def load_facts(
     conn: Connection, project_id: int, filters: Filters, *, split_by: tuple[str, ...] = ()
 ) -> pd.DataFrame:
@@ -112,11 +121,7 @@ def load_facts(
     where, params = _cell_where(filters, "c", day_alias="r")
     params["project"] = project_id
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
-    long_window = (
-        filters.since is None
-        or ((filters.until or datetime.now(UTC).date()) - filters.since).days >= WEEKLY_AFTER_DAYS
-    )
-    bucket = "date_trunc('week', r.day)::date AS day" if long_window else "r.day"
+    bucket = _day_bucket(filters)
     group = ", ".join(["r.test_id", "day", *extra])
     sums = copy_frame(
         conn,
@@ -154,11 +159,12 @@ def load_file_facts(
     where, params = _cell_where(filters, "c", day_alias="r")
     params["project"] = project_id
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
-    group = ", ".join(["r.file", "r.day", *extra])
+    group = ", ".join(["r.file", "day", *extra])
     facts = copy_frame(
         conn,
         f"""
-            SELECT {group}, max(r.tests) AS tests, sum(r.runs)::bigint AS runs,
+            SELECT {", ".join(["r.file", _day_bucket(filters), *extra])},
+                max(r.tests) AS tests, sum(r.runs)::bigint AS runs,
                 sum(r.known)::bigint AS known, sum(r.total_s) AS total_s, max(r.max_s) AS max_s,
                 sum(r.setup_s) AS setup_s, sum(r.call_s) AS call_s,
                 sum(r.teardown_s) AS teardown_s, sum(r.failures)::bigint AS failures,

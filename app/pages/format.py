@@ -6,10 +6,11 @@ adds the page-only ones (timestamps) and registers them all as Jinja filters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from jinja2 import Environment
+from jinja2 import Environment, Undefined
 
 from dashboards.humanize import (
     MISSING,
@@ -74,14 +75,24 @@ def ago_text(value: Any, *, now: datetime | None = None) -> str:
     return f"{days} day ago" if days == 1 else f"{days} days ago"
 
 
+def _known(formatter: Callable[..., str]) -> Callable[..., str]:
+    """The formatter with a missing template value (a dict key a result left out) as None."""
+
+    def apply(value: Any, *args: Any) -> str:
+        return formatter(None if isinstance(value, Undefined) else value, *args)
+
+    return apply
+
+
 def register_filters(env: Environment) -> None:
     """Make every formatter available in templates: `{{ x | duration }}`."""
-    env.filters.update(
-        duration=duration_text,
-        percent=percent_text,
-        count=count_text,
-        memory=memory_text,
-        money=money_text,
-        timestamp=timestamp_text,
-        ago=ago_text,
-    )
+    formatters: dict[str, Callable[..., str]] = {
+        "duration": duration_text,
+        "percent": percent_text,
+        "count": count_text,
+        "memory": memory_text,
+        "money": money_text,
+        "timestamp": timestamp_text,
+        "ago": ago_text,
+    }
+    env.filters.update({name: _known(f) for name, f in formatters.items()})
