@@ -452,19 +452,19 @@ def _store_rollups(
         "AND cell_id = %(cell)s LIMIT 1",
         cell_day,
     ).fetchone()
-    payload = encode_binary_copy(rows, _ROLLUP_SPEC)
     values = ", ".join(name for name, _ in _ROLLUP_SPEC)
+    conn.execute(_STAGE_ROLLUP_DDL)
+    with conn.cursor().copy(f"COPY stage_rollup ({values}) FROM STDIN (FORMAT binary)") as cp:
+        cp.write(encode_binary_copy(rows, _ROLLUP_SPEC))
     if exists is None:
-        full = rows.assign(project_id=project_id, day=pd.Timestamp(day), cell_id=cell_id)
-        spec = (("project_id", "int8"), ("day", "date"), ("cell_id", "int8"), *_ROLLUP_SPEC)
-        with conn.cursor().copy(
-            f"COPY rollup_daily (project_id, day, cell_id, {values}) FROM STDIN (FORMAT binary)"
-        ) as cp:
-            cp.write(encode_binary_copy(full, spec))  # type: ignore[arg-type]
+        conn.execute(
+            f"""
+            INSERT INTO rollup_daily (project_id, day, cell_id, test_id, {_ROLLUP_VALUES})
+            SELECT %(project)s, %(day)s, %(cell)s, test_id, {_ROLLUP_VALUES} FROM stage_rollup
+            """,
+            cell_day,
+        )
     else:
-        conn.execute(_STAGE_ROLLUP_DDL)
-        with conn.cursor().copy(f"COPY stage_rollup ({values}) FROM STDIN (FORMAT binary)") as cp:
-            cp.write(payload)
         conn.execute(
             f"""
             INSERT INTO rollup_daily AS r (project_id, day, cell_id, test_id, {_ROLLUP_VALUES})
@@ -474,6 +474,22 @@ def _store_rollups(
             """,
             cell_day,
         )
+    cell_day["week"] = day - timedelta(days=day.weekday())
+    # Every cell of a week adds to the same per-test rows: take a lock per (project, week) so
+    # concurrent workers queue here instead of deadlocking on each other's rows.
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 727004))",
+        (f"{project_id}:{cell_day['week']}",),
+    )
+    conn.execute(
+        f"""
+        INSERT INTO rollup_test_weekly AS r (project_id, week, test_id, {_ROLLUP_VALUES})
+        SELECT %(project)s, %(week)s, test_id, {_ROLLUP_VALUES}
+        FROM stage_rollup ORDER BY test_id
+        ON CONFLICT (project_id, week, test_id) DO UPDATE SET {_ROLLUP_MERGE}
+        """,
+        cell_day,
+    )
     _store_file_rollups(
         conn, cell_day, rows.assign(file=results["file"].fillna("(unknown)").to_numpy())
     )
@@ -507,14 +523,18 @@ def _store_file_rollups(
         "ON COMMIT DELETE ROWS"
     )
     _csv_copy(conn, "stage_file_rollup", files)
-    conn.execute(
-        f"""
-        INSERT INTO rollup_file_daily AS r (project_id, day, cell_id, file, tests,
-            {_ROLLUP_VALUES})
-        SELECT %(project)s, %(day)s, %(cell)s, file, tests, {_ROLLUP_VALUES}
-        FROM stage_file_rollup ORDER BY file
-        ON CONFLICT (project_id, day, cell_id, file) DO UPDATE SET
-            tests = greatest(r.tests, excluded.tests), {_ROLLUP_MERGE}
-        """,
-        cell_day,
-    )
+    for table, period, value in (
+        ("rollup_file_daily", "day", "%(day)s"),
+        ("rollup_file_weekly", "week", "%(week)s"),
+    ):
+        conn.execute(
+            f"""
+            INSERT INTO {table} AS r (project_id, {period}, cell_id, file, tests,
+                {_ROLLUP_VALUES})
+            SELECT %(project)s, {value}, %(cell)s, file, tests, {_ROLLUP_VALUES}
+            FROM stage_file_rollup ORDER BY file
+            ON CONFLICT (project_id, {period}, cell_id, file) DO UPDATE SET
+                tests = greatest(r.tests, excluded.tests), {_ROLLUP_MERGE}
+            """,
+            cell_day,
+        )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import io
 import json
 import re
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -22,22 +23,35 @@ _NAMED_PARAM = re.compile(r"(?<![:\w]):(\w+)")
 def copy_frame(
     conn: Connection, query: str, params: dict[str, Any], *, dtypes: dict[str, str] | None = None
 ) -> pd.DataFrame:
-    """Run a SELECT through COPY ... TO STDOUT and parse it with pandas' C CSV reader.
+    """Run a SELECT and parse its rows with pandas' C CSV reader.
 
-    Building Python row objects costs far more than the query for the large frames rollups
-    read; COPY cannot take bind parameters, so psycopg renders them client-side.
+    Python row objects, and even COPY's one message per row, cost far more than the query for
+    the large frames rollups read, so the server renders the whole result as ONE CSV text value
+    (string_agg) that psycopg hands over in one piece.
     """
     raw = conn.connection.driver_connection
     assert isinstance(raw, psycopg.Connection)
     rendered = psycopg.ClientCursor(raw).mogrify(_NAMED_PARAM.sub(r"%(\1)s", query), params)
-    buffer = io.BytesIO()
-    with raw.cursor().copy(f"COPY ({rendered}) TO STDOUT (FORMAT csv, HEADER)") as copy:
-        for chunk in copy:
-            buffer.write(chunk)
-    buffer.seek(0)
-    if buffer.getbuffer().nbytes == 0:
-        return pd.DataFrame()
-    return pd.read_csv(buffer, dtype=dtypes, keep_default_na=False, na_values=[""])
+    probe = raw.execute(f"SELECT * FROM ({rendered}) q LIMIT 0")
+    assert probe.description is not None
+    names = [column.name for column in probe.description]
+    fields = []
+    for column in probe.description:
+        ident = '"' + column.name.replace('"', '""') + '"'
+        if column.type_code in _TEXT_OIDS:
+            # CSV quoting: double the quotes; NULL stays an empty unquoted field.
+            fields.append(f"""coalesce('"' || replace(q.{ident}, '"', '""') || '"', '')""")
+        else:
+            fields.append(f"coalesce(q.{ident}::text, '')")
+    line = " || ',' || ".join(fields)
+    row = raw.execute(f"SELECT string_agg({line}, E'\\n') FROM ({rendered}) q").fetchone()
+    body = row[0] if row and row[0] else ""
+    text_csv = ",".join(names) + "\n" + body
+    return pd.read_csv(io.StringIO(text_csv), dtype=dtypes, keep_default_na=False, na_values=[""])
+
+
+# text and varchar: the columns whose values need CSV quoting.
+_TEXT_OIDS = frozenset({25, 1043})
 
 
 def _cell_where(
@@ -101,13 +115,18 @@ def _tests(conn: Connection, project_id: int, filters: Filters) -> pd.DataFrame:
     return tests.loc[filter_facts(probe, only_tests).index]
 
 
-def _day_bucket(filters: Filters) -> str:
-    """`r.day`, or its week for windows longer than WEEKLY_AFTER_DAYS (fewer, larger rows)."""
-    long_window = (
-        filters.since is None
-        or ((filters.until or datetime.now(UTC).date()) - filters.since).days >= WEEKLY_AFTER_DAYS
-    )
-    return "date_trunc('week', r.day)::date AS day" if long_window else "r.day"
+def _long_window(filters: Filters) -> bool:
+    """Windows of WEEKLY_AFTER_DAYS or more read the weekly rollups (whole weeks)."""
+    if filters.since is None:
+        return True
+    return ((filters.until or datetime.now(UTC).date()) - filters.since).days >= WEEKLY_AFTER_DAYS
+
+
+def _weekly(filters: Filters) -> Filters:
+    """The same filters with the window widened to whole weeks (weekly rows start on Monday)."""
+    if filters.since is None:
+        return filters
+    return replace(filters, since=filters.since - timedelta(days=filters.since.weekday()))
 
 
 def load_facts(
@@ -118,10 +137,19 @@ def load_facts(
     Windows longer than two weeks are bucketed by week rather than day: the frame stays small
     and percentiles are then over per-(test, week) means.
     """
-    where, params = _cell_where(filters, "c", day_alias="r")
-    params["project"] = project_id
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
-    bucket = _day_bucket(filters)
+    cell_filters = bool(filters.jobs or filters.branches or filters.labels)
+    if _long_window(filters) and not extra and not cell_filters:
+        # Whole-project questions over weeks: the per-test weekly table, a fraction of the rows.
+        where, params = _cell_where(_weekly(filters), day_alias="r")
+        where = where.replace("r.day", "r.week")
+        source = "rollup_test_weekly r"
+        bucket = "r.week AS day"
+    else:
+        where, params = _cell_where(filters, "c", day_alias="r")
+        source = "rollup_daily r JOIN cell c ON c.id = r.cell_id"
+        bucket = "r.day"
+    params["project"] = project_id
     group = ", ".join(["r.test_id", "day", *extra])
     sums = copy_frame(
         conn,
@@ -132,7 +160,7 @@ def load_facts(
                 sum(r.call_s) AS call_s, sum(r.teardown_s) AS teardown_s,
                 sum(r.failures)::bigint AS failures, sum(r.flaky)::bigint AS flaky,
                 max(r.peak_rss_mib)::float8 AS peak_rss_mib
-            FROM rollup_daily r JOIN cell c ON c.id = r.cell_id
+            FROM {source}
             WHERE {where} GROUP BY {group}
             """,
         params,
@@ -156,20 +184,24 @@ def load_file_facts(
     Adds `tests`: the most tests of the file that one run executed. Test-level filters
     (markers, file globs) need load_facts.
     """
-    where, params = _cell_where(filters, "c", day_alias="r")
+    weekly = _long_window(filters)
+    where, params = _cell_where(_weekly(filters) if weekly else filters, "c", day_alias="r")
+    if weekly:
+        where = where.replace("r.day", "r.week")
     params["project"] = project_id
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
     group = ", ".join(["r.file", "day", *extra])
     facts = copy_frame(
         conn,
         f"""
-            SELECT {", ".join(["r.file", _day_bucket(filters), *extra])},
+            SELECT {", ".join(["r.file", "r.week AS day" if weekly else "r.day", *extra])},
                 max(r.tests) AS tests, sum(r.runs)::bigint AS runs,
                 sum(r.known)::bigint AS known, sum(r.total_s) AS total_s, max(r.max_s) AS max_s,
                 sum(r.setup_s) AS setup_s, sum(r.call_s) AS call_s,
                 sum(r.teardown_s) AS teardown_s, sum(r.failures)::bigint AS failures,
                 sum(r.flaky)::bigint AS flaky, max(r.peak_rss_mib)::float8 AS peak_rss_mib
-            FROM rollup_file_daily r JOIN cell c ON c.id = r.cell_id
+            FROM {"rollup_file_weekly" if weekly else "rollup_file_daily"} r
+            JOIN cell c ON c.id = r.cell_id
             WHERE {where} GROUP BY {group}
             """,
         params,

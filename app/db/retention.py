@@ -45,6 +45,9 @@ def prune_before(conn: Connection, cutoff: date, *, dry_run: bool = False) -> Pr
             conn.execute(text(f'DROP TABLE "{name}"'))
         conn.execute(text("DELETE FROM rollup_daily WHERE day < :c"), {"c": cutoff})
         conn.execute(text("DELETE FROM rollup_file_daily WHERE day < :c"), {"c": cutoff})
+        # A week goes once all of it is older than the cutoff.
+        for table in ("rollup_file_weekly", "rollup_test_weekly"):
+            conn.execute(text(f"DELETE FROM {table} WHERE week < :c - 6"), {"c": cutoff})
         conn.execute(
             text(
                 "DELETE FROM upload u USING run r WHERE r.id = u.run_id AND r.day < :c "

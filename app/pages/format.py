@@ -34,7 +34,8 @@ __all__ = [
 
 
 def _as_datetime(value: Any) -> datetime | None:
-    if value is None:
+    # NaT (pandas' missing timestamp) is a datetime that is not equal to itself.
+    if value is None or value != value:
         return None
     if isinstance(value, str):
         try:

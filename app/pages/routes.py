@@ -419,7 +419,7 @@ def file_page(
     if functions.rows.empty:
         raise PageError(404, f"no test time for file {path!r} in this window")
     tests = project_rollup(
-        conn, project.id, only_file, by="test", within="function", limit=TABLE_ROWS * 4
+        conn, project.id, only_file, by="test", within="function", limit=TABLE_ROWS
     )
     everything = project_rollup(conn, project.id, filters, by="job")
     context = project_context(
@@ -533,8 +533,13 @@ def recommendations_page(
         error = str(exc)
     if plan is not None:
         try:
+            # Sizing the proposed jobs re-plans the split: only worth it when there is one.
             machines = machines_recommendation(
-                conn, project, filters, cell=plan["cell"], split_options=options
+                conn,
+                project,
+                filters,
+                cell=plan["cell"],
+                split_options=options if plan["verdict"] == "split" else None,
             )
         except ValueError as exc:
             machines_error = str(exc)

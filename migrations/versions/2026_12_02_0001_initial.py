@@ -190,6 +190,28 @@ CREATE TABLE rollup_file_daily (
     peak_rss_mib real,
     PRIMARY KEY (project_id, day, cell_id, file)
 );
+
+-- Weekly levels of the same facts, so windows of weeks read a seventh of the rows: per file
+-- and cell, and per test across all cells (the per-test questions without a job/label filter).
+CREATE TABLE rollup_file_weekly (LIKE rollup_file_daily INCLUDING ALL);
+ALTER TABLE rollup_file_weekly RENAME COLUMN day TO week;
+
+CREATE TABLE rollup_test_weekly (
+    project_id   bigint NOT NULL,
+    week         date NOT NULL,
+    test_id      bigint NOT NULL,
+    runs         integer NOT NULL,
+    known        integer NOT NULL,
+    total_s      double precision NOT NULL,
+    max_s        double precision,
+    setup_s      double precision,
+    call_s       double precision,
+    teardown_s   double precision,
+    failures     integer NOT NULL,
+    flaky        integer NOT NULL,
+    peak_rss_mib real,
+    PRIMARY KEY (project_id, week, test_id)
+);
 """
 
 
@@ -199,6 +221,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute(
-        "DROP TABLE rollup_file_daily, rollup_daily, test_result, test_case, run, cell, "
+        "DROP TABLE rollup_test_weekly, rollup_file_weekly, rollup_file_daily, rollup_daily, test_result, test_case, run, cell, "
         "upload_file, upload_attempt, upload, api_token, project CASCADE"
     )
