@@ -1,0 +1,115 @@
+"""Server time of every dashboard page, against the REST endpoint that reads the same data.
+
+    .venv/bin/python -m bench.bench_pages [--results 200000] [--requests 10]
+
+Fills a throwaway database with the synthetic torchvision-like history (app.demo_load, the
+real store path), then times each page in-process (ASGI, no network: server time only) and
+prints p50/p95 over --requests calls, and the ratio of the page's p50 to its REST baseline's
+p50 measured in the same run (what rendering HTML and figures adds). The issue's real run is
+--results 10000000 (60 days x 10,000 tests x 16 jobs); the default takes about a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from urllib.parse import quote
+
+from bench.common import scratch_database
+
+
+def demo_size(results: int) -> object:
+    """A synthetic history shape of about `results` results."""
+    from analysis.synthetic import MIN_TESTS
+    from app.demo_load import DemoSize
+
+    if results >= 5_000_000:
+        days, jobs = 60, 16
+    else:
+        days, jobs = 14, 8
+    tests = max(MIN_TESTS, round(results / (days * jobs)))
+    return DemoSize(days=days, tests=tests, jobs=jobs, pipelines_per_day=1)
+
+
+def timings(client: object, path: str, requests: int) -> list[float]:
+    """Seconds per request of `requests` GETs (after one warm-up), failing on non-200."""
+    get = client.get  # type: ignore[attr-defined]
+    response = get(path)
+    assert response.status_code == 200, (path, response.status_code, response.text[:300])
+    out = []
+    for _ in range(requests):
+        start = time.perf_counter()
+        response = get(path)
+        out.append(time.perf_counter() - start)
+        assert response.status_code == 200, path
+    return out
+
+
+def p95(values: list[float]) -> float:
+    """Nearest-rank 95th percentile."""
+    ordered = sorted(values)
+    return ordered[max(0, -(-len(ordered) * 95 // 100) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--results", type=int, default=200_000, help="size of the history")
+    parser.add_argument("--requests", type=int, default=10, help="timed requests per page")
+    args = parser.parse_args()
+
+    from fastapi.testclient import TestClient
+    from sqlalchemy import text
+
+    from analysis.synthetic import TRANSFORMS_FILE
+    from app.api.app import create_app
+    from app.db.engine import make_engine
+    from app.db.projects import create_project
+    from app.demo_load import load_demo
+    from app.settings import Settings
+
+    size = demo_size(args.results)
+    with scratch_database() as (url, dsn):
+        engine = make_engine(url)
+        with engine.begin() as conn:
+            project = create_project(conn, "bench-pages", public=True)
+        start = time.perf_counter()
+        stored = load_demo(dsn, project.id, size)  # type: ignore[arg-type]
+        print(f"stored {stored:,} results ({size}) in {time.perf_counter() - start:.1f} s")
+        with engine.connect() as conn:
+            nodeid = conn.execute(
+                text(
+                    "SELECT nodeid FROM test_case WHERE project_id = :p AND function = "
+                    "'test_augmix' ORDER BY nodeid LIMIT 1"
+                ),
+                {"p": project.id},
+            ).scalar_one()
+        slug = project.slug
+        api = f"/api/v1/projects/{slug}"
+        # Each page against the REST read it is built on (the projects list has none).
+        cases = [
+            ("projects", "/projects", "/healthz"),
+            ("overview", f"/p/{slug}", "/pipelines"),
+            ("time", f"/p/{slug}/time", "/rollups?by=test&within=function&limit=600"),
+            ("file", f"/p/{slug}/files/{TRANSFORMS_FILE}", "/rollups?by=function"),
+            ("test", f"/p/{slug}/test?nodeid={quote(nodeid)}", "/rollups?by=test"),
+            ("recommendations", f"/p/{slug}/recommendations", "/recommendations/split"),
+        ]
+        settings = Settings(database_url=url)
+        with TestClient(create_app(settings, engine)) as client:
+            print(f"{'page':<16}{'p50 ms':>9}{'p95 ms':>9}   {'REST baseline':<22}{'p50 ms':>9}"
+                  f"{'page/REST':>11}")  # fmt: skip
+            for name, page, baseline in cases:
+                page_t = timings(client, page, args.requests)
+                base_url = baseline if baseline.startswith("/healthz") else api + baseline
+                base_p50 = statistics.median(timings(client, base_url, args.requests))
+                page_p50 = statistics.median(page_t)
+                print(
+                    f"{name:<16}{page_p50 * 1000:>9.0f}{p95(page_t) * 1000:>9.0f}   "
+                    f"{baseline:<22.22}{base_p50 * 1000:>9.0f}{page_p50 / base_p50:>10.2f}x"
+                )
+        engine.dispose()
+
+
+if __name__ == "__main__":
+    main()

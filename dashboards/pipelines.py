@@ -1,0 +1,110 @@
+"""Figures of CI pipeline time: developer wait and machine time over time, job walls by job."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from dashboards.humanize import duration_text, time_scale
+from dashboards.theme import SETUP_COLOUR, TEST_COLOUR, empty_figure, styled
+
+# A browser draws a few thousand markers comfortably; older pipelines add nothing readable.
+MAX_PIPELINES = 2000
+
+
+def pipeline_time_figure(pipelines: pd.DataFrame) -> go.Figure:
+    """Per pipeline over time: the wait (longest job) above, machine time (tests + setup) below.
+
+    `pipelines` has analysis.pipelines.PIPELINE_COLUMNS.
+    """
+    dated = pipelines.loc[pipelines["started_at"].notna()].head(MAX_PIPELINES)
+    if dated.empty:
+        return empty_figure("No pipelines with a start time in this window")
+    dated = dated.sort_values("started_at")
+    scale, unit = time_scale(float(dated["machine_s"].max()))
+    wait_scale, wait_unit = time_scale(float(dated["wait_s"].max()))
+    x = dated["started_at"].dt.tz_convert(None)
+    setup = dated["setup_overhead_s"].astype(float)
+    # Machine time not known to be setup (estimated walls) counts as tests.
+    tests = dated["machine_s"].astype(float) - setup.fillna(0.0)
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.08,
+        subplot_titles=("Developer wait per pipeline", "Machine time per pipeline"),
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=dated["wait_s"] / wait_scale,
+            mode="lines+markers",
+            name="wait",
+            line={"color": "#1f2933", "width": 1.5},
+            marker={"size": 5},
+            customdata=np.column_stack(
+                [
+                    dated["wait_s"].map(duration_text),
+                    dated["critical_job"].astype(str),
+                    dated["pipeline"].astype(str),
+                ]
+            ),
+            hovertemplate="%{x|%b %d %H:%M}<br>wait %{customdata[0]}"
+            "<br>critical job %{customdata[1]}<br>pipeline %{customdata[2]}<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+    for name, values, colour in (
+        ("tests", tests, TEST_COLOUR),
+        ("job setup", setup.fillna(0.0), SETUP_COLOUR),
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=x,
+                y=values / scale,
+                name=name,
+                marker={"color": colour},
+                customdata=values.map(duration_text),
+                hovertemplate=f"%{{x|%b %d %H:%M}}<br>{name} %{{customdata}}<extra></extra>",
+            ),
+            row=2,
+            col=1,
+        )
+    fig.update_layout(barmode="stack", bargap=0.15)
+    fig.update_yaxes(title_text=f"wait ({wait_unit})", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text=f"machine time ({unit})", rangemode="tozero", row=2, col=1)
+    fig.update_xaxes(title_text="pipeline start (UTC)", row=2, col=1)
+    return styled(fig, height=520)
+
+
+def job_time_figure(jobs: pd.DataFrame) -> go.Figure:
+    """Median job wall per job, split into test wall and setup overhead (JOB_COLUMNS rows)."""
+    if jobs.empty:
+        return empty_figure("No jobs in this window")
+    ordered = jobs.sort_values("wall_p50_s", ascending=True)
+    setup = ordered["setup_overhead_p50_s"].astype(float).clip(lower=0)
+    tests = ordered["test_wall_p50_s"].astype(float)
+    scale, unit = time_scale(float((setup.fillna(0) + tests).max()))
+    labels = ordered["job"].astype(str)
+    fig = go.Figure()
+    for name, values, colour in (
+        ("tests", tests, TEST_COLOUR),
+        ("job setup", setup.fillna(0.0), SETUP_COLOUR),
+    ):
+        fig.add_trace(
+            go.Bar(
+                y=labels,
+                x=values / scale,
+                orientation="h",
+                name=name,
+                marker={"color": colour},
+                customdata=values.map(duration_text),
+                hovertemplate=f"%{{y}}<br>{name} %{{customdata}} (median)<extra></extra>",
+            )
+        )
+    fig.update_layout(barmode="stack")
+    fig.update_xaxes(title_text=f"median job wall ({unit})", rangemode="tozero")
+    return styled(fig, title="Job wall: tests vs setup", height=max(220, 60 + 28 * len(jobs)))

@@ -1,0 +1,58 @@
+"""One look for every figure: fonts, colours, margins, and how a figure is embedded in a page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
+INK = "#1f2933"
+GRID = "#e4e7eb"
+# Colour-blind-safe qualitative palette (Okabe-Ito), in the order series are usually drawn.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999")
+TEST_COLOUR = "#0072B2"
+SETUP_COLOUR = "#E69F00"
+TEARDOWN_COLOUR = "#CC79A7"
+OUTCOME_COLOURS = {
+    "passed": "#009E73",
+    "failed": "#D55E00",
+    "error": "#CC79A7",
+    "skipped": "#999999",
+}
+PLOT_CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True}
+
+
+def styled(fig: go.Figure, *, title: str | None = None, height: int = 360) -> go.Figure:
+    """Apply the house layout to a figure and return it."""
+    fig.update_layout(
+        title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 15}} if title else None,
+        font={"family": FONT, "color": INK, "size": 12},
+        height=height,
+        margin={"l": 60, "r": 20, "t": 40 if title else 16, "b": 50},
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        colorway=list(PALETTE),
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 1, "xanchor": "right"},
+        hoverlabel={"font": {"family": FONT}},
+    )
+    fig.update_xaxes(gridcolor=GRID, zerolinecolor=GRID, automargin=True)
+    fig.update_yaxes(gridcolor=GRID, zerolinecolor=GRID, automargin=True)
+    return fig
+
+
+def empty_figure(message: str, *, height: int = 200) -> go.Figure:
+    """A blank figure that says why it is blank (no data in the window...)."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, font={"size": 14, "color": "#7b8794"})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return styled(fig, height=height)
+
+
+def figure_html(fig: go.Figure, div_id: str) -> str:
+    """The figure as an HTML fragment; plotly.js itself is loaded once by the page."""
+    html: str = fig.to_html(
+        full_html=False, include_plotlyjs=False, div_id=div_id, config=PLOT_CONFIG
+    )
+    return html

@@ -1,0 +1,212 @@
+"""The figure builders on tiny hand-built frames: the numbers plotted are the numbers given."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboards.pipelines import job_time_figure, pipeline_time_figure
+from dashboards.split_gantt import split_gantt_figure
+from dashboards.test_history import duration_history_figure, variants_figure
+from dashboards.theme import figure_html
+from dashboards.time_split import (
+    pareto_figure,
+    phase_figure,
+    share_figure,
+    treemap_figure,
+    treemap_nodes,
+    within_file_figure,
+)
+
+
+def rows(*records: tuple[str, float, str | None]) -> pd.DataFrame:
+    """Rollup-like rows: key, total_s, parent (share of a 100 s grand total)."""
+    frame = pd.DataFrame(records, columns=["key", "total_s", "parent"])
+    frame["share"] = frame["total_s"] / 100.0
+    return frame
+
+
+FILES = rows(("a.py", 100.0, None), ("b.py", 20.0, None))
+FUNCTIONS = rows(
+    ("a.py::f", 80.0, "a.py"), ("a.py::g", 15.0, "a.py"), ("b.py::h", 20.0, "b.py"),
+    ("c.py::z", 5.0, "c.py"),  # its file is not drawn
+)  # fmt: skip
+TESTS = rows(
+    ("a.py::f[1]", 50.0, "a.py::f"), ("a.py::f[2]", 20.0, "a.py::f"), ("a.py::g", 15.0, "a.py::g"),
+)  # fmt: skip
+
+
+def test_treemap_nodes_give_each_parent_only_its_uncovered_time() -> None:
+    nodes = treemap_nodes(FILES, FUNCTIONS, TESTS).set_index("id")
+    assert nodes["value_s"].to_dict() == {
+        "file:a.py": 5.0,  # 100 - (80 + 15)
+        "file:b.py": 0.0,  # 20 - 20
+        "fn:a.py::f": 10.0,  # 80 - (50 + 20)
+        "fn:a.py::g": 15.0,  # its one test is itself: no leaf
+        "fn:b.py::h": 20.0,
+        "test:a.py::f[1]": 50.0,
+        "test:a.py::f[2]": 20.0,
+    }
+    # In "remainder" mode the drawn area is the files' total time.
+    assert nodes["value_s"].sum() == 120.0
+    assert nodes.loc["test:a.py::f[1]", "parent"] == "fn:a.py::f"
+    assert nodes.loc["fn:a.py::f", "label"] == "f"
+    assert nodes.loc["test:a.py::f[2]", "label"] == "f[2]"
+
+
+def test_treemap_figure_uses_remainder_values_and_shares_of_the_grand_total() -> None:
+    fig = treemap_figure(FILES, FUNCTIONS, TESTS, grand_total_s=125.0)
+    (trace,) = fig.data
+    assert trace.branchvalues == "remainder"
+    shares = dict(zip(trace.ids, (c[1] for c in trace.customdata), strict=True))
+    assert shares["file:a.py"] == "80.0%"  # 100 of 125
+    assert shares["test:a.py::f[1]"] == "40.0%"
+
+
+def test_pareto_bars_and_cumulative_share() -> None:
+    files = rows(("b.py", 30.0, None), ("a.py", 60.0, None), ("c.py", 10.0, None))
+    fig = pareto_figure(files, grand_total_s=100.0)
+    bars, line = fig.data
+    assert list(bars.x) == ["a.py", "b.py", "c.py"]
+    assert list(bars.y) == [60.0, 30.0, 10.0]  # under two minutes: seconds
+    assert fig.layout.yaxis.title.text == "test time (s)"
+    assert list(line.y) == pytest.approx([60.0, 90.0, 100.0])
+
+
+def test_share_figure_plots_percentages_largest_on_top() -> None:
+    fig = share_figure(rows(("slow", 80.0, None), ("(unmarked)", 20.0, None)), title="x")
+    (bar,) = fig.data
+    assert list(bar.y) == ["(unmarked)", "slow"]  # plotly draws the last row on top
+    assert list(bar.x) == [20.0, 80.0]
+    assert list(bar.text) == ["20.0%", "80.0%"]
+
+
+def test_phase_figure_stacks_known_phases_and_says_when_none_are() -> None:
+    files = rows(("a.py", 100.0, None))
+    files[["setup_s", "call_s", "teardown_s"]] = [[10.0, 85.0, 5.0]]
+    fig = phase_figure(files)
+    assert [t.name for t in fig.data] == ["setup", "call", "teardown"]
+    assert [t.x[0] for t in fig.data] == [10.0, 85.0, 5.0]
+    files[["setup_s", "call_s", "teardown_s"]] = np.nan
+    blank = phase_figure(files)
+    assert not blank.data
+    assert "do not split" in blank.layout.annotations[0].text
+
+
+def test_within_file_figure_plots_parent_share() -> None:
+    functions = rows(("t.py::test_augmix", 145.6, "t.py"), ("t.py::test_resize", 27.1, "t.py"))
+    functions["parent_share"] = functions["total_s"] / 172.7
+    (bar,) = within_file_figure(functions).data
+    assert list(bar.y) == ["test_resize", "test_augmix"]
+    assert bar.text[1] == "84.3%"
+
+
+def test_split_gantt_places_tests_after_setup() -> None:
+    plan = {
+        "before": {"wait_s": 3360.0},
+        "after": {"wait_s": 2280.0},
+        "before_jobs": [{"name": "all", "overhead_s": 300.0, "predicted_wall_s": 3360.0}],
+        "jobs": [
+            {"name": "slow", "overhead_s": 300.0, "predicted_wall_s": 2280.0, "n_tests": 9},
+            {"name": "rest", "overhead_s": 300.0, "predicted_wall_s": 1500.0, "n_tests": 90},
+        ],
+    }
+    fig = split_gantt_figure(plan)
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[:2] == ["Today: wait 56 min", "Proposed: wait 38 min"]
+    setup_after, tests_after = fig.data[2], fig.data[3]
+    assert list(setup_after.x) == [5.0, 5.0]  # minutes
+    assert list(setup_after.base) == [0.0, 0.0]
+    assert list(tests_after.x) == [33.0, 20.0]  # (2280 - 300) / 60, (1500 - 300) / 60
+    assert list(tests_after.base) == [5.0, 5.0]
+    assert fig.layout.xaxis2.title.text == "time since the pipeline started (min)"
+
+
+def test_pipeline_figure_splits_machine_time_into_tests_and_setup() -> None:
+    started = pd.to_datetime(["2026-12-01 10:00", "2026-12-02 10:00"], utc=True)
+    pipelines = pd.DataFrame(
+        {
+            "pipeline": ["p2", "p1"],
+            "started_at": started[::-1],
+            "wait_s": [300.0, 240.0],
+            "machine_s": [430.0, 240.0],
+            "setup_overhead_s": [180.0, np.nan],  # p1's walls were estimated
+            "critical_job": ["gpu", "cpu"],
+        }
+    )
+    fig = pipeline_time_figure(pipelines)
+    wait, tests, setup = fig.data
+    assert list(wait.y) == [4.0, 5.0]  # oldest first, minutes
+    assert list(tests.y) == pytest.approx([4.0, 250 / 60])
+    assert list(setup.y) == pytest.approx([0.0, 3.0])
+    assert fig.layout.yaxis2.title.text == "machine time (min)"
+
+
+def test_job_figure_stacks_test_wall_and_setup() -> None:
+    jobs = pd.DataFrame(
+        {
+            "job": ["gpu", "cpu"],
+            "wall_p50_s": [300.0, 130.0],
+            "test_wall_p50_s": [150.0, 100.0],
+            "setup_overhead_p50_s": [150.0, 30.0],
+        }
+    )
+    tests, setup = job_time_figure(jobs).data
+    assert list(tests.y) == ["cpu", "gpu"]
+    assert list(tests.x) == pytest.approx([100 / 60, 2.5])
+    assert list(setup.x) == pytest.approx([0.5, 2.5])
+
+
+def test_duration_history_rings_flaky_results() -> None:
+    history = pd.DataFrame(
+        {
+            "started_at": pd.to_datetime(["2026-12-01", "2026-12-02", "2026-12-03"], utc=True),
+            "job": ["cpu"] * 3,
+            "outcome": ["passed", "passed", "failed"],
+            "duration_s": [30.0, 31.0, 5.0],
+            "flaky": [False, True, False],
+        }
+    )
+    passed, failed = duration_history_figure(history).data
+    assert (passed.name, failed.name) == ("passed", "failed")
+    assert list(passed.y) == [30.0, 31.0]
+    assert list(passed.marker.symbol) == ["circle", "circle-open"]
+    assert list(failed.y) == [5.0]
+
+
+def test_variants_figure_labels_by_parametrize_id_and_marks_the_current_one() -> None:
+    variants = pd.DataFrame(
+        {
+            "key": ["t.py::f[a]", "t.py::f[b]"],
+            "total_s": [60.0, 20.0],
+            "mean_s": [30.0, 10.0],
+            "parent_share": [0.75, 0.25],
+        }
+    )
+    (bar,) = variants_figure(variants, current="t.py::f[a]").data
+    assert list(bar.y) == ["[b]", "[a]"]
+    assert list(bar.x) == [10.0, 30.0]
+    assert bar.marker.color[1] != bar.marker.color[0]
+
+
+@pytest.mark.parametrize(
+    "fig",
+    [
+        pipeline_time_figure(
+            pd.DataFrame({"started_at": pd.Series([], dtype="datetime64[ns, UTC]")})
+        ),
+        treemap_figure(FILES.head(0), FUNCTIONS, TESTS, grand_total_s=0.0),
+        split_gantt_figure({"jobs": [], "before_jobs": []}),
+    ],
+)
+def test_empty_inputs_say_so(fig: object) -> None:
+    assert not fig.data  # type: ignore[attr-defined]
+    assert fig.layout.annotations[0].text  # type: ignore[attr-defined]
+
+
+def test_figure_html_does_not_inline_plotly_js() -> None:
+    html = figure_html(share_figure(FILES, title="x"), "fig-x")
+    assert 'id="fig-x"' in html
+    assert len(html) < 20_000  # plotly.min.js alone is megabytes
+    assert '"displaylogo": false' in html
