@@ -281,6 +281,13 @@ def _pg_array(values: pd.Series) -> pd.Series:
     return keys.map(rendered)
 
 
+def _fresh_stage(conn: psycopg.Connection[Any], ddl: str, table: str) -> None:
+    """Create a staging table if needed and empty it: ON COMMIT only empties it at the end of
+    a transaction, and a caller may store several runs in one."""
+    conn.execute(ddl)
+    conn.execute(f"TRUNCATE {table}")
+
+
 def _csv_copy(conn: psycopg.Connection[Any], table: str, frame: pd.DataFrame) -> None:
     buffer = io.StringIO()
     # CSV COPY: an unquoted empty field is NULL; pandas quotes what needs quoting.
@@ -309,7 +316,7 @@ def _upsert_test_cases(
     if not todo.any():
         return 0
     subset = results.loc[todo]
-    conn.execute(_STAGE_TESTS_DDL)
+    _fresh_stage(conn, _STAGE_TESTS_DDL, "stage_test")
     _csv_copy(
         conn,
         "stage_test",
@@ -453,7 +460,7 @@ def _store_rollups(
         cell_day,
     ).fetchone()
     values = ", ".join(name for name, _ in _ROLLUP_SPEC)
-    conn.execute(_STAGE_ROLLUP_DDL)
+    _fresh_stage(conn, _STAGE_ROLLUP_DDL, "stage_rollup")
     with conn.cursor().copy(f"COPY stage_rollup ({values}) FROM STDIN (FORMAT binary)") as cp:
         cp.write(encode_binary_copy(rows, _ROLLUP_SPEC))
     if exists is None:
@@ -516,11 +523,13 @@ def _store_file_rollups(
         # A phase no result reported stays unknown rather than becoming zero.
         files[phase] = files[phase].where(grouped[phase].count() > 0)
     files = files.reset_index()
-    conn.execute(
+    _fresh_stage(
+        conn,
         "CREATE TEMP TABLE IF NOT EXISTS stage_file_rollup (file text, tests integer, "
         "runs integer, known integer, total_s float8, max_s float8, setup_s float8, call_s float8, "
         "teardown_s float8, failures integer, flaky integer, peak_rss_mib real) "
-        "ON COMMIT DELETE ROWS"
+        "ON COMMIT DELETE ROWS",
+        "stage_file_rollup",
     )
     _csv_copy(conn, "stage_file_rollup", files)
     for table, period, value in (

@@ -155,3 +155,36 @@ def test_partitions_per_day(
             text("SELECT to_regclass('test_result_20261001'), to_regclass('test_result_20261002')")
         ).one()
     assert all(names)
+
+
+def test_two_runs_in_one_transaction(database: Database, engine: Engine) -> None:
+    from tests.conftest import make_project
+
+    project = make_project(engine)
+    report = _report(
+        nodeid=["a.py::x", "a.py::y"],
+        function=["x", "y"],
+        outcome=["passed"] * 2,
+        duration_s=[1.0, 2.0],
+    )
+    with psycopg.connect(database.dsn) as conn:
+        for job in ("one", "two"):
+            upload_id = conn.execute(
+                "INSERT INTO upload (project_id, job, content_hash) VALUES (%s, %s, 'h') "
+                "RETURNING id",
+                (project.id, job),
+            ).fetchone()[0]  # type: ignore[index]
+            store_run(
+                conn,
+                project_id=project.id,
+                upload_id=upload_id,
+                meta=RunMetadata(job=job, started_at=datetime(2026, 11, 29, tzinfo=UTC)),
+                merged=merge_reports([report]),
+            )
+        conn.commit()
+    with engine.connect() as conn:
+        total = conn.execute(
+            text("SELECT count(*), sum(total_s) FROM rollup_daily WHERE project_id = :p"),
+            {"p": project.id},
+        ).one()
+    assert total == (4, 6.0)
