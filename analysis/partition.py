@@ -1,17 +1,23 @@
 """Number partitioning: put weighted items into k bins so the heaviest bin is as light as possible.
 
 This is multiway number partitioning (minimise the makespan). The engine runs longest-first
-greedy (exactly pytest-split's `least_duration`), Karmarkar-Karp largest differencing on
-small instances and an exact branch-and-bound on tiny ones, then improves the best start
-with pairwise moves and swaps between the heaviest bin and the others. Local search never
-raises the makespan, so the result is never worse than greedy. Everything is deterministic:
-ties are broken by item position, so callers sort items by name first.
+greedy (exactly pytest-split's `least_duration`); on few items (<= 64) it first asks an exact
+bin-completion search whether the lower bound itself is reachable. Otherwise it adds
+Karmarkar-Karp largest differencing on small instances, improves the best start with pairwise
+moves and swaps between the heaviest bin and the others, then retries bin completion at
+capacities 0.25-1% above the bound and runs an exact branch-and-bound on tiny instances.
+Every exact search has a node budget (not a clock), so time stays bounded. Local search never
+raises the makespan and exact searches only ever accept lighter results, so the result is
+never worse than greedy. Everything is deterministic: ties are broken by item position, so
+callers sort items by name first.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +39,11 @@ TRIPLE_LIGHT_BINS = 5  # the heaviest bin is tried with pairs of the 5 lightest
 _REL_EPS = 1e-12
 # Local search stops this close to the lower bound: closer is invisible in a CI wait.
 _STOP_REL = 1e-6
+# Bin completion (exact "do the items fit in k bins of capacity C?") runs up to this many items,
+# for capacities this far above the lower bound, lowest first, each with a node budget.
+COMPLETION_MAX_ITEMS = 64
+COMPLETION_TARGETS = (1e-9, 0.0025, 0.005, 0.01)
+COMPLETION_MAX_NODES = 50_000
 
 
 @dataclass(frozen=True)
@@ -96,16 +107,38 @@ def partition_items(
     n = len(w)
     if k == 1 or n == 0:
         return Partition(np.zeros(n, dtype=np.int64), np.array([w.sum()] + [0.0] * (k - 1)), "one")
-    starts = [greedy_partition(w, k)]
+    greedy = greedy_partition(w, k)
+    bound = lower_bound(w, k)
+    if greedy.makespan <= bound * (1 + _STOP_REL):
+        return greedy
+    small = n <= COMPLETION_MAX_ITEMS
+    # On few items, first ask whether the bound itself is reachable: if so that is optimal.
+    exact_fit = _completion(w, k, bound, COMPLETION_TARGETS[:1]) if small else None
+    if exact_fit is not None:
+        return exact_fit
+    starts = [greedy]
     if 2 <= n <= KK_MAX_ITEMS and k >= 2:
         starts.append(_karmarkar_karp(w, k))
     rounds = max_rounds if max_rounds is not None else 50 + 8 * k
     best = min((_improve(w, p, rounds) for p in starts), key=lambda p: p.makespan)
-    if n <= EXACT_MAX_ITEMS and k >= 2 and best.makespan > lower_bound(w, k) * (1 + 1e-9):
+    if small and best.makespan > bound * (1 + _STOP_REL):
+        targets = [t for t in COMPLETION_TARGETS[1:] if bound * (1 + t) < best.makespan]
+        best = _completion(w, k, bound, tuple(targets)) or best
+    if n <= EXACT_MAX_ITEMS and k >= 2 and best.makespan > bound * (1 + 1e-9):
         exact = _branch_and_bound(w, k, best.makespan)
         if exact is not None and exact.makespan < best.makespan:
             best = exact
     return best
+
+
+def _completion(w: FloatArray, k: int, bound: float, slacks: Sequence[float]) -> Partition | None:
+    """A packing into bins of capacity bound * (1 + slack) for the first slack that works."""
+    for slack in slacks:
+        found = _bin_completion(w, k, bound * (1 + slack), COMPLETION_MAX_NODES)
+        if found is not None:
+            loads = np.bincount(found, weights=w, minlength=k).astype(np.float64)
+            return Partition(found, loads, "completion")
+    return None
 
 
 def _as_weights(weights: Sequence[float] | FloatArray, k: int) -> FloatArray:
@@ -384,3 +417,77 @@ def _branch_and_bound(w: FloatArray, k: int, upper: float) -> Partition | None:
     assignment[order] = np.asarray(best, dtype=np.int64)
     loads_arr = np.bincount(assignment, weights=w, minlength=k).astype(np.float64)
     return Partition(assignment, loads_arr, "exact")
+
+
+def _bin_completion(w: FloatArray, k: int, capacity: float, max_nodes: int) -> IntArray | None:
+    """Items packed into k bins of `capacity`, or None if they do not fit or the budget ran out.
+
+    Bin completion: fill one bin at a time around the largest item left, trying the subsets
+    of the others that leave at most the total spare room unused, larger items first.
+    """
+    order = np.argsort(-w, kind="stable")
+    items = [(float(w[i]), int(i)) for i in order]
+    packed: list[list[int]] = []
+    nodes = 0
+
+    def fill(rest: list[tuple[float, int]], bins_left: int) -> bool | None:
+        nonlocal nodes
+        if not rest:
+            return True
+        spare = bins_left * capacity - sum(x[0] for x in rest)
+        if bins_left == 0 or spare < 0:
+            return False
+        if bins_left == 1:
+            packed.append([x[1] for x in rest])
+            return True
+        # Items over half the capacity need a bin each.
+        if sum(1 for x in rest if x[0] > capacity / 2) > bins_left:
+            return False
+        first, others = rest[0], rest[1:]
+        ws = [x[0] for x in others]
+        suffix = list(itertools.accumulate(reversed(ws), initial=0.0))[::-1]
+        room = capacity - first[0]
+        need = room - spare  # the bin may waste at most the spare room
+        neg = [-x for x in ws]  # ascending, for bisect
+        chosen: list[int] = []
+
+        def subsets(start: int, used: float) -> Iterator[None]:
+            # Yields with `chosen` holding a subset whose sum lies in [need, room].
+            nonlocal nodes
+            # Skip items too big to fit; [lo, hi) are the ones that complete the bin.
+            lo = bisect.bisect_left(neg, used - room, start)
+            hi = bisect.bisect_right(neg, used - need, lo)
+            previous = -1.0
+            for t in range(lo, len(ws)):
+                if used + suffix[t] < need or nodes > max_nodes:
+                    return
+                nodes += 1
+                wt = ws[t]
+                if wt == previous:
+                    continue  # equal items are interchangeable
+                previous = wt
+                chosen.append(t)
+                yield from subsets(t + 1, used + wt)
+                if t < hi:
+                    yield None
+                chosen.pop()
+
+        for _ in itertools.chain(subsets(0, 0.0), [None] if need <= 0 else []):
+            if nodes > max_nodes:
+                return None
+            taken = set(chosen)
+            packed.append([first[1]] + [others[t][1] for t in chosen])
+            result = fill([x for t, x in enumerate(others) if t not in taken], bins_left - 1)
+            if result:
+                return True
+            packed.pop()
+            if result is None:
+                return None
+        return None if nodes > max_nodes else False
+
+    if not fill(items, k):
+        return None
+    assignment = np.zeros(len(w), dtype=np.int64)
+    for b, group in enumerate(packed):
+        assignment[group] = b
+    return assignment
