@@ -5,6 +5,7 @@ Both edges call these functions, so a number on a page and in the API cannot dis
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -41,6 +42,20 @@ def split_columns(*dimensions: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(wanted))
 
 
+class FrameCache:
+    """Frames already read for one request, so a page asking several rollups of the same
+    window reads each rollup table once."""
+
+    def __init__(self) -> None:
+        self._frames: dict[tuple[object, ...], pd.DataFrame] = {}
+
+    def get(self, key: tuple[object, ...], load: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+        """The frame under `key`, loading it on first use."""
+        if key not in self._frames:
+            self._frames[key] = load()
+        return self._frames[key]
+
+
 def project_rollup(
     conn: Connection,
     project_id: int,
@@ -51,14 +66,19 @@ def project_rollup(
     sort: str = "total_s",
     descending: bool = True,
     limit: int | None = None,
+    cache: FrameCache | None = None,
 ) -> Rollup:
-    """A rollup over the daily rollup tables."""
+    """A rollup over the rollup tables (pass one FrameCache for several rollups of a page)."""
+    cache = cache or FrameCache()
     parent = within if within is not None else DEFAULT_WITHIN.get(by)
-    runs = load_runs(conn, project_id, filters)
+    runs = cache.get(("runs", repr(filters)), lambda: load_runs(conn, project_id, filters))
     split = split_columns(by, parent)
     if _file_grain(by) and (parent is None or _file_grain(parent)) and not filters.test_level:
         # Cell and file dimensions read the per-file rollup table: far fewer rows.
-        file_facts = load_file_facts(conn, project_id, filters, split_by=split)
+        file_facts = cache.get(
+            ("file", repr(filters), split),
+            lambda: load_file_facts(conn, project_id, filters, split_by=split),
+        )
         result = rollup(
             file_facts.drop(columns=["tests"]),
             by,
@@ -69,7 +89,10 @@ def project_rollup(
             runs=runs,
         )
         return _with_test_counts(result, file_facts, by)
-    facts = load_facts(conn, project_id, filters, split_by=split)
+    facts = cache.get(
+        ("test", repr(filters), split),
+        lambda: load_facts(conn, project_id, filters, split_by=split),
+    )
     return rollup(
         facts, by, within=within, sort=sort, descending=descending, limit=limit, runs=runs
     )

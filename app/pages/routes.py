@@ -33,7 +33,7 @@ from app.db.projects import Project, list_projects, resolve_token
 from app.db.queries import filter_choices, load_test_case, load_test_history
 from app.db.uploads import recent_uploads
 from app.pages.format import register_filters
-from app.project_reads import project_pipelines, project_rollup
+from app.project_reads import FrameCache, project_pipelines, project_rollup
 from app.recommend import machines_recommendation, split_recommendation
 from dashboards.pipelines import job_time_figure, pipeline_time_figure
 from dashboards.split_gantt import split_gantt_figure
@@ -357,26 +357,40 @@ def overview_page(
 
 
 def _label_rollups(
-    conn: Connection, project_id: int, filters: Filters, label_pairs: list[str]
+    conn: Connection,
+    project_id: int,
+    filters: Filters,
+    label_pairs: list[str],
+    cache: FrameCache | None = None,
 ) -> dict[str, Rollup]:
     keys = sorted({pair.split("=", 1)[0] for pair in label_pairs})
-    return {key: project_rollup(conn, project_id, filters, by=f"label:{key}") for key in keys}
+    return {
+        key: project_rollup(conn, project_id, filters, by=f"label:{key}", cache=cache)
+        for key in keys
+    }
 
 
 @router.get("/p/{slug}/time", response_class=HTMLResponse)
 def time_page(request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep) -> Any:
     """Where the time goes: treemap, Pareto of files, shares by marker/job/label, phases."""
-    files = project_rollup(conn, project.id, filters, by="file")
+    cache = FrameCache()
+    files = project_rollup(conn, project.id, filters, by="file", cache=cache)
     functions = project_rollup(
-        conn, project.id, filters, by="function", within="file", limit=TREEMAP_FUNCTIONS
+        conn,
+        project.id,
+        filters,
+        by="function",
+        within="file",
+        limit=TREEMAP_FUNCTIONS,
+        cache=cache,
     )
     tests = project_rollup(
-        conn, project.id, filters, by="test", within="function", limit=TREEMAP_TESTS
+        conn, project.id, filters, by="test", within="function", limit=TREEMAP_TESTS, cache=cache
     )
-    markers = project_rollup(conn, project.id, filters, by="marker")
-    jobs = project_rollup(conn, project.id, filters, by="job")
+    markers = project_rollup(conn, project.id, filters, by="marker", cache=cache)
+    jobs = project_rollup(conn, project.id, filters, by="job", cache=cache)
     context = project_context(request, conn, project, "time")
-    labels = _label_rollups(conn, project.id, filters, context["choices"]["label"])
+    labels = _label_rollups(conn, project.id, filters, context["choices"]["label"], cache)
     grand = files.grand_total_s
     phases = {p: float(files.rows[p].sum(min_count=1)) for p in ("setup_s", "call_s", "teardown_s")}
     share_figures = [
