@@ -84,9 +84,13 @@ def split_recommendation(
     options: SplitOptions,
     cell: str | None = None,
     price_per_min: dict[str, float] | None = None,
+    history: History | None = None,
 ) -> dict[str, Any]:
-    """The split plan for one matrix cell (default: the heaviest), plus the cells available."""
-    cell_key, cells, history = _pick_cell(load_history(conn, project, filters), cell)
+    """The split plan for one matrix cell (default: the heaviest), plus the cells available.
+
+    Pass `history` (from load_history) to reuse one read for several recommendations."""
+    loaded = history if history is not None else load_history(conn, project, filters)
+    cell_key, cells, history = _pick_cell(loaded, cell)
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
     plan = plan_splits(history.results, history.runs, options, price_per_min=prices)
     return {"cell": cell_key, "cells": cells, **plan.to_dict()}
@@ -132,9 +136,11 @@ def machines_recommendation(
     wait_target_s: float | None = None,
     cell: str | None = None,
     split_options: SplitOptions | None = None,
+    history: History | None = None,
 ) -> dict[str, Any]:
     """The cheapest machine for each job of a cell today, and for each job of a split plan."""
-    cell_key, cells, history = _pick_cell(load_history(conn, project, filters), cell)
+    loaded = history if history is not None else load_history(conn, project, filters)
+    cell_key, cells, history = _pick_cell(loaded, cell)
     machines = list(history.runs["machine"].dropna().unique())
     catalogue = project_catalogue(project, machines)
     if catalogue is None:
