@@ -34,7 +34,7 @@ from app.db.queries import filter_choices, load_test_case, load_test_history
 from app.db.uploads import recent_uploads
 from app.pages.format import register_filters
 from app.project_reads import FrameCache, project_pipelines, project_rollup
-from app.recommend import machines_recommendation, split_recommendation
+from app.recommend import load_history, machines_recommendation, split_recommendation
 from dashboards.pipelines import job_time_figure, pipeline_time_figure
 from dashboards.split_gantt import split_gantt_figure
 from dashboards.test_history import duration_history_figure, variants_figure
@@ -536,12 +536,9 @@ def recommendations_page(
             budget_s=_seconds(budget),
             objective=objective,  # type: ignore[arg-type]
         )
+        history = load_history(conn, project, filters)
         plan = split_recommendation(
-            conn,
-            project,
-            filters,
-            options=options,
-            cell=cell or None,
+            conn, project, filters, options=options, cell=cell or None, history=history
         )
     except ValueError as exc:  # RecommendationError and CatalogueError are ValueErrors
         error = str(exc)
@@ -554,6 +551,7 @@ def recommendations_page(
                 filters,
                 cell=plan["cell"],
                 split_options=options if plan["verdict"] == "split" else None,
+                history=history,
             )
         except ValueError as exc:
             machines_error = str(exc)
