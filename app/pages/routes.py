@@ -34,7 +34,13 @@ from app.db.queries import filter_choices, load_test_case, load_test_history
 from app.db.uploads import recent_uploads
 from app.pages.format import register_filters
 from app.project_reads import FrameCache, project_pipelines, project_rollup
-from app.recommend import load_history, machines_recommendation, split_recommendation
+from app.recommend import (
+    load_history,
+    machines_recommendation,
+    matrix_recommendation,
+    parametrize_recommendation,
+    split_recommendation,
+)
 from dashboards.pipelines import job_time_figure, pipeline_time_figure
 from dashboards.split_gantt import split_gantt_figure
 from dashboards.test_history import duration_history_figure, variants_figure
@@ -61,6 +67,8 @@ TREEMAP_FILES = 40
 TREEMAP_FUNCTIONS = 300
 TREEMAP_TESTS = 600
 TABLE_ROWS = 25
+# The reductions page proposes covering sets of both strengths side by side.
+COVERING_STRENGTHS = (1, 2)
 
 PLOTLY_JS = Path(str(importlib.resources.files("plotly") / "package_data" / "plotly.min.js"))
 CSS_FILE = HERE / "static" / "laptime.css"
@@ -575,3 +583,71 @@ def recommendations_page(
         machines_error=machines_error,
     )
     return render(request, "recommendations.html", context)
+
+
+def _explosions_by_strength(
+    conn: Connection, project: Project, filters: Filters, top: int
+) -> list[dict[str, Any]]:
+    """Each explosion once, with its covering proposal (or the reason there is none) per
+    strength."""
+    merged: dict[str, dict[str, Any]] = {}
+    for strength in COVERING_STRENGTHS:
+        answer = parametrize_recommendation(conn, project, filters, strength=strength, top=top)
+        for entry in answer["explosions"]:
+            explosion = entry["explosion"]
+            row = merged.setdefault(
+                explosion["test"], {"explosion": explosion, "proposals": {}, "note": None}
+            )
+            row["proposals"][strength] = entry["proposal"]
+            row["note"] = row["note"] or entry.get("note")
+    return list(merged.values())
+
+
+def _reduction_options(top: str, by: str, threshold: str) -> tuple[int, str, float]:
+    try:
+        top_n, ratio = int(top), float(threshold)
+    except ValueError:
+        raise ValueError(
+            f"top must be a whole number and threshold a number, got {top!r}, {threshold!r}"
+        ) from None
+    if not 1 <= top_n <= 100:
+        raise ValueError(f"top must be between 1 and 100, got {top_n}")
+    if by not in ("file", "marker"):
+        raise ValueError(f"group by must be file or marker, got {by!r}")
+    if not ratio > 1:
+        raise ValueError(f"threshold must be above 1, got {threshold}")
+    return top_n, by, ratio
+
+
+@router.get("/p/{slug}/reductions", response_class=HTMLResponse)
+def reductions_page(
+    request: Request,
+    project: PageProject,
+    conn: ConnDep,
+    filters: FiltersDep,
+    top: str = "10",
+    by: str = "file",
+    threshold: str = "1.5",
+) -> Any:
+    """Cut what need not run: covering sets for parametrize explosions, CI-matrix verdicts."""
+    explosions: list[dict[str, Any]] | None = None
+    matrix: dict[str, Any] | None = None
+    error: str | None = None
+    try:
+        top_n, group_by, ratio = _reduction_options(top, by, threshold)
+        explosions = _explosions_by_strength(conn, project, filters, top_n)
+        matrix = matrix_recommendation(conn, project, filters, group_by=group_by, threshold=ratio)
+    except ValueError as exc:  # RecommendationError (no data) is a ValueError
+        error = str(exc)
+    context = project_context(
+        request,
+        conn,
+        project,
+        "recommendations",
+        explosions=explosions,
+        matrix=matrix,
+        strengths=COVERING_STRENGTHS,
+        error=error,
+        form={"top": top, "by": by, "threshold": threshold},
+    )
+    return render(request, "reductions.html", context)

@@ -34,7 +34,8 @@ RESIZE = "tests/test_transforms.py::test_resize"
 RESNET = "tests/test_models.py::test_resnet"
 
 
-def _row(nodeid: str, duration_s: float, **extra: Any) -> dict[str, Any]:
+def result_row(nodeid: str, duration_s: float, **extra: Any) -> dict[str, Any]:
+    """One result row, its file/function/params split from the nodeid."""
     file, _, name = nodeid.partition("::")
     function, _, params = name.partition("[")
     return {
@@ -55,7 +56,7 @@ def _row(nodeid: str, duration_s: float, **extra: Any) -> dict[str, Any]:
 def cpu_rows(*, flaky: bool) -> list[dict[str, Any]]:
     """The cpu job's results."""
     return [
-        _row(
+        result_row(
             AUGMIX_A,
             30.0,
             setup_s=1.0,
@@ -65,9 +66,9 @@ def cpu_rows(*, flaky: bool) -> list[dict[str, Any]]:
             attempts=2 if flaky else 1,
             message="timeout on first attempt" if flaky else None,
         ),
-        _row(AUGMIX_B, 10.0),
-        _row(RESIZE, 10.0),
-        _row(RESNET, 50.0),
+        result_row(AUGMIX_B, 10.0),
+        result_row(RESIZE, 10.0),
+        result_row(RESNET, 50.0),
     ]
 
 
@@ -80,8 +81,11 @@ def store_rows(
     pipeline: str,
     started_at: datetime,
     wall_s: float,
+    branch: str = "main",
+    labels: dict[str, str] | None = None,
 ) -> None:
-    """Store one run through the real ingest path (an upload row, then store_run)."""
+    """Store one run through the real ingest path (an upload row, then store_run); the run's
+    labels default to `device=<job>`."""
     metadata = {"job": job, "pipeline": pipeline, "source": "page-tests"}
     upload_id = conn.execute(
         "INSERT INTO upload (project_id, status, metadata, job, content_hash, finished_at) "
@@ -100,9 +104,9 @@ def store_rows(
             job=job,
             pipeline=pipeline,
             commit=f"c0ffee{pipeline}",
-            branch="main",
+            branch=branch,
             machine="linux-large",
-            labels={"device": job},
+            labels={"device": job} if labels is None else labels,
             started_at=started_at,
             wall_s=wall_s,
         ),
@@ -130,7 +134,7 @@ def store_history(dsn: str, project_id: int) -> None:
             store_rows(
                 conn,
                 project_id,
-                [_row(RESNET, 150.0)],
+                [result_row(RESNET, 150.0)],
                 job="gpu",
                 pipeline=pipeline,
                 started_at=started + timedelta(seconds=5),

@@ -113,6 +113,7 @@ PAGES = [
     ("file", "/p/{slug}/files/tests/test_transforms.py", 1),
     ("test", "/p/{slug}/test?nodeid=" + quote(AUGMIX_A), 2),
     ("recommendations", "/p/{slug}/recommendations", 1),
+    ("reductions", "/p/{slug}/reductions", 0),
 ]
 
 

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import ast
+import itertools
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 import lxml.html  # type: ignore[import-untyped]
 import plotly
+import psycopg
 import pytest
+from sqlalchemy import Engine
 
 from app.api.deps import TOKEN_COOKIE
-from tests.pages.conftest import AUGMIX_A, RESIZE, Site
+from tests.conftest import Database, ProjectFixture, make_project
+from tests.pages.conftest import AUGMIX_A, RESIZE, Site, result_row, store_rows
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
@@ -270,3 +277,167 @@ def test_recommendations_page_shows_the_api_plan(site: Site, query: str) -> None
 def test_recommendations_page_reports_bad_options_without_failing(site: Site) -> None:
     doc = page(site, f"/p/{site.public.slug}/recommendations?jobs=x")
     assert "is not N or N-M" in doc.cssselect(".notice")[0].text_content()
+
+
+# ------------------------------------------------------------------------ the reductions page
+# A small project of its own (so the shared history's numbers stay put), two pipelines on a
+# feature branch, each running the same tests on python 3.11 and 3.12:
+#   test_grid: 8 variants (x in 1/2, y in 'a'/'b', z in True/False, values as the plugin
+#     records them), 2 s each -> 16 s per run; with test_plain (4 s) its file is 20 s: 80.0%.
+#     Strength 1 keeps 2 rows (4 s, saves 12 s = 75.0%), strength 2 keeps 4 (saves 8 s, 50.0%).
+#   test_grid.py: same outcomes and durations on both pythons -> reduce, keep 3.12 (the tie
+#     goes to the higher version); drops the 3.11 runs: 2 pipelines x 20 s = 40 s over 2 days.
+#   test_io.py::test_read passes on 3.12 and fails on 3.11 on both commits -> keep.
+GRID_VALUES = {"x": ("1", "2"), "y": ("'a'", "'b'"), "z": ("True", "False")}
+
+
+def _grid_rows(python: str) -> list[dict[str, Any]]:
+    rows = []
+    for x, y, z in itertools.product(*GRID_VALUES.values()):
+        params = f"{x}-{y.strip(chr(39))}-{z}"
+        rows.append(
+            result_row(
+                f"tests/test_grid.py::test_grid[{params}]",
+                2.0,
+                param_values={"x": x, "y": y, "z": z},
+            )
+        )
+    rows.append(result_row("tests/test_grid.py::test_plain", 4.0, param_values=None))
+    outcome = "passed" if python == "3.12" else "failed"
+    rows.append(result_row("tests/test_io.py::test_read", 1.0, param_values=None, outcome=outcome))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def reductions_project(site: Site, database: Database, engine: Engine) -> ProjectFixture:
+    """The public project described above."""
+    project = make_project(engine, public=True)
+    midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    with psycopg.connect(database.dsn) as conn:
+        for index in range(2):
+            started = midnight - timedelta(days=3 - index, hours=-1)
+            for python in ("3.11", "3.12"):
+                store_rows(
+                    conn,
+                    project.id,
+                    _grid_rows(python),
+                    job=f"py{python.replace('.', '')}",
+                    pipeline=f"q{index + 1}",
+                    started_at=started,
+                    wall_s=60.0,
+                    branch="feature",
+                    labels={"python": python},
+                )
+    return project
+
+
+def _parametrize_rows(code: str) -> list[tuple[object, ...]]:
+    """The value tuples of a `@pytest.mark.parametrize` block, parsed as Python."""
+    module = ast.parse(code + "\ndef test_it(): pass\n")
+    (function,) = module.body
+    assert isinstance(function, ast.FunctionDef)
+    (decorator,) = function.decorator_list
+    assert isinstance(decorator, ast.Call)
+    assert ast.unparse(decorator.func) == "pytest.mark.parametrize"
+    names, values = decorator.args
+    assert ast.literal_eval(names) == "x,y,z"
+    return [tuple(row) for row in ast.literal_eval(values)]
+
+
+def test_reductions_page_shows_the_explosion_and_its_covering_code(
+    site: Site, reductions_project: ProjectFixture
+) -> None:
+    doc = page(site, f"/p/{reductions_project.slug}/reductions")
+    assert column(doc, "explosion-table", 0) == ["tests/test_grid.py::test_grid"]
+    assert column(doc, "explosion-table", 1) == ["8"]
+    assert column(doc, "explosion-table", 2) == ["16.0 s"]
+    assert column(doc, "explosion-table", 3) == ["80.0%"]
+    assert column(doc, "explosion-table", 4) == ["plugin"]
+    assert column(doc, "explosion-table", 5) == ["2 of 8"]  # strength 1
+    assert column(doc, "explosion-table", 6) == ["12.0 s (75.0%)"]
+    assert column(doc, "explosion-table", 7) == ["4 of 8"]  # strength 2
+    assert column(doc, "explosion-table", 8) == ["8.0 s (50.0%)"]
+    (article,) = doc.cssselect('article.explosion[data-test="tests/test_grid.py::test_grid"]')
+    every_value = _parametrize_rows(article.cssselect('pre.code[data-strength="1"]')[0].text)
+    every_pair = _parametrize_rows(article.cssselect('pre.code[data-strength="2"]')[0].text)
+    # The values are the plugin's reprs, so the pasted code holds the real Python objects.
+    domains = [(1, 2), ("a", "b"), (True, False)]
+    assert len(every_value) == 2
+    for position, domain in enumerate(domains):
+        assert {row[position] for row in every_value} == set(domain)
+    assert len(every_pair) == 4
+    for i, j in itertools.combinations(range(3), 2):
+        pairs = {(row[i], row[j]) for row in every_pair}
+        assert pairs == set(itertools.product(domains[i], domains[j])), (i, j)
+
+
+def test_reductions_page_shows_the_matrix_verdicts(
+    site: Site, reductions_project: ProjectFixture
+) -> None:
+    doc = page(site, f"/p/{reductions_project.slug}/reductions")
+    verdicts = {
+        (group, dim): verdict
+        for group, dim, verdict in zip(
+            column(doc, "matrix-table", 0),
+            column(doc, "matrix-table", 1),
+            column(doc, "matrix-table", 3),
+            strict=True,
+        )
+    }
+    assert verdicts == {
+        ("tests/test_grid.py", "python"): "reduce",
+        ("tests/test_io.py", "python"): "keep",
+    }
+    reduce_text, keep_text = column(doc, "matrix-table", 5)
+    assert reduce_text.startswith("On pull requests run python=3.12 only")
+    assert "saves 40.0 s of machine time in the window (20.0 s a day)" in reduce_text
+    assert "2 test/commit cell(s) passed on one value and failed on another" in keep_text
+    evidence = [
+        " ".join(li.text_content().split()) for li in doc.cssselect("#matrix-table ul.evidence li")
+    ]
+    assert len(evidence) == 2  # one per commit
+    assert all(
+        e.startswith("tests/test_io.py::test_read on c0ffeeq")
+        and e.endswith("passed on 3.12, failed on 3.11")
+        for e in evidence
+    )
+
+
+def test_reductions_page_of_the_shared_history(site: Site) -> None:
+    doc = page(site, f"/p/{site.public.slug}/reductions?days=30")
+    # test_augmix[a]/[b]: one argument whose values come from the ids; 40 s of the file's 50 s.
+    assert column(doc, "explosion-table", 0) == ["tests/test_transforms.py::test_augmix"]
+    assert column(doc, "explosion-table", 3) == ["80.0%"]
+    assert column(doc, "explosion-table", 4) == ["inferred from ids"]
+    assert "arg0" in doc.cssselect('pre.code[data-strength="2"]')[0].text
+    # test_resnet: 50 s on the cpu job, 150 s on the gpu one, same commit -> keep.
+    assert column(doc, "matrix-table", 3) == ["keep"]
+    assert "cpu 50.0 s, gpu 2 min 30 s (3.0×)" in column(doc, "matrix-table", 5)[0]
+    # The tabs and the link back keep the filters; the Recommendations tab stays current.
+    (current,) = doc.cssselect('nav.tabs a[aria-current="page"]')
+    assert current.get("href") == f"/p/{site.public.slug}/recommendations?days=30"
+    back = doc.cssselect("nav.subtabs a")[0].get("href")
+    assert back == f"/p/{site.public.slug}/recommendations?days=30"
+
+
+def test_recommendations_page_links_to_the_reductions(site: Site) -> None:
+    doc = page(site, f"/p/{site.public.slug}/recommendations?job=cpu")
+    links = [a.get("href") for a in doc.cssselect("nav.subtabs a")]
+    assert f"/p/{site.public.slug}/reductions?job=cpu" in links
+
+
+@pytest.mark.parametrize(
+    ("query", "notice"),
+    [
+        ("?branch=no-such-branch", "no test results in this window"),
+        ("?threshold=0.5", "threshold must be above 1"),
+        ("?top=many", "top must be a whole number"),
+        ("?by=os", "group by must be file or marker"),
+    ],
+)
+def test_reductions_page_explains_what_it_cannot_answer(
+    site: Site, query: str, notice: str
+) -> None:
+    doc = page(site, f"/p/{site.public.slug}/reductions{query}")
+    assert notice in doc.cssselect(".notice")[0].text_content()
+    assert not doc.cssselect("#explosions, #matrix")
