@@ -102,17 +102,35 @@ class _Columns:
         self.hostname: str | None = None
         self.root_time: str | None = None
 
+    @property
+    def count(self) -> int:
+        """How many testcase rows were collected."""
+        return len(self.case_suites)
 
-def parse_junit(data: bytes, *, filename: str | None = None) -> ParsedReport:
-    """Parse JUnit XML bytes into a ParsedReport; hostile or non-JUnit input raises."""
+    def column(self, key: str) -> list[str | None]:
+        """One attribute of every testcase, None where absent (a new list: callers fill it)."""
+        return _column(self.cases, key)
+
+
+def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) -> ParsedReport:
+    """Parse JUnit XML bytes into a ParsedReport; hostile or non-JUnit input raises.
+
+    `fast=False` skips the bulk scanner (junit_fast) and runs expat over every element.
+    """
+    from ingest.parsers.junit_fast import collect_fast
+
     text, encoding, line_offset = _prepare(data, filename)
     # Hundreds of thousands of attribute dicts are kept alive while parsing; the cyclic
     # collector would rescan them over and over (quadratic) and they form no cycles.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        cols = _Columns()
-        _parse_into(cols, text, encoding, line_offset, filename)
+        # The fast path declines (None) anything unusual, including every invalid document:
+        # expat then parses the original and reports the error with its exact position.
+        cols = collect_fast(text, encoding) if fast else None
+        if cols is None:
+            cols = _Columns()
+            _parse_into(cols, text, encoding, line_offset, filename)
         return _build_report(cols)
     finally:
         if gc_was_enabled:
@@ -375,38 +393,39 @@ def _column(cases: list[dict[str, str]], key: str) -> list[str | None]:
     return list(map(dict.get, cases, repeat(key)))
 
 
-def _fill(values: list[str | None], cases: list[dict[str, str]], key: str) -> None:
+def _fill(values: list[str | None], cols: _Columns, key: str) -> None:
     """Fill the gaps of `values` from a second attribute name (`class`, `duration`)."""
-    for row in [i for i, v in enumerate(values) if not v]:
-        values[row] = cases[row].get(key) or values[row]
+    gaps = [i for i, v in enumerate(values) if not v]
+    other = cols.column(key)
+    for row in gaps:
+        values[row] = other[row] or values[row]
 
 
 def _build_report(cols: _Columns) -> ParsedReport:
     """Turn the collected testcases into the results frame, collapsing reruns."""
     warnings: list[str] = []
-    cases = cols.cases
-    n = len(cases)
-    names = _column(cases, "name")
+    n = cols.count
+    names = cols.column("name")
     if None in names:
         names = [name or "" for name in names]
-    times = _column(cases, "time")
+    times = cols.column("time")
     if not all(times):
-        _fill(times, cases, "duration")
+        _fill(times, cols, "duration")
     durations = _durations(times, warnings)
     nodeids, files, classnames, functions, params, suite_names = _identities(
         cols,
         names,  # type: ignore[arg-type]
     )
-    outcomes = np.full(n, "passed", dtype=object)
+    outcomes = _filled(n, "passed")
     for key in ("result", "status"):
-        statuses = _column(cases, key)
+        statuses = cols.column(key)
         if any(statuses):
             for row, status in enumerate(statuses):
                 if status:
                     outcomes[row] = _STATUS_OUTCOME.get(status.lower(), outcomes[row])
     for row, outcome in cols.outcomes.items():
         outcomes[row] = outcome
-    messages = np.full(n, None, dtype=object)
+    messages = _filled(n, None)
     for row, message in cols.messages.items():
         messages[row] = message
     attempts = np.ones(n, dtype=np.int64)
@@ -458,7 +477,12 @@ def _wall_s(raw: str | None) -> float | None:
 def _durations(raw: list[str | None], warnings: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
     """Seconds per testcase: vectorised for plain numbers, a careful parse for the rest."""
     try:
-        values = np.array(raw, dtype=np.float64)
+        # float() is what numpy applies to each string; None (no time) is NaN.
+        values = (
+            np.fromiter(map(float, raw), dtype=np.float64, count=len(raw))  # type: ignore[arg-type]
+            if None not in raw
+            else np.array(raw, dtype=np.float64)
+        )
     except (ValueError, TypeError):
         values = np.array([_parse_time(s) if s else np.nan for s in raw], dtype=np.float64)
         bad = [
@@ -516,18 +540,13 @@ def _identities(
 ) -> tuple[_ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray]:
     """(nodeid, file, classname, function, params, suite) arrays, one identity computation
     per distinct (classname, file, suite) rather than per row."""
-    cases = cols.cases
-    n = len(cases)
+    n = cols.count
     suite_codes = np.array(cols.case_suites, dtype=np.int64)
-    classname_column = _column(cases, "classname")
+    classname_column = cols.column("classname")
     if not all(classname_column):
-        _fill(classname_column, cases, "class")
-    class_codes, class_values = pd.factorize(
-        np.array(classname_column, dtype=object), use_na_sentinel=False
-    )
-    file_codes, file_values = pd.factorize(
-        np.array(_column(cases, "file"), dtype=object), use_na_sentinel=False
-    )
+        _fill(classname_column, cols, "class")
+    class_codes, class_values = _factorize(classname_column)
+    file_codes, file_values = _factorize(cols.column("file"))
     # One integer per (classname, file, suite), kept small by factorising at each step.
     combined, _ = pd.factorize(class_codes.astype(np.int64) * (len(file_values) + 1) + file_codes)
     combined, _ = pd.factorize(combined.astype(np.int64) * len(cols.suites) + suite_codes)
@@ -555,25 +574,57 @@ def _identities(
         )
         suite_out[key] = suite_name
         is_pytest[key] = pytest_like
-    names_array = np.array(names, dtype=object)
+    names_array = _objects(names)
     nodeids = prefix[combined] + names_array
     functions = names_array.copy()
-    params = np.full(n, None, dtype=object)
+    params = _filled(n, None)
     # Bracketed ids are pytest's parametrize ids; other tools' brackets are just text.
-    bracketed = np.flatnonzero(
-        np.fromiter(map(operator.contains, names, repeat("[")), dtype=bool, count=n)
-        & is_pytest[combined]
-    )
-    if bracketed.size:
-        split = map(str.partition, names_array[bracketed].tolist(), repeat("["))
-        heads, _, tails = zip(*split, strict=True)
-        ok = np.fromiter(map(str.endswith, tails, repeat("]")), dtype=bool, count=len(tails))
-        ok &= np.fromiter(map(bool, heads), dtype=bool, count=len(heads))
-        functions[bracketed[ok]] = np.array(heads, dtype=object)[ok]
-        params[bracketed[ok]] = np.array(
-            list(map(operator.itemgetter(slice(None, -1)), tails)), dtype=object
-        )[ok]
+    # "f[p]" splits at its first "[" when it ends with "]" and "f" is not empty.
+    bracket_at = np.fromiter(map(str.find, names, repeat("[")), dtype=np.int64, count=n)
+    candidates = np.flatnonzero((bracket_at > 0) & is_pytest[combined])
+    if candidates.size:
+        candidate_names = names_array[candidates].tolist()
+        closed = np.fromiter(
+            map(str.endswith, candidate_names, repeat("]")), dtype=bool, count=len(candidates)
+        )
+        rows = candidates[closed]
+        split_names = names_array[rows].tolist()
+        at = bracket_at[rows].tolist()
+        functions[rows] = _objects(list(map(str.__getitem__, split_names, map(slice, at))))
+        params[rows] = _objects(
+            list(
+                map(
+                    str.__getitem__,
+                    split_names,
+                    map(slice, map(operator.add, at, repeat(1)), repeat(-1)),
+                )
+            )
+        )
     return nodeids, file_out[combined], class_out[combined], functions, params, suite_out[combined]
+
+
+def _factorize(values: list[str | None]) -> tuple[np.ndarray[Any, np.dtype[np.intp]], list[Any]]:
+    """(codes, uniques) numbered by first appearance, None a value like any other.
+
+    Dict-based: the columns repeat a few values many times, and hashing each row once
+    in C is cheaper than pandas' object factorize with its type inference.
+    """
+    uniques = list(dict.fromkeys(values))
+    index = {value: code for code, value in enumerate(uniques)}
+    codes = np.fromiter(map(index.__getitem__, values), dtype=np.intp, count=len(values))
+    return codes, uniques
+
+
+def _filled(n: int, value: object) -> _ObjectArray:
+    """An object array of one value (np.full converts item by item for object dtype)."""
+    values = np.empty(n, dtype=object)
+    values.fill(value)
+    return values
+
+
+def _objects(values: list[Any]) -> _ObjectArray:
+    """An object array of a list, built without numpy's per-item type inference."""
+    return np.fromiter(values, dtype=object, count=len(values))
 
 
 def _prefix(
@@ -630,7 +681,7 @@ def _frame(columns: dict[str, Any]) -> pd.DataFrame:
     """The results frame in RESULT_COLUMNS order, built once with the contract's dtypes."""
     n = len(columns["nodeid"])
     nan = np.full(n, np.nan)
-    none = np.full(n, None, dtype=object)
+    none = _filled(n, None)
     series: dict[str, pd.Series[Any]] = {}
     for col in RESULT_COLUMNS:
         if col in ("nodeid", "outcome"):
