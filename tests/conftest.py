@@ -114,10 +114,10 @@ class LiveServer:
 def live_server(database: Database, engine: Engine) -> Iterator[LiveServer]:
     """Serve the real app over HTTP for the whole session."""
     import uvicorn
-    from ingest.parsers.limits import ParseLimits
 
     from app.api.app import create_app
     from app.settings import Settings
+    from ingest.parsers.limits import ParseLimits
     from ingest.worker import WorkerConfig, run_worker
 
     settings = Settings(home=database.home, database_url=database.url, worker_poll_s=0.5)

@@ -10,7 +10,6 @@ import pytest
 
 import app.client  # noqa: F401
 
-
 LAPTIME_VARS = (
     "LAPTIME_REPORT",
     "LAPTIME_URL",
