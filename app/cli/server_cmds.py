@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 def _worker_config(settings: Settings) -> WorkerConfig:
     from ingest.parsers.limits import ParseLimits
-
     from ingest.worker import WorkerConfig
 
     return WorkerConfig(
