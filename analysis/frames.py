@@ -117,6 +117,47 @@ def _markers_tuple(value: Any) -> tuple[str, ...] | None:
     return tuple(sorted(value))
 
 
+def fact_values(results: pd.DataFrame) -> pd.DataFrame:
+    """The additive FACT_VALUE_COLUMNS of each result on its own (runs == 1)."""
+    duration = results["duration_s"].to_numpy(dtype=float)
+    return pd.DataFrame(
+        {
+            "runs": np.ones(len(results), dtype=np.int64),
+            "known": (~np.isnan(duration)).astype(np.int64),
+            "total_s": np.nan_to_num(duration),
+            "max_s": duration,
+            "setup_s": results["setup_s"].to_numpy(dtype=float),
+            "call_s": results["call_s"].to_numpy(dtype=float),
+            "teardown_s": results["teardown_s"].to_numpy(dtype=float),
+            "failures": results["outcome"].isin(("failed", "error")).to_numpy().astype(np.int64),
+            "flaky": results["flaky"].to_numpy().astype(np.int64),
+            "peak_rss_mib": results["peak_rss_mib"].to_numpy(dtype=float),
+        },
+        index=results.index,
+    )
+
+
+def sum_fact_values(values: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """Add fact values up per group of `by`; a phase no row reported stays unknown, not zero."""
+    grouped = values.groupby(by, dropna=False, sort=False)
+    sums = grouped.agg(
+        runs=("runs", "sum"),
+        known=("known", "sum"),
+        total_s=("total_s", "sum"),
+        max_s=("max_s", "max"),
+        setup_s=("setup_s", "sum"),
+        call_s=("call_s", "sum"),
+        teardown_s=("teardown_s", "sum"),
+        failures=("failures", "sum"),
+        flaky=("flaky", "sum"),
+        peak_rss_mib=("peak_rss_mib", "max"),
+    )
+    known_phases = grouped[["setup_s", "call_s", "teardown_s"]].count()
+    for phase in ("setup_s", "call_s", "teardown_s"):
+        sums[phase] = sums[phase].where(known_phases[phase] > 0)
+    return sums.reset_index()
+
+
 def facts_from_results(results: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Aggregate raw results (joined to their runs) into the additive facts frame."""
     run_cols = runs[["run_id", "job", "machine", "branch", "labels", "started_at"]].copy()
@@ -125,45 +166,9 @@ def facts_from_results(results: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFram
     run_cols["day"] = started.dt.tz_convert(None).dt.normalize()
     frame = results.merge(run_cols.drop(columns=["labels", "started_at"]), on="run_id")
     frame["markers"] = frame["markers"].map(_markers_tuple)
-    dur = frame["duration_s"]
-    failed = frame["outcome"].isin(("failed", "error"))
-    values = pd.DataFrame(
-        {
-            "runs": 1,
-            "known": dur.notna().astype("int64"),
-            "total_s": dur.fillna(0.0),
-            "max_s": dur,
-            "setup_s": frame["setup_s"],
-            "call_s": frame["call_s"],
-            "teardown_s": frame["teardown_s"],
-            "failures": failed.astype("int64"),
-            "flaky": frame["flaky"].astype("int64"),
-            "peak_rss_mib": frame["peak_rss_mib"],
-        }
-    )
     keys = frame[list(FACT_KEY_COLUMNS)].copy()
     # groupby drops None keys unless told not to; markers=None must survive as "unknown".
     keys["markers"] = keys["markers"].map(lambda m: m if m is not None else ("\0unknown",))
-    grouped = pd.concat([keys, values], axis=1).groupby(
-        list(FACT_KEY_COLUMNS), dropna=False, sort=False
-    )
-    facts = grouped.agg(
-        runs=("runs", "sum"),
-        known=("known", "sum"),
-        total_s=("total_s", "sum"),
-        max_s=("max_s", "max"),
-        setup_s=("setup_s", "sum"),
-        call_s=("call_s", "sum"),
-        teardown_s=("teardown_s", "sum"),
-        setup_n=("setup_s", "count"),
-        call_n=("call_s", "count"),
-        teardown_n=("teardown_s", "count"),
-        failures=("failures", "sum"),
-        flaky=("flaky", "sum"),
-        peak_rss_mib=("peak_rss_mib", "max"),
-    ).reset_index()
+    facts = sum_fact_values(pd.concat([keys, fact_values(frame)], axis=1), list(FACT_KEY_COLUMNS))
     facts["markers"] = facts["markers"].map(lambda m: None if m == ("\0unknown",) else m)
-    for phase in ("setup_s", "call_s", "teardown_s"):
-        # A phase nobody reported is unknown, not zero.
-        facts[phase] = facts[phase].where(facts[phase.replace("_s", "_n")] > 0)
     return facts[list(FACT_COLUMNS)]

@@ -17,7 +17,7 @@ import pandas as pd
 import psycopg
 from pandas.util import hash_array
 
-from analysis.frames import labels_key
+from analysis.frames import fact_values, labels_key, sum_fact_values
 from ingest.merge import MergedRun
 from ingest.pg_binary import PgType, encode_binary_copy
 
@@ -399,22 +399,9 @@ def _copy_results(
 
 
 def _rollup_rows(results: pd.DataFrame, ids: np.ndarray) -> pd.DataFrame:
-    duration = results["duration_s"].to_numpy(dtype=float)
-    return pd.DataFrame(
-        {
-            "test_id": ids,
-            "runs": 1,
-            "known": (~np.isnan(duration)).astype(np.int32),
-            "total_s": np.nan_to_num(duration),
-            "max_s": duration,
-            "setup_s": results["setup_s"].to_numpy(),
-            "call_s": results["call_s"].to_numpy(),
-            "teardown_s": results["teardown_s"].to_numpy(),
-            "failures": results["outcome"].isin(("failed", "error")).to_numpy().astype(np.int32),
-            "flaky": results["flaky"].to_numpy().astype(np.int32),
-            "peak_rss_mib": results["peak_rss_mib"].to_numpy(),
-        }
-    )
+    values = fact_values(results).reset_index(drop=True)
+    values.insert(0, "test_id", ids)
+    return values
 
 
 _ROLLUP_VALUES = (
@@ -506,24 +493,9 @@ def _store_rollups(
 def _store_file_rollups(
     conn: psycopg.Connection[Any], cell_day: dict[str, Any], rows: pd.DataFrame
 ) -> None:
-    grouped = rows.groupby("file", sort=True)
-    files = grouped.agg(
-        tests=("runs", "sum"),
-        runs=("runs", "sum"),
-        known=("known", "sum"),
-        total_s=("total_s", "sum"),
-        max_s=("max_s", "max"),
-        setup_s=("setup_s", "sum"),
-        call_s=("call_s", "sum"),
-        teardown_s=("teardown_s", "sum"),
-        failures=("failures", "sum"),
-        flaky=("flaky", "sum"),
-        peak_rss_mib=("peak_rss_mib", "max"),
-    )
-    for phase in ("setup_s", "call_s", "teardown_s"):
-        # A phase no result reported stays unknown rather than becoming zero.
-        files[phase] = files[phase].where(grouped[phase].count() > 0)
-    files = files.reset_index()
+    # One row per result, so a file's row count in this run is its number of tests.
+    files = sum_fact_values(rows.drop(columns=["test_id"]), ["file"]).sort_values("file")
+    files.insert(1, "tests", files["runs"])
     _fresh_stage(
         conn,
         "CREATE TEMP TABLE IF NOT EXISTS stage_file_rollup (file text, tests integer, "
