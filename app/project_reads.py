@@ -5,12 +5,15 @@ Both edges call these functions, so a number on a page and in the API cannot dis
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar, cast
 
 import pandas as pd
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
 from analysis.filters import Filters
 from analysis.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
@@ -42,18 +45,77 @@ def split_columns(*dimensions: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(wanted))
 
 
+class SharedFrames:
+    """Frames and results kept between requests (least recently used first out).
+
+    A key carries the project's data version, so an ingest or a prune makes the old frames
+    unreachable rather than stale; they age out.
+    """
+
+    def __init__(self, max_entries: int = 8) -> None:
+        self.max_entries = max_entries
+        self._frames: OrderedDict[tuple[object, ...], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[object, ...], load: Callable[[], T]) -> T:
+        """The value under `key`, loading it when absent."""
+        with self._lock:
+            if key in self._frames:
+                self._frames.move_to_end(key)
+                return cast(T, self._frames[key])
+        frame = load()
+        with self._lock:
+            self._frames[key] = frame
+            while len(self._frames) > self.max_entries:
+                self._frames.popitem(last=False)
+        return frame
+
+    def clear(self) -> None:
+        """Forget every frame."""
+        with self._lock:
+            self._frames.clear()
+
+
+SHARED_FRAMES = SharedFrames()
+T = TypeVar("T")
+
+
+def data_version(conn: Connection, project_id: int) -> tuple[int, int, int]:
+    """Changes whenever a run of the project is stored or pruned: (project, runs, last run)."""
+    count, last = conn.execute(
+        text("SELECT count(*), coalesce(max(id), 0) FROM run WHERE project_id = :p"),
+        {"p": project_id},
+    ).one()
+    return project_id, int(count), int(last)
+
+
 class FrameCache:
-    """Frames already read for one request, so a page asking several rollups of the same
-    window reads each rollup table once."""
+    """Frames already read, so a page asking several rollups of one window reads each rollup
+    table once. Made by `for_project`, it also reuses frames of earlier requests for as long
+    as the project's data has not changed."""
 
-    def __init__(self) -> None:
-        self._frames: dict[tuple[object, ...], pd.DataFrame] = {}
+    def __init__(
+        self, shared: SharedFrames | None = None, version: tuple[int, ...] | None = None
+    ) -> None:
+        self._frames: dict[tuple[object, ...], Any] = {}
+        self._shared = shared if version is not None else None
+        self._version = version
 
-    def get(self, key: tuple[object, ...], load: Callable[[], pd.DataFrame]) -> pd.DataFrame:
-        """The frame under `key`, loading it on first use."""
+    @classmethod
+    def for_project(
+        cls, conn: Connection, project_id: int, shared: SharedFrames = SHARED_FRAMES
+    ) -> FrameCache:
+        """A cache backed by `shared` under the project's current data version."""
+        return cls(shared, data_version(conn, project_id))
+
+    def get(self, key: tuple[object, ...], load: Callable[[], T]) -> T:
+        """The value (frame or result) under `key`, loading it on first use."""
         if key not in self._frames:
-            self._frames[key] = load()
-        return self._frames[key]
+            if self._shared is not None:
+                self._frames[key] = self._shared.get((self._version, *key), load)
+            else:
+                self._frames[key] = load()
+        return cast(T, self._frames[key])
 
 
 def project_rollup(
@@ -69,7 +131,27 @@ def project_rollup(
     cache: FrameCache | None = None,
 ) -> Rollup:
     """A rollup over the rollup tables (pass one FrameCache for several rollups of a page)."""
-    cache = cache or FrameCache()
+    cache = cache or FrameCache.for_project(conn, project_id)
+    key = ("rollup", repr(filters), by, within, sort, descending, limit)
+    return cache.get(
+        key,
+        lambda: _compute_rollup(
+            conn, project_id, filters, by, within, sort, descending, limit, cache
+        ),
+    )
+
+
+def _compute_rollup(
+    conn: Connection,
+    project_id: int,
+    filters: Filters,
+    by: str,
+    within: str | None,
+    sort: str,
+    descending: bool,
+    limit: int | None,
+    cache: FrameCache,
+) -> Rollup:
     parent = within if within is not None else DEFAULT_WITHIN.get(by)
     runs = cache.get(("runs", repr(filters)), lambda: load_runs(conn, project_id, filters))
     split = split_columns(by, parent)

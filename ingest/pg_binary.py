@@ -113,3 +113,35 @@ def encode_binary_copy(frame: pd.DataFrame, spec: Sequence[tuple[str, PgType]]) 
         parts.append(block.tobytes())
     parts.append(TRAILER)
     return b"".join(parts)
+
+
+def decode_binary_array(payload: bytes | None, pg_type: PgType) -> np.ndarray:
+    """A one-dimensional PostgreSQL array in binary form (`array_send`) of fixed-width values.
+
+    Elements must not be NULL (send unknown floats as NaN). None, an empty array, gives an
+    empty result.
+    """
+    if pg_type == "text":
+        raise ValueError("text elements have no fixed width")
+    width = _WIDTH[pg_type]
+    if not payload:
+        values = np.empty(0, dtype=_NUMPY[pg_type])
+    else:
+        ndim, has_null = int.from_bytes(payload[0:4], "big"), int.from_bytes(payload[4:8], "big")
+        if ndim == 0:
+            values = np.empty(0, dtype=_NUMPY[pg_type])
+        else:
+            if ndim != 1 or has_null:
+                raise ValueError(f"expected a 1-d array without NULLs, got ndim={ndim}")
+            count = int.from_bytes(payload[12:16], "big")
+            elements = np.frombuffer(
+                payload, dtype=np.dtype([("len", ">i4"), ("v", _NUMPY[pg_type])]), offset=20
+            )
+            if len(elements) != count or (elements["len"] != width).any():
+                raise ValueError(f"array elements are not {pg_type}")
+            values = elements["v"]
+    if pg_type == "date":
+        return _PG_EPOCH + values.astype(np.int64).astype("timedelta64[D]")
+    if pg_type == "bool":
+        return values.astype(bool)
+    return values.astype(values.dtype.newbyteorder("="))

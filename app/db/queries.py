@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,6 +16,7 @@ from sqlalchemy import Connection, text
 
 from analysis.filters import Filters, filter_facts
 from analysis.frames import FACT_COLUMNS, RUN_COLUMNS, parse_labels_key
+from ingest.pg_binary import PgType, decode_binary_array
 
 WEEKLY_AFTER_DAYS = 14
 _NAMED_PARAM = re.compile(r"(?<![:\w]):(\w+)")
@@ -48,6 +50,21 @@ def copy_frame(
     body = row[0] if row and row[0] else ""
     text_csv = ",".join(names) + "\n" + body
     return pd.read_csv(io.StringIO(text_csv), dtype=dtypes, keep_default_na=False, na_values=[""])
+
+
+def copy_numeric_frame(
+    conn: Connection, query: str, params: dict[str, Any], spec: Sequence[tuple[str, PgType]]
+) -> pd.DataFrame:
+    """Run a SELECT of fixed-width, non-NULL columns named as in `spec`, as numpy columns.
+
+    The server sends each column as ONE binary array value: no value is rendered as text and
+    there is no message per row, so numpy views each column in place.
+    """
+    columns = ", ".join(f'array_send(array_agg(q."{name}"))' for name, _ in spec)
+    row = conn.execute(text(f"SELECT {columns} FROM ({query}) q"), params).one()
+    return pd.DataFrame(
+        {name: decode_binary_array(row[i], pg_type) for i, (name, pg_type) in enumerate(spec)}
+    )
 
 
 # text and varchar: the columns whose values need CSV quoting.
@@ -85,11 +102,17 @@ def _cell_where(
     return " AND ".join(clauses), params
 
 
-def test_dictionary(conn: Connection, project_id: int) -> pd.DataFrame:
-    """Every test case of a project with its attributes, indexed by test id."""
+def load_test_dictionary(
+    conn: Connection, project_id: int, *, param_values: bool = True
+) -> pd.DataFrame:
+    """Every test case of a project with its attributes, indexed by test id.
+
+    Decoding param_values (JSON) is most of the cost on large suites: rollups skip it.
+    """
+    values = "param_values" if param_values else "NULL::jsonb AS param_values"
     frame = pd.read_sql_query(
         text(
-            "SELECT id AS test_id, nodeid, file, classname, function, params, param_values, "
+            f"SELECT id AS test_id, nodeid, file, classname, function, params, {values}, "
             "markers FROM test_case WHERE project_id = :p"
         ),
         conn,
@@ -101,9 +124,11 @@ def test_dictionary(conn: Connection, project_id: int) -> pd.DataFrame:
     return frame.set_index("test_id")
 
 
-def _tests(conn: Connection, project_id: int, filters: Filters) -> pd.DataFrame:
+def _tests(
+    conn: Connection, project_id: int, filters: Filters, *, param_values: bool = True
+) -> pd.DataFrame:
     """The test dictionary narrowed by the test-level filters (markers, file globs)."""
-    tests = test_dictionary(conn, project_id)
+    tests = load_test_dictionary(conn, project_id, param_values=param_values)
     if not filters.test_level:
         return tests
     probe = tests.copy()
@@ -129,6 +154,38 @@ def _weekly(filters: Filters) -> Filters:
     return replace(filters, since=filters.since - timedelta(days=filters.since.weekday()))
 
 
+# Unknown floats travel as NaN, so every column is fixed-width and non-NULL (see
+# copy_numeric_frame); pandas reads NaN as missing either way.
+_ROLLUP_SUMS = """
+    sum(r.runs)::bigint AS runs, sum(r.known)::bigint AS known,
+    sum(r.total_s) AS total_s, coalesce(max(r.max_s), 'NaN') AS max_s,
+    coalesce(sum(r.setup_s), 'NaN') AS setup_s, coalesce(sum(r.call_s), 'NaN') AS call_s,
+    coalesce(sum(r.teardown_s), 'NaN') AS teardown_s,
+    sum(r.failures)::bigint AS failures, sum(r.flaky)::bigint AS flaky,
+    coalesce(max(r.peak_rss_mib)::float8, 'NaN') AS peak_rss_mib
+"""
+_ROLLUP_AS_IS = """
+    r.runs::bigint, r.known::bigint, r.total_s, coalesce(r.max_s, 'NaN') AS max_s,
+    coalesce(r.setup_s, 'NaN') AS setup_s, coalesce(r.call_s, 'NaN') AS call_s,
+    coalesce(r.teardown_s, 'NaN') AS teardown_s, r.failures::bigint, r.flaky::bigint,
+    coalesce(r.peak_rss_mib::float8, 'NaN') AS peak_rss_mib
+"""
+_FACT_SUMS_SPEC: tuple[tuple[str, PgType], ...] = (
+    ("test_id", "int8"),
+    ("day", "date"),
+    ("runs", "int8"),
+    ("known", "int8"),
+    ("total_s", "float8"),
+    ("max_s", "float8"),
+    ("setup_s", "float8"),
+    ("call_s", "float8"),
+    ("teardown_s", "float8"),
+    ("failures", "int8"),
+    ("flaky", "int8"),
+    ("peak_rss_mib", "float8"),
+)
+
+
 def load_facts(
     conn: Connection, project_id: int, filters: Filters, *, split_by: tuple[str, ...] = ()
 ) -> pd.DataFrame:
@@ -145,28 +202,32 @@ def load_facts(
         where = where.replace("r.day", "r.week")
         source = "rollup_test_weekly r"
         bucket = "r.week AS day"
+        # One row per (week, test) already: a GROUP BY would only cost (3x the scan).
+        grouped = False
     else:
         where, params = _cell_where(filters, "c", day_alias="r")
         source = "rollup_daily r JOIN cell c ON c.id = r.cell_id"
         bucket = "r.day"
+        grouped = True
     params["project"] = project_id
     group = ", ".join(["r.test_id", "day", *extra])
-    sums = copy_frame(
-        conn,
-        f"""
-            SELECT {", ".join(["r.test_id", bucket, *extra])},
-                sum(r.runs)::bigint AS runs, sum(r.known)::bigint AS known,
-                sum(r.total_s) AS total_s, max(r.max_s) AS max_s, sum(r.setup_s) AS setup_s,
-                sum(r.call_s) AS call_s, sum(r.teardown_s) AS teardown_s,
-                sum(r.failures)::bigint AS failures, sum(r.flaky)::bigint AS flaky,
-                max(r.peak_rss_mib)::float8 AS peak_rss_mib
-            FROM {source}
-            WHERE {where} GROUP BY {group}
-            """,
-        params,
-        dtypes={"job": "object", "machine": "object", "branch": "object", "labels_key": "object"},
-    )
-    facts = sums.join(_tests(conn, project_id, filters), on="test_id", how="inner")
+    values = _ROLLUP_SUMS if grouped else _ROLLUP_AS_IS
+    query = f"""
+        SELECT {", ".join(["r.test_id", bucket, *extra])}, {values}
+        FROM {source}
+        WHERE {where} {f"GROUP BY {group}" if grouped else ""}
+        """
+    if extra:
+        sums = copy_frame(
+            conn,
+            query,
+            params,
+            dtypes=dict.fromkeys(("job", "machine", "branch", "labels_key"), "object"),
+        )
+    else:
+        sums = copy_numeric_frame(conn, query, params, _FACT_SUMS_SPEC)
+    tests = _tests(conn, project_id, filters, param_values=False)
+    facts = sums.join(tests, on="test_id", how="inner")
     for col in ("job", "machine", "branch", "labels_key"):
         if col not in facts:
             facts[col] = None

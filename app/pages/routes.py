@@ -381,7 +381,7 @@ def _label_rollups(
 @router.get("/p/{slug}/time", response_class=HTMLResponse)
 def time_page(request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep) -> Any:
     """Where the time goes: treemap, Pareto of files, shares by marker/job/label, phases."""
-    cache = FrameCache()
+    cache = FrameCache.for_project(conn, project.id)
     files = project_rollup(conn, project.id, filters, by="file", cache=cache)
     functions = project_rollup(
         conn,

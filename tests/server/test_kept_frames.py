@@ -1,0 +1,95 @@
+"""Frames kept between requests never outlive the data: an ingest shows up at once."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+import pandas as pd
+import pytest
+from sqlalchemy import Engine
+
+from app.db.queries import copy_numeric_frame
+from app.project_reads import SharedFrames
+from tests.conftest import LiveServer, make_project
+from tests.server.test_rollup_api import get, junit
+from tests.server.test_upload_flow import upload, wait_done
+
+
+def test_a_new_upload_changes_the_next_answer(live_server: LiveServer, engine: Engine) -> None:
+    project = make_project(engine)
+    today = datetime.now(UTC).replace(hour=8, minute=0, second=0, microsecond=0).isoformat()
+
+    def send(job: str, seconds: float) -> None:
+        report = junit([("tests.test_a", "test_one", seconds, "passed")])
+        response = upload(
+            live_server, project.upload_token, [("r.xml", report)], job=job, started_at=today
+        )
+        assert response.status_code == 202, response.text
+        assert wait_done(live_server, project.upload_token, response.json()["id"])["status"] == (
+            "done"
+        )
+
+    send("first", 3.0)
+    for by in ("test", "file"):
+        assert get(live_server, project, "rollups", by=by).json()["grand_total_s"] == (
+            pytest.approx(3.0)
+        )
+    # The same question again is answered from kept frames...
+    assert get(live_server, project, "rollups", by="test").json()["rows"][0]["runs"] == 1
+    send("second", 4.0)
+    # ...until a run is stored: then the project's data version moves on.
+    for by in ("test", "file"):
+        body = get(live_server, project, "rollups", by=by).json()
+        assert body["grand_total_s"] == pytest.approx(7.0)
+        assert body["rows"][0]["runs"] == 2
+
+
+def test_shared_frames_drop_the_least_recently_used() -> None:
+    shared = SharedFrames(max_entries=2)
+    loads: list[str] = []
+
+    def loader(name: str) -> pd.DataFrame:
+        def load() -> pd.DataFrame:
+            loads.append(name)
+            return pd.DataFrame({"x": [name]})
+
+        return load
+
+    shared.get(("a",), loader("a"))
+    shared.get(("b",), loader("b"))
+    shared.get(("a",), loader("a"))  # kept; now the most recent
+    shared.get(("c",), loader("c"))  # evicts b
+    shared.get(("a",), loader("a"))
+    shared.get(("b",), loader("b"))
+    assert loads == ["a", "b", "c", "b"]
+
+
+def test_numeric_frames_arrive_through_binary_arrays(engine: Engine) -> None:
+    query = """
+        SELECT * FROM (VALUES (1::int8, DATE '2026-11-30', 2.5::float8),
+                              (9223372036854775807, DATE '1999-12-31', 'NaN'::float8)) v(i, d, f)
+        WHERE v.f IS DISTINCT FROM :skip
+    """
+    spec = (("i", "int8"), ("d", "date"), ("f", "float8"))
+    with engine.connect() as conn:
+        frame = copy_numeric_frame(conn, query, {"skip": -1.0}, spec)  # type: ignore[arg-type]
+        empty = copy_numeric_frame(
+            conn,
+            query.replace("IS DISTINCT FROM", "="),
+            {"skip": -1.0},
+            spec,  # type: ignore[arg-type]
+        )
+        with pytest.raises(ValueError, match="NULLs"):
+            copy_numeric_frame(
+                conn,
+                "SELECT NULL::int8 AS i, DATE '2026-01-01' AS d, 1.0::float8 AS f",
+                {},
+                spec,  # type: ignore[arg-type]
+            )
+    assert frame["i"].tolist() == [1, 9223372036854775807]
+    assert frame["d"].tolist() == [pd.Timestamp("2026-11-30"), pd.Timestamp("1999-12-31")]
+    assert frame["f"].iloc[0] == 2.5
+    assert np.isnan(frame["f"].iloc[1])
+    assert len(empty) == 0
+    assert list(empty.columns) == ["i", "d", "f"]
