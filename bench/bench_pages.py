@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 from urllib.parse import quote
 
 from bench.common import scratch_database
@@ -56,6 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--results", type=int, default=200_000, help="size of the history")
     parser.add_argument("--requests", type=int, default=10, help="timed requests per page")
+    parser.add_argument(
+        "--keep-home", type=Path, help="keep the database there; a later run reuses its history"
+    )
     args = parser.parse_args()
 
     from fastapi.testclient import TestClient
@@ -64,18 +68,22 @@ def main() -> None:
     from analysis.synthetic import TRANSFORMS_FILE
     from app.api.app import create_app
     from app.db.engine import make_engine
-    from app.db.projects import create_project
+    from app.db.projects import create_project, get_project
     from app.demo_load import load_demo
     from app.settings import Settings
 
     size = demo_size(args.results)
-    with scratch_database() as (url, dsn):
+    with scratch_database(args.keep_home) as (url, dsn):
         engine = make_engine(url)
         with engine.begin() as conn:
-            project = create_project(conn, "bench-pages", public=True)
-        start = time.perf_counter()
-        stored = load_demo(dsn, project.id, size)  # type: ignore[arg-type]
-        print(f"stored {stored:,} results ({size}) in {time.perf_counter() - start:.1f} s")
+            kept = get_project(conn, "bench")
+            project = kept or create_project(conn, "bench", public=True)
+        if kept is None:
+            start = time.perf_counter()
+            stored = load_demo(dsn, project.id, size)  # type: ignore[arg-type]
+            print(f"stored {stored:,} results ({size}) in {time.perf_counter() - start:.1f} s")
+        else:
+            print(f"reusing the history kept in {args.keep_home}")
         with engine.connect() as conn:
             nodeid = conn.execute(
                 text(

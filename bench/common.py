@@ -11,14 +11,21 @@ from pathlib import Path
 
 
 @contextlib.contextmanager
-def scratch_database() -> Iterator[tuple[str, str]]:
-    """(SQLAlchemy URL, libpq DSN) of a migrated throwaway embedded server."""
+def scratch_database(keep_home: Path | None = None) -> Iterator[tuple[str, str]]:
+    """(SQLAlchemy URL, libpq DSN) of a migrated embedded server.
+
+    Throwaway by default; with `keep_home` the server's data lives (and stays) there, so a
+    large history is loaded once and timed again after a change.
+    """
     from app.db.embedded import database_url, libpq_url
     from app.db.engine import migrate
     from app.settings import Settings
 
-    with tempfile.TemporaryDirectory(prefix="laptime-bench-") as home:
-        settings = Settings(home=Path(home), database_url=None)
+    with contextlib.ExitStack() as stack:
+        home = keep_home or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="laptime-bench-"))
+        )
+        settings = Settings(home=home, database_url=None)
         with database_url(settings) as url:
             migrate(url)
             yield url, libpq_url(url)

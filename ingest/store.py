@@ -86,22 +86,29 @@ class KnownTests:
     """
 
     def __init__(self) -> None:
-        self._known: dict[int, dict[int, int]] = {}
+        # Per project: known ids, sorted, and the attribute hash of each.
+        self._known: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def unknown_or_changed(self, project_id: int, ids: np.ndarray, attrs: np.ndarray) -> np.ndarray:
         """Boolean mask of the rows that must be written to the dictionary."""
         known = self._known.get(project_id)
-        if not known:
+        if known is None or len(known[0]) == 0:
             return np.ones(len(ids), dtype=bool)
-        seen = pd.Series(ids).map(known)
-        mask: np.ndarray = (seen.isna() | (seen.to_numpy() != attrs)).to_numpy()
+        known_ids, known_attrs = known
+        at = np.minimum(np.searchsorted(known_ids, ids), len(known_ids) - 1)
+        mask: np.ndarray = (known_ids[at] != ids) | (known_attrs[at] != attrs)
         return mask
 
     def remember(self, project_id: int, ids: np.ndarray, attrs: np.ndarray) -> None:
         """Record rows as written (after the transaction that wrote them committed or not)."""
-        self._known.setdefault(project_id, {}).update(
-            zip(ids.tolist(), attrs.tolist(), strict=True)
+        old_ids, old_attrs = self._known.get(
+            project_id, (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64))
         )
+        # New rows first, so for an id seen twice the latest attributes win in unique().
+        all_ids = np.concatenate([np.asarray(ids, dtype=np.int64)[::-1], old_ids])
+        all_attrs = np.concatenate([np.asarray(attrs, dtype=np.int64)[::-1], old_attrs])
+        unique_ids, first = np.unique(all_ids, return_index=True)
+        self._known[project_id] = (unique_ids, all_attrs[first])
 
     def clear(self) -> None:
         """Forget everything: after a rollback, the remembered writes did not happen."""
@@ -139,7 +146,8 @@ class StoreResult:
 def compute_test_ids(project_id: int, nodeids: pd.Series) -> np.ndarray:
     """Deterministic 63-bit test ids: SipHash of the nodeid keyed by the project."""
     key = f"laptime{project_id:09d}"[-16:].rjust(16, "0")
-    hashed = hash_array(nodeids.to_numpy(dtype=object), hash_key=key, categorize=True)
+    # Nodeids of one report are distinct: categorizing first would only add a pass.
+    hashed = hash_array(nodeids.to_numpy(dtype=object), hash_key=key, categorize=False)
     ids: np.ndarray = (hashed >> np.uint64(1)).astype(np.int64)
     return ids
 
@@ -456,6 +464,7 @@ def _store_rollups(
             f"""
             INSERT INTO rollup_daily (project_id, day, cell_id, test_id, {_ROLLUP_VALUES})
             SELECT %(project)s, %(day)s, %(cell)s, test_id, {_ROLLUP_VALUES} FROM stage_rollup
+            ORDER BY test_id
             """,
             cell_day,
         )
