@@ -52,9 +52,11 @@ class SharedFrames:
     unreachable rather than stale; they age out.
     """
 
-    def __init__(self, max_entries: int = 8) -> None:
+    def __init__(self, max_entries: int = 64, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.max_entries = max_entries
-        self._frames: OrderedDict[tuple[object, ...], Any] = OrderedDict()
+        self.max_bytes = max_bytes
+        self._frames: OrderedDict[tuple[object, ...], tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, key: tuple[object, ...], load: Callable[[], T]) -> T:
@@ -62,18 +64,33 @@ class SharedFrames:
         with self._lock:
             if key in self._frames:
                 self._frames.move_to_end(key)
-                return cast(T, self._frames[key])
-        frame = load()
+                return cast(T, self._frames[key][0])
+        value = load()
+        size = _approx_bytes(value)
         with self._lock:
-            self._frames[key] = frame
-            while len(self._frames) > self.max_entries:
-                self._frames.popitem(last=False)
-        return frame
+            if key not in self._frames:
+                self._frames[key] = (value, size)
+                self._bytes += size
+            while self._frames and (
+                len(self._frames) > self.max_entries or self._bytes > self.max_bytes
+            ):
+                _, (_, dropped) = self._frames.popitem(last=False)
+                self._bytes -= dropped
+        return value
 
     def clear(self) -> None:
         """Forget every frame."""
         with self._lock:
             self._frames.clear()
+            self._bytes = 0
+
+
+def _approx_bytes(value: object) -> int:
+    """Shallow memory of a frame, or of a rollup's rows (object cells count as pointers)."""
+    frame = value.rows if isinstance(value, Rollup) else value
+    if isinstance(frame, pd.DataFrame):
+        return int(frame.memory_usage(index=True).sum())
+    return 1024
 
 
 SHARED_FRAMES = SharedFrames()

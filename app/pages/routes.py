@@ -544,25 +544,14 @@ def recommendations_page(
             budget_s=_seconds(budget),
             objective=objective,  # type: ignore[arg-type]
         )
-        history = load_history(conn, project, filters)
-        plan = split_recommendation(
-            conn, project, filters, options=options, cell=cell or None, history=history
-        )
-    except ValueError as exc:  # RecommendationError and CatalogueError are ValueErrors
+    except ValueError as exc:
         error = str(exc)
-    if plan is not None:
-        try:
-            # Sizing the proposed jobs re-plans the split: only worth it when there is one.
-            machines = machines_recommendation(
-                conn,
-                project,
-                filters,
-                cell=plan["cell"],
-                split_options=options if plan["verdict"] == "split" else None,
-                history=history,
-            )
-        except ValueError as exc:
-            machines_error = str(exc)
+    else:
+        # The answer only changes with the data, the question and the project's catalogue.
+        key = ("recommendations", repr(filters), repr(options), cell, project.catalogue_toml)
+        plan, error, machines, machines_error = FrameCache.for_project(conn, project.id).get(
+            key, lambda: _plan_and_machines(conn, project, filters, options, cell or None)
+        )
     context = project_context(
         request,
         conn,
@@ -583,6 +572,32 @@ def recommendations_page(
         machines_error=machines_error,
     )
     return render(request, "recommendations.html", context)
+
+
+def _plan_and_machines(
+    conn: Connection, project: Project, filters: Filters, options: SplitOptions, cell: str | None
+) -> tuple[dict[str, Any] | None, str | None, dict[str, Any] | None, str | None]:
+    """(plan, its error, machine sizing, its error) for the recommendations page."""
+    try:
+        history = load_history(conn, project, filters)
+        plan = split_recommendation(
+            conn, project, filters, options=options, cell=cell, history=history
+        )
+    except ValueError as exc:  # RecommendationError and CatalogueError are ValueErrors
+        return None, str(exc), None, None
+    try:
+        # Sizing the proposed jobs re-plans the split: only worth it when there is one.
+        machines = machines_recommendation(
+            conn,
+            project,
+            filters,
+            cell=plan["cell"],
+            split_options=options if plan["verdict"] == "split" else None,
+            history=history,
+        )
+    except ValueError as exc:
+        return plan, None, None, str(exc)
+    return plan, None, machines, None
 
 
 def _explosions_by_strength(

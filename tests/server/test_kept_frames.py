@@ -63,6 +63,11 @@ def test_shared_frames_drop_the_least_recently_used() -> None:
     shared.get(("a",), loader("a"))
     shared.get(("b",), loader("b"))
     assert loads == ["a", "b", "c", "b"]
+    # A byte budget bounds them too: a frame larger than the budget is not kept.
+    tight = SharedFrames(max_bytes=1)
+    tight.get(("big",), loader("big"))
+    tight.get(("big",), loader("big"))
+    assert loads[-2:] == ["big", "big"]
 
 
 def test_numeric_frames_arrive_through_binary_arrays(engine: Engine) -> None:
