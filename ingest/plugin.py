@@ -7,7 +7,7 @@ session end when uploading.
 
 Under pytest-xdist each worker attaches its per-test record to the teardown report (a plain
 JSON-able attribute, which xdist ships to the controller with the report itself) and its own
-RSS high-water mark to `workeroutput`; only the controller writes the one merged file.
+peak RSS and measuring method to `workeroutput`; only the controller writes the one merged file.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ import pytest
 
 from ingest.plugin_memory import (
     DEFAULT_INTERVAL_S,
+    METHOD_CHOICES,
     PeakRssMonitor,
     cgroup_peak_mib,
     children_max_rss_mib,
-    max_rss_mib,
     total_memory_mib,
 )
 
@@ -39,6 +39,7 @@ VERSION = 1
 # The attribute carrying the worker-side record on a TestReport (survives xdist serialisation).
 REPORT_ATTR = "laptime"
 WORKEROUTPUT_KEY = "laptime_max_rss_mib"
+WORKEROUTPUT_METHOD_KEY = "laptime_rss_method"
 MESSAGE_MAX_CHARS = 2000
 PARAM_VALUE_MAX_CHARS = 200
 # Markers that drive pytest itself (or a well-known plugin's mechanics) rather than describe
@@ -85,7 +86,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="laptime_rss_interval_ms",
         type=float,
         default=DEFAULT_INTERVAL_S * 1000,
-        help="peak-RSS sampling interval in ms (0: only the ru_maxrss high-water mark).",
+        help="sampling interval in ms of the peak-RSS fallback (0: no sampling thread).",
+    )
+    group.addoption(
+        "--laptime-rss-method",
+        dest="laptime_rss_method",
+        choices=METHOD_CHOICES,
+        default="auto",
+        help="per-test peak RSS: auto (the kernel's high-water mark where it can be reset, "
+        "else sampling) or sampling (force the fallback).",
     )
 
 
@@ -102,15 +111,17 @@ def pytest_configure(config: pytest.Config) -> None:
     if path is None and not upload:
         return
     interval_s = max(0.0, float(config.getoption("laptime_rss_interval_ms"))) / 1000
+    method = str(config.getoption("laptime_rss_method"))
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        config.pluginmanager.register(
-            ItemRecorder(interval_s=interval_s, worker=str(workerinput["workerid"])),
-            "laptime-recorder",
+        recorder = ItemRecorder(
+            interval_s=interval_s, method=method, worker=str(workerinput["workerid"])
         )
+        config.pluginmanager.register(recorder, "laptime-recorder")
         return
     config.pluginmanager.register(
-        ReportWriter(config, path=path, upload=upload, interval_s=interval_s), "laptime-writer"
+        ReportWriter(config, path=path, upload=upload, interval_s=interval_s, method=method),
+        "laptime-writer",
     )
 
 
@@ -166,8 +177,8 @@ def describe_item(item: pytest.Item, parent_info: ParentInfo | None = None) -> d
 class ItemRecorder:
     """Runs where the tests run: measures each test's peak RSS and describes the item."""
 
-    def __init__(self, *, interval_s: float, worker: str | None) -> None:
-        self.monitor = PeakRssMonitor(interval_s=interval_s)
+    def __init__(self, *, interval_s: float, method: str, worker: str | None) -> None:
+        self.monitor = PeakRssMonitor(interval_s=interval_s, method=method)
         self.worker = worker
         self._item: pytest.Item | None = None
         self._parents: dict[str, ParentInfo] = {}
@@ -190,25 +201,29 @@ class ItemRecorder:
         item = self._item
         if item is None or item.nodeid != report.nodeid:
             return
+        setattr(report, REPORT_ATTR, self.item_record(item, self.monitor.window_peak_mib()))
+
+    def item_record(self, item: pytest.Item, peak_rss_mib: float | None) -> dict[str, Any]:
+        """The worker-side record of a test: its description, peak RSS and worker."""
         parent = item.parent
         key = parent.nodeid if parent is not None else ""
         parent_info = self._parents.get(key)
         if parent_info is None:
             parent_info = self._parents[key] = describe_parent(parent)
         record = describe_item(item, parent_info)
-        peak = self.monitor.window_peak_mib()
-        record["peak_rss_mib"] = round(peak, 3) if peak is not None else None
+        record["peak_rss_mib"] = round(peak_rss_mib, 3) if peak_rss_mib is not None else None
         record["worker"] = self.worker
-        setattr(report, REPORT_ATTR, record)
+        return record
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Hand this worker's RSS high-water mark to the xdist controller."""
+        """Hand this worker's peak RSS and measuring method to the xdist controller."""
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
-            workeroutput[WORKEROUTPUT_KEY] = max_rss_mib()
+            workeroutput[WORKEROUTPUT_KEY] = self.monitor.process_peak_mib()
+            workeroutput[WORKEROUTPUT_METHOD_KEY] = self.monitor.method
 
     def pytest_unconfigure(self) -> None:
-        """Stop the sampling thread."""
+        """Stop the sampling thread or close the kernel files."""
         self.monitor.close()
 
 
@@ -225,6 +240,10 @@ class ItemState:
     failed_now: bool = False
     phases: dict[str, float] = field(default_factory=dict)
     record: dict[str, Any] | None = None
+    # Without xdist the item itself is kept (and described once, at session end) with the
+    # peak RSS over its attempts: the same record, built off the per-test path.
+    item: pytest.Item | None = None
+    peak_rss_mib: float | None = None
 
 
 def _report_message(report: pytest.TestReport) -> str | None:
@@ -311,9 +330,9 @@ def _seconds(value: float | None) -> float | None:
     return round(value, 6) if value is not None else None
 
 
-def result_entry(state: ItemState) -> dict[str, Any]:
-    """The laptime JSON v1 entry of one test."""
-    info = state.record if state.record is not None else _split_nodeid(state.nodeid)
+def result_entry(state: ItemState, record: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The laptime JSON v1 entry of one test (`record` overrides the state's own)."""
+    info = record or state.record or _split_nodeid(state.nodeid)
     phases = state.phases
     # xfail counts as skipped (pytest's own convention); xpass keeps "passed".
     return {
@@ -361,15 +380,22 @@ class ReportWriter(ItemRecorder):
     """Runs in the controlling process: folds every report and writes (and uploads) the file."""
 
     def __init__(
-        self, config: pytest.Config, *, path: str | None, upload: bool, interval_s: float
+        self,
+        config: pytest.Config,
+        *,
+        path: str | None,
+        upload: bool,
+        interval_s: float,
+        method: str = "auto",
     ) -> None:
-        super().__init__(interval_s=interval_s, worker=None)
+        super().__init__(interval_s=interval_s, method=method, worker=None)
         self.config = config
         self.path = Path(path) if path else None
         self.upload = upload
         self.tests: dict[str, ItemState] = {}
         self.workers: set[str] = set()
         self.worker_max_rss_mib: dict[str, float] = {}
+        self.worker_rss_methods: set[str] = set()
         self.started_at = datetime.now(UTC)
         self.started_perf = time.perf_counter()
         self.notes: list[tuple[str, bool]] = []  # (line, is_warning) for the terminal summary
@@ -393,20 +419,35 @@ class ReportWriter(ItemRecorder):
         value = output.get(WORKEROUTPUT_KEY)
         if isinstance(value, int | float):
             self.worker_max_rss_mib[str(node.workerinput["workerid"])] = float(value)
+        method = output.get(WORKEROUTPUT_METHOD_KEY)
+        if isinstance(method, str):
+            self.worker_rss_methods.add(method)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Fold one phase report into its test's state (recording it first when run here)."""
-        if report.when == "teardown" and not self.distributed:
-            self.attach_record(report)
+        """Fold one phase report into its test's state (measuring it first when run here)."""
         state = self.tests.get(report.nodeid)
         if state is None:
             state = self.tests[report.nodeid] = ItemState(report.nodeid)
+        if report.when == "teardown" and not self.distributed:
+            self.keep_item(state, report)
         fold_report(state, report)
+
+    def keep_item(self, state: ItemState, report: pytest.TestReport) -> None:
+        """Note the running test and its peak RSS so far (the highest of its attempts)."""
+        item = self._item
+        if item is None or item.nodeid != report.nodeid:
+            return
+        state.item = item
+        peak = self.monitor.window_peak_mib()
+        if peak is not None and (state.peak_rss_mib is None or peak > state.peak_rss_mib):
+            state.peak_rss_mib = peak
 
     def build_report(self) -> dict[str, Any]:
         """The laptime JSON v1 document for the session so far."""
-        peak, source = job_peak_memory(max_rss_mib(), list(self.worker_max_rss_mib.values()))
+        peak, source = job_peak_memory(
+            self.monitor.process_peak_mib(), list(self.worker_max_rss_mib.values())
+        )
         memory = total_memory_mib()
         session = {
             "started_at": self.started_at.isoformat(timespec="seconds"),
@@ -419,10 +460,25 @@ class ReportWriter(ItemRecorder):
             "xdist_workers": len(self.workers) if self.workers else None,
             "peak_rss_mib": peak,
             "peak_rss_source": source,
+            "test_peak_rss_method": self.test_peak_rss_method(),
             "hostname": socket.gethostname(),
         }
-        tests = [result_entry(state) for state in self.tests.values()]
+        tests = []
+        for state in self.tests.values():
+            item = state.item
+            record = self.item_record(item, state.peak_rss_mib) if item is not None else None
+            tests.append(result_entry(state, record))
         return {"format": FORMAT, "version": VERSION, "session": session, "tests": tests}
+
+    def test_peak_rss_method(self) -> str | None:
+        """How the tests' `peak_rss_mib` was measured: this process's or the workers' method."""
+        if self.distributed:
+            methods = sorted(self.worker_rss_methods)
+        else:
+            methods = [self.monitor.method] if self.monitor.method is not None else []
+        if not methods:
+            return None
+        return methods[0] if len(methods) == 1 else "mixed"
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -11,6 +11,12 @@ from typing import Any
 import pytest
 
 from ingest.plugin import EXCLUDED_MARKERS
+from ingest.plugin_memory import KernelHighWaterMark
+
+_MARK = KernelHighWaterMark.open()
+EXPECTED_METHOD = "hwm-reset" if _MARK is not None else "sampling"
+if _MARK is not None:
+    _MARK.close()
 
 SUITE = """
 import pytest
@@ -157,6 +163,7 @@ def test_session_block(clean_pytester):
     assert session["memory_total_mib"] > 0
     assert session["peak_rss_source"] in ("cgroup", "process-tree")
     assert session["peak_rss_mib"] > 0
+    assert session["test_peak_rss_method"] == EXPECTED_METHOD
     assert session["wall_s"] >= 0
     assert session["started_at"].endswith("+00:00")
     assert all(t["worker"] is None for t in document["tests"])
@@ -263,6 +270,7 @@ def test_xdist_merges_every_workers_records(clean_pytester):
     assert all(t["peak_rss_mib"] > 0 and t["setup_s"] is not None for t in tests.values())
     session = document["session"]
     assert session["peak_rss_mib"] > 0
+    assert session["test_peak_rss_method"] == EXPECTED_METHOD  # reported by the workers
 
 
 def test_report_parses_back_with_the_same_numbers(clean_pytester):
