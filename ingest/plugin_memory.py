@@ -5,7 +5,7 @@ Two methods (docs/plugin.md has the long form):
 - `hwm-reset` (Linux >= 4.0, the default where it works): the kernel keeps the process's exact
   RSS high-water mark (`VmHWM` in /proc/self/status); writing "5" to /proc/self/clear_refs
   resets it to the current RSS. A window resets it when it opens and reads it when it ends:
-  an exact per-test peak, no thread, about 10 us per test.
+  an exact per-test peak, no thread, one pwrite and (usually) one getrusage per test.
 - the fallback (macOS, containers that refuse the write, or when forced): a daemon thread
   samples the current RSS every few milliseconds and each window also takes the `ru_maxrss`
   high-water mark when it grew during the window. Every window carries a generation number;
