@@ -39,41 +39,74 @@ class RecommendationError(ValueError):
 
 @dataclass(frozen=True)
 class History:
-    """Recent results and runs of a project."""
+    """Recent results and runs of a project; `cells` lists every matrix cell of the window,
+    also when the results are those of one cell only."""
 
     results: pd.DataFrame
     runs: pd.DataFrame
+    cells: tuple[str, ...] = ()
 
 
 def load_history(
-    conn: Connection, project: Project, filters: Filters, *, runs_per_job: int = RUNS_PER_JOB
+    conn: Connection,
+    project: Project,
+    filters: Filters,
+    *,
+    runs_per_job: int = RUNS_PER_JOB,
+    one_cell: bool = False,
+    cell: str | None = None,
 ) -> History:
-    """The latest runs of every job in the window, with their results."""
+    """The latest runs of every job in the window, with their results.
+
+    `one_cell` reads the results of `cell` only (default: the cell with the most test time):
+    the split and sizing engines look at one cell, and a matrix of 16 cells is 16x the rows.
+    """
     runs = load_runs(conn, project.id, filters)
-    results = load_results(conn, project.id, filters, max_runs_per_job=runs_per_job)
+    latest = runs.sort_values("started_at", ascending=False, kind="stable", na_position="last")
+    latest = latest.groupby(["job", "labels_key"], dropna=False, sort=False).head(runs_per_job)
+    keys = _cells(latest)
+    cells = tuple(sorted(keys.unique()))
+    # Test-level filters (markers, files) change which cell is heaviest: read them all then.
+    if one_cell and not filters.test_level and len(cells) > 1:
+        chosen = cell if cell is not None else _heaviest_cell(latest, keys)
+        if chosen not in cells:
+            raise _unknown_cell(chosen, list(cells))
+        latest = latest[keys == chosen]
+        results = load_results(conn, project.id, filters, run_ids=latest["run_id"].tolist())
+    else:
+        results = load_results(conn, project.id, filters, max_runs_per_job=runs_per_job)
     runs = runs[runs["run_id"].isin(results["run_id"].unique())]
     if results.empty:
         raise RecommendationError("no test results in this window: widen it or upload reports")
-    return History(results=results, runs=runs.reset_index(drop=True))
+    return History(results=results, runs=runs.reset_index(drop=True), cells=cells)
 
 
 def _cells(runs: pd.DataFrame) -> pd.Series:
     return runs["labels"].map(lambda labels: labels_key(labels if isinstance(labels, dict) else {}))
 
 
+def _heaviest_cell(runs: pd.DataFrame, keys: pd.Series) -> str:
+    """The cell whose runs hold the most test time (the one whose split matters most)."""
+    return str(runs["test_s"].groupby(keys).sum().idxmax())
+
+
+def _unknown_cell(cell: str, available: list[str]) -> RecommendationError:
+    return RecommendationError(f"no cell {cell!r}; cells: {', '.join(available) or '(none)'}")
+
+
 def _pick_cell(history: History, cell: str | None) -> tuple[str, list[str], History]:
     keys = _cells(history.runs)
-    available = sorted(keys.unique())
+    available = list(history.cells) or sorted(keys.unique())
     if cell is None:
         # Default to the cell with the most test time: the one whose split matters most.
         per_run = history.results.groupby("run_id")["duration_s"].sum()
-        weight = history.runs.assign(cell=keys, test_s=history.runs["run_id"].map(per_run))
-        cell = str(weight.groupby("cell")["test_s"].sum().idxmax())
+        weight = history.runs.assign(test_s=history.runs["run_id"].map(per_run))
+        cell = _heaviest_cell(weight, keys)
     if cell not in available:
-        raise RecommendationError(f"no cell {cell!r}; cells: {', '.join(available) or '(none)'}")
+        raise _unknown_cell(cell, available)
     runs = history.runs[keys == cell]
     results = history.results[history.results["run_id"].isin(runs["run_id"])]
-    return cell, available, History(results=results, runs=runs)
+    return cell, available, History(results=results, runs=runs, cells=history.cells)
 
 
 def split_recommendation(
@@ -89,7 +122,11 @@ def split_recommendation(
     """The split plan for one matrix cell (default: the heaviest), plus the cells available.
 
     Pass `history` (from load_history) to reuse one read for several recommendations."""
-    loaded = history if history is not None else load_history(conn, project, filters)
+    loaded = (
+        history
+        if history is not None
+        else load_history(conn, project, filters, one_cell=True, cell=cell)
+    )
     cell_key, cells, history = _pick_cell(loaded, cell)
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
     plan = plan_splits(history.results, history.runs, options, price_per_min=prices)
@@ -139,7 +176,11 @@ def machines_recommendation(
     history: History | None = None,
 ) -> dict[str, Any]:
     """The cheapest machine for each job of a cell today, and for each job of a split plan."""
-    loaded = history if history is not None else load_history(conn, project, filters)
+    loaded = (
+        history
+        if history is not None
+        else load_history(conn, project, filters, one_cell=True, cell=cell)
+    )
     cell_key, cells, history = _pick_cell(loaded, cell)
     machines = list(history.runs["machine"].dropna().unique())
     catalogue = project_catalogue(project, machines)

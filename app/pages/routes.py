@@ -579,7 +579,7 @@ def _plan_and_machines(
 ) -> tuple[dict[str, Any] | None, str | None, dict[str, Any] | None, str | None]:
     """(plan, its error, machine sizing, its error) for the recommendations page."""
     try:
-        history = load_history(conn, project, filters)
+        history = load_history(conn, project, filters, one_cell=True, cell=cell)
         plan = split_recommendation(
             conn, project, filters, options=options, cell=cell, history=history
         )

@@ -1,0 +1,75 @@
+"""Recommendations read one matrix cell's results, and pick the same cell as a full read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Engine
+
+from analysis.filters import Filters
+from analysis.split_plan import SplitOptions
+from app.db.projects import get_project
+from app.recommend import RecommendationError, load_history, split_recommendation
+from ingest.merge import merge_reports
+from tests.conftest import Database, ProjectFixture
+from tests.server.test_store import _report, _store
+
+# Per cell: seconds of each of its three tests; "python=3.12" holds the most test time.
+CELLS = {"python=3.11": 2.0, "python=3.12": 5.0, "python=3.13": 1.0}
+
+
+@pytest.fixture
+def matrix(database: Database, project: ProjectFixture) -> ProjectFixture:
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=2)
+    for day in range(2):
+        for cell, seconds in CELLS.items():
+            report = _report(
+                nodeid=[f"tests/test_m.py::test_{i}" for i in range(3)],
+                file=["tests/test_m.py"] * 3,
+                function=[f"test_{i}" for i in range(3)],
+                outcome=["passed"] * 3,
+                duration_s=[seconds] * 3,
+            )
+            _store(
+                database,
+                project,
+                merge_reports([report]),
+                job=f"py{cell[-4:]}",
+                labels=dict([cell.split("=")]),
+                started_at=start + timedelta(days=day, hours=1),
+            )
+    return project
+
+
+def test_one_cell_history_reads_the_heaviest_cell_only(
+    engine: Engine, matrix: ProjectFixture
+) -> None:
+    with engine.connect() as conn:
+        project = get_project(conn, matrix.slug)
+        assert project is not None
+        history = load_history(conn, project, Filters(), one_cell=True)
+        full = load_history(conn, project, Filters())
+        assert history.cells == tuple(sorted(CELLS))
+        assert set(history.runs["labels_key"]) == {"python=3.12"}
+        assert len(history.results) == 2 * 3
+        assert len(full.results) == 2 * 3 * len(CELLS)
+        # The plan is the same whether the page read one cell or all of them.
+        one = split_recommendation(conn, project, Filters(), options=SplitOptions())
+        every = split_recommendation(conn, project, Filters(), options=SplitOptions(), history=full)
+        assert one == every
+        assert one["cell"] == "python=3.12"
+        assert one["cells"] == sorted(CELLS)
+
+
+def test_one_cell_history_of_a_named_or_unknown_cell(
+    engine: Engine, matrix: ProjectFixture
+) -> None:
+    with engine.connect() as conn:
+        project = get_project(conn, matrix.slug)
+        assert project is not None
+        named = load_history(conn, project, Filters(), one_cell=True, cell="python=3.13")
+        assert set(named.runs["labels_key"]) == {"python=3.13"}
+        assert named.results["duration_s"].tolist() == [1.0] * 6
+        with pytest.raises(RecommendationError, match=r"no cell 'python=3\.9'"):
+            load_history(conn, project, Filters(), one_cell=True, cell="python=3.9")
