@@ -10,7 +10,8 @@ from analysis.catalogue import CatalogueError, load_catalogue_text, resolve_cata
 from analysis.split_plan import SplitOptions, parse_duration_s
 from app.api.deps import AdminProject, ConnDep, ReadProject
 from app.api.params import FiltersDep
-from app.db.projects import set_catalogue
+from app.db.projects import Project, set_catalogue
+from app.project_reads import FrameCache
 from app.recommend import (
     RecommendationError,
     machines_recommendation,
@@ -22,6 +23,11 @@ from app.recommend import (
 )
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["recommendations"])
+
+
+def _catalogue_key(project: Project) -> tuple[str | None, str | None]:
+    """What of a project, besides its data, changes a priced answer."""
+    return project.catalogue, project.catalogue_toml
 
 
 def _seconds(name: str, raw: str | None) -> float | None:
@@ -67,12 +73,11 @@ def split(
             objective=objective,
             wait_target_s=_seconds("wait_target", wait_target),
         )
-        return split_recommendation(
-            conn,
-            project,
-            filters,
-            options=options,
-            cell=cell,
+        # Computed once per question and data version (see app.project_reads.FrameCache).
+        key = ("split", repr(filters), repr(options), cell, *_catalogue_key(project))
+        return FrameCache.for_project(conn, project.id).get(
+            key,
+            lambda: split_recommendation(conn, project, filters, options=options, cell=cell),
         )
     except (RecommendationError, ValueError) as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc
@@ -160,14 +165,27 @@ def machines(
     split, with cost per run and per month; jobs without memory data get no advice."""
     try:
         options = SplitOptions(jobs=_job_range(split_jobs)) if split_jobs else None
-        return machines_recommendation(
-            conn,
-            project,
-            filters,
-            headroom=headroom,
-            wait_target_s=_seconds("wait_target", wait_target),
-            cell=cell,
-            split_options=options,
+        wait_target_s = _seconds("wait_target", wait_target)
+        key = (
+            "machines",
+            repr(filters),
+            repr(options),
+            headroom,
+            wait_target_s,
+            cell,
+            *_catalogue_key(project),
+        )
+        return FrameCache.for_project(conn, project.id).get(
+            key,
+            lambda: machines_recommendation(
+                conn,
+                project,
+                filters,
+                headroom=headroom,
+                wait_target_s=wait_target_s,
+                cell=cell,
+                split_options=options,
+            ),
         )
     except (RecommendationError, CatalogueError, ValueError) as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc

@@ -548,7 +548,14 @@ def recommendations_page(
         error = str(exc)
     else:
         # The answer only changes with the data, the question and the project's catalogue.
-        key = ("recommendations", repr(filters), repr(options), cell, project.catalogue_toml)
+        key = (
+            "recommendations",
+            repr(filters),
+            repr(options),
+            cell,
+            project.catalogue,
+            project.catalogue_toml,
+        )
         plan, error, machines, machines_error = FrameCache.for_project(conn, project.id).get(
             key, lambda: _plan_and_machines(conn, project, filters, options, cell or None)
         )
