@@ -167,29 +167,53 @@ class DimensionKeys:
 
 def dimension_keys(facts: pd.DataFrame, name: str) -> DimensionKeys:
     """Key every facts row under a dimension, as integer codes (cheap to group on)."""
-    check_dimension(name)
-    rows = np.arange(len(facts))
-    if name == "marker":
-        return _marker_keys(facts["markers"])
-    if name == "test":
-        return DimensionKeys(rows, *_factorize(facts["nodeid"], UNKNOWN_FILE))
-    if name == "function":
-        codes, uniques = _factorize(facts["nodeid"], UNKNOWN_FILE)
-        first = np.unique(codes, return_index=True)[1]
-        params_of = facts["params"].astype(object).to_numpy()[first]
-        stripped = [_strip_params(str(n), p) for n, p in zip(uniques, params_of, strict=True)]
-        return DimensionKeys(rows, *_recode(codes, stripped))
-    if name.startswith(LABEL_PREFIX):
-        codes, uniques = _factorize(facts["labels_key"], "")
-        values = label_values(pd.Series(uniques, dtype=object), name[len(LABEL_PREFIX) :])
-        return DimensionKeys(rows, *_recode(codes, list(values.fillna(NO_LABEL))))
-    return DimensionKeys(rows, *_factorize(facts[name], UNKNOWN_FILE))
+    return _Keyer(facts).keys(name)
+
+
+class _Keyer:
+    """Dimension keys of one facts frame; the test, function and distinct-test counts all
+    share one factorization of its nodeids (the costliest column to hash)."""
+
+    def __init__(self, facts: pd.DataFrame) -> None:
+        self.facts = facts
+        self._tests: tuple[np.ndarray, np.ndarray] | None = None
+
+    def tests(self) -> tuple[np.ndarray, np.ndarray]:
+        """(code per row, nodeid per code) of the facts' tests."""
+        if self._tests is None:
+            self._tests = _factorize(self.facts["nodeid"], UNKNOWN_FILE)
+        return self._tests
+
+    def keys(self, name: str) -> DimensionKeys:
+        """Every facts row keyed under dimension `name`."""
+        check_dimension(name)
+        facts = self.facts
+        rows = np.arange(len(facts))
+        if name == "marker":
+            return _marker_keys(facts["markers"])
+        if name == "test":
+            return DimensionKeys(rows, *self.tests())
+        if name == "function":
+            codes, uniques = self.tests()
+            first = np.unique(codes, return_index=True)[1]
+            params_of = facts["params"].astype(object).to_numpy()[first]
+            stripped = list(map(_strip_params, uniques.tolist(), params_of.tolist()))
+            return DimensionKeys(rows, *_recode(codes, stripped))
+        if name.startswith(LABEL_PREFIX):
+            codes, uniques = _factorize(facts["labels_key"], "")
+            values = label_values(pd.Series(uniques, dtype=object), name[len(LABEL_PREFIX) :])
+            return DimensionKeys(rows, *_recode(codes, list(values.fillna(NO_LABEL))))
+        return DimensionKeys(rows, *_factorize(facts[name], UNKNOWN_FILE))
 
 
 def _factorize(column: pd.Series, missing: str) -> tuple[np.ndarray, np.ndarray]:
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
     codes = np.asarray(codes, dtype=np.int64)
-    labels = np.asarray([str(u) for u in uniques], dtype=object)
+    values = np.asarray(uniques, dtype=object)
+    # Keys are strings; only a non-string key (never in facts) pays for the conversion.
+    if not all(isinstance(u, str) for u in values.tolist()):
+        values = np.asarray([str(u) for u in values.tolist()], dtype=object)
+    labels = values
     if (codes < 0).any():
         codes = np.where(codes < 0, len(labels), codes)
         labels = np.append(labels, np.array([missing], dtype=object))
@@ -288,9 +312,11 @@ def rollup(
     if sort not in ROW_COLUMNS:
         raise ValueError(f"cannot sort by {sort!r}; choose one of: {', '.join(ROW_COLUMNS)}")
     grand_total = float(facts["total_s"].sum())
-    rows = _group_rows(facts, by, grand_total)
+    keyer = _Keyer(facts)
+    child = keyer.keys(by)
+    rows = _group_rows(facts, child, keyer, grand_total)
     if parent_dim is not None:
-        rows = _attach_parents(facts, rows, by, parent_dim)
+        rows = _attach_parents(facts, rows, child, keyer.keys(parent_dim))
     else:
         rows["parent"] = None
         rows["parent_share"] = np.nan
@@ -308,8 +334,9 @@ def rollup(
     )
 
 
-def _group_rows(facts: pd.DataFrame, by: str, grand_total: float) -> pd.DataFrame:
-    keys = dimension_keys(facts, by)
+def _group_rows(
+    facts: pd.DataFrame, keys: DimensionKeys, keyer: _Keyer, grand_total: float
+) -> pd.DataFrame:
     n_groups = len(keys.labels)
     g = keys.codes
 
@@ -327,7 +354,7 @@ def _group_rows(facts: pd.DataFrame, by: str, grand_total: float) -> pd.DataFram
     runs = total_of(take("runs"))
     known_n = total_of(known)
     total_s = total_of(total)
-    tests = np.asarray(pd.factorize(facts["nodeid"])[0], dtype=np.int64)[keys.rows]
+    tests = keyer.tests()[0][keys.rows]
     distinct = np.unique(g * (int(tests.max(initial=0)) + 1) + tests)
     distinct_groups = distinct // (int(tests.max(initial=0)) + 1)
     max_s = pd.Series(take("max_s")).groupby(g).max().reindex(range(n_groups)).to_numpy()
@@ -402,10 +429,8 @@ def weighted_nearest_rank(
 
 
 def _attach_parents(
-    facts: pd.DataFrame, rows: pd.DataFrame, by: str, parent_dim: str
+    facts: pd.DataFrame, rows: pd.DataFrame, child: DimensionKeys, parent: DimensionKeys
 ) -> pd.DataFrame:
-    child = dimension_keys(facts, by)
-    parent = dimension_keys(facts, parent_dim)
     total = facts["total_s"].to_numpy(dtype=float)
     parent_totals = np.bincount(
         parent.codes, weights=total[parent.rows], minlength=len(parent.labels)

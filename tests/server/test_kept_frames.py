@@ -9,10 +9,12 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
-from app.db.queries import copy_numeric_frame
+from app.db.queries import copy_numeric_frame, load_test_dictionary
 from app.project_reads import SharedFrames
-from tests.conftest import LiveServer, make_project
+from ingest.merge import merge_reports
+from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.server.test_rollup_api import get, junit
+from tests.server.test_store import _report, _store
 from tests.server.test_upload_flow import upload, wait_done
 
 
@@ -98,3 +100,30 @@ def test_numeric_frames_arrive_through_binary_arrays(engine: Engine) -> None:
     assert np.isnan(frame["f"].iloc[1])
     assert len(empty) == 0
     assert list(empty.columns) == ["i", "d", "f"]
+
+
+def test_test_dictionary_keeps_marker_sets_unknown_markers_and_param_values(
+    database: Database, engine: Engine, project: ProjectFixture
+) -> None:
+    report = _report(
+        nodeid=["t.py::a[1-x]", "t.py::b", "t.py::c"],
+        file=["t.py"] * 3,
+        function=["a", "b", "c"],
+        params=["1-x", None, None],
+        param_values=[{"n": 1, "s": "x"}, None, None],
+        markers=[["slow", "gpu"], [], None],
+        outcome=["passed"] * 3,
+        duration_s=[1.0, 2.0, 3.0],
+    )
+    _store(database, project, merge_reports([report]))
+    with engine.connect() as conn:
+        tests = load_test_dictionary(conn, project.id).set_index("nodeid")
+        bare = load_test_dictionary(conn, project.id, param_values=False).set_index("nodeid")
+    assert tests.loc["t.py::a[1-x]", "markers"] == ("gpu", "slow")
+    assert tests.loc["t.py::b", "markers"] == ()
+    assert tests.loc["t.py::c", "markers"] is None
+    assert tests.loc["t.py::a[1-x]", "param_values"] == {"n": 1, "s": "x"}
+    assert tests.loc["t.py::b", "params"] is None
+    assert tests.loc["t.py::a[1-x]", "params"] == "1-x"
+    assert bare["param_values"].isna().all()
+    assert bare["markers"].tolist() == tests["markers"].tolist()
