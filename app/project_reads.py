@@ -9,7 +9,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 import pandas as pd
@@ -18,7 +18,13 @@ from sqlalchemy import Connection, text
 from analysis.filters import Filters
 from analysis.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
 from analysis.rollups import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, dimension_keys, rollup
-from app.db.queries import load_facts, load_file_facts, load_runs
+from app.db.queries import (
+    FactPart,
+    facts_from_sums,
+    load_fact_sums,
+    load_file_facts,
+    load_runs,
+)
 
 # Which rollup-table columns a dimension needs kept apart.
 _CELL_COLUMN = {"job": "job", "machine": "machine", "branch": "branch"}
@@ -134,6 +140,18 @@ class FrameCache:
                 self._frames[key] = load()
         return cast(T, self._frames[key])
 
+    def get_settled(
+        self,
+        key: tuple[object, ...],
+        version: Callable[[], tuple[int, ...]],
+        load: Callable[[], T],
+    ) -> T:
+        """Like `get`, but kept under `version()` (of part of the data) instead of the
+        project's data version; without shared frames, loaded afresh."""
+        if self._shared is None:
+            return load()
+        return self._shared.get(("settled", version(), *key), load)
+
 
 def project_rollup(
     conn: Connection,
@@ -176,7 +194,13 @@ def _compute_rollup(
         # Cell and file dimensions read the per-file rollup table: far fewer rows.
         file_facts = cache.get(
             ("file", repr(filters), split),
-            lambda: load_file_facts(conn, project_id, filters, split_by=split),
+            lambda: _in_parts(
+                conn,
+                project_id,
+                cache,
+                ("file", repr(filters), split),
+                lambda part: load_file_facts(conn, project_id, filters, split_by=split, part=part),
+            ),
         )
         result = rollup(
             file_facts.drop(columns=["tests"]),
@@ -190,11 +214,65 @@ def _compute_rollup(
         return _with_test_counts(result, file_facts, by)
     facts = cache.get(
         ("test", repr(filters), split),
-        lambda: load_facts(conn, project_id, filters, split_by=split),
+        lambda: facts_from_sums(
+            conn,
+            project_id,
+            filters,
+            _in_parts(
+                conn,
+                project_id,
+                cache,
+                ("test-sums", repr(filters), split),
+                lambda part: load_fact_sums(conn, project_id, filters, split_by=split, part=part),
+            ),
+            split_by=split,
+        ),
     )
     return rollup(
         facts, by, within=within, sort=sort, descending=descending, limit=limit, runs=runs
     )
+
+
+def _in_parts(
+    conn: Connection,
+    project_id: int,
+    cache: FrameCache,
+    key: tuple[object, ...],
+    load: Callable[[FactPart], pd.DataFrame],
+) -> pd.DataFrame:
+    """A window's rollup rows read in two parts. Rows of buckets before this week are kept
+    until a run dated before this week is stored or pruned; uploads of this week (nearly all
+    of them) then re-read only this week's rows."""
+    boundary = open_week_start()
+    settled = cache.get_settled(
+        (*key, boundary),
+        lambda: settled_version(conn, project_id, boundary),
+        lambda: load(FactPart(boundary, settled=True)),
+    )
+    recent = load(FactPart(boundary, settled=False))
+    if recent.empty:
+        return settled
+    if settled.empty:
+        return recent
+    return pd.concat([settled, recent], ignore_index=True)
+
+
+def open_week_start(today: date | None = None) -> date:
+    """Monday of the current UTC week: rollup buckets before it take no more uploads, mostly."""
+    day = today or datetime.now(UTC).date()
+    return day - timedelta(days=day.weekday())
+
+
+def settled_version(conn: Connection, project_id: int, boundary: date) -> tuple[int, int, int]:
+    """Changes whenever a run dated before `boundary` is stored or pruned."""
+    count, last = conn.execute(
+        text(
+            "SELECT count(*), coalesce(max(id), 0) FROM run "
+            "WHERE project_id = :p AND day < :boundary"
+        ),
+        {"p": project_id, "boundary": boundary},
+    ).one()
+    return project_id, int(count), int(last)
 
 
 def _file_grain(dimension: str) -> bool:

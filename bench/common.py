@@ -39,3 +39,45 @@ def best_of(rounds: int, fn: Callable[[], object]) -> tuple[float, list[float]]:
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times), times
+
+
+def store_small_run(dsn: str, project_id: int, tests: int = 50) -> None:
+    """Store one run of `tests` of the project's known tests through the real store, dated
+    now: what an upload does to the data (a new data version) without the HTTP round."""
+    from datetime import UTC, datetime
+
+    import psycopg
+
+    from ingest.merge import merge_reports
+    from ingest.model import ParsedReport, results_frame
+    from ingest.store import RunMetadata, store_run
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            "SELECT nodeid, file, function FROM test_case WHERE project_id = %s LIMIT %s",
+            (project_id, tests),
+        ).fetchall()
+        upload_id = conn.execute(
+            "INSERT INTO upload (project_id, content_hash) VALUES (%s, %s) RETURNING id",
+            (project_id, f"bench-{time.time_ns()}".encode()),
+        ).fetchone()[0]  # type: ignore[index]
+        report = ParsedReport(
+            format="junit",
+            results=results_frame(
+                {
+                    "nodeid": [r[0] for r in rows],
+                    "file": [r[1] for r in rows],
+                    "function": [r[2] for r in rows],
+                    "outcome": ["passed"] * len(rows),
+                    "duration_s": [0.5] * len(rows),
+                }
+            ),
+        )
+        store_run(
+            conn,
+            project_id=project_id,
+            upload_id=upload_id,
+            meta=RunMetadata(job="bench-upload", started_at=datetime.now(UTC)),
+            merged=merge_reports([report]),
+        )
+        conn.commit()

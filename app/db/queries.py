@@ -6,8 +6,8 @@ import io
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -213,6 +213,20 @@ _FACT_SUMS_SPEC: tuple[tuple[str, PgType], ...] = (
 )
 
 
+@dataclass(frozen=True)
+class FactPart:
+    """The rollup rows of buckets before `boundary` (`settled`) or of the rest: a window read
+    in two parts, so the settled one can be kept while uploads only change the recent one."""
+
+    boundary: date
+    settled: bool
+
+    def where(self, column: str, params: dict[str, Any]) -> str:
+        """` AND` the SQL condition on the bucket `column`, its parameter added to `params`."""
+        params["part_boundary"] = self.boundary
+        return f" AND {column} {'<' if self.settled else '>='} :part_boundary"
+
+
 def load_facts(
     conn: Connection, project_id: int, filters: Filters, *, split_by: tuple[str, ...] = ()
 ) -> pd.DataFrame:
@@ -221,6 +235,19 @@ def load_facts(
     Windows longer than two weeks are bucketed by week rather than day: the frame stays small
     and percentiles are then over per-(test, week) means.
     """
+    sums = load_fact_sums(conn, project_id, filters, split_by=split_by)
+    return facts_from_sums(conn, project_id, filters, sums, split_by=split_by)
+
+
+def load_fact_sums(
+    conn: Connection,
+    project_id: int,
+    filters: Filters,
+    *,
+    split_by: tuple[str, ...] = (),
+    part: FactPart | None = None,
+) -> pd.DataFrame:
+    """The rollup sums behind load_facts, per test id (and bucket, and split columns)."""
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
     cell_filters = bool(filters.jobs or filters.branches or filters.labels)
     if _long_window(filters) and not extra and not cell_filters:
@@ -228,7 +255,7 @@ def load_facts(
         where, params = _cell_where(_weekly(filters), day_alias="r")
         where = where.replace("r.day", "r.week")
         source = "rollup_test_weekly r"
-        bucket = "r.week AS day"
+        bucket = "r.week"
         # One row per (week, test) already: a GROUP BY would only cost (3x the scan).
         grouped = False
     else:
@@ -236,23 +263,35 @@ def load_facts(
         source = "rollup_daily r JOIN cell c ON c.id = r.cell_id"
         bucket = "r.day"
         grouped = True
+    if part is not None:
+        where += part.where(bucket, params)
     params["project"] = project_id
     group = ", ".join(["r.test_id", "day", *extra])
     values = _ROLLUP_SUMS if grouped else _ROLLUP_AS_IS
     query = f"""
-        SELECT {", ".join(["r.test_id", bucket, *extra])}, {values}
+        SELECT {", ".join(["r.test_id", f"{bucket} AS day", *extra])}, {values}
         FROM {source}
         WHERE {where} {f"GROUP BY {group}" if grouped else ""}
         """
     if extra:
-        sums = copy_frame(
+        return copy_frame(
             conn,
             query,
             params,
             dtypes=dict.fromkeys(("job", "machine", "branch", "labels_key"), "object"),
         )
-    else:
-        sums = copy_numeric_frame(conn, query, params, _FACT_SUMS_SPEC)
+    return copy_numeric_frame(conn, query, params, _FACT_SUMS_SPEC)
+
+
+def facts_from_sums(
+    conn: Connection,
+    project_id: int,
+    filters: Filters,
+    sums: pd.DataFrame,
+    *,
+    split_by: tuple[str, ...] = (),
+) -> pd.DataFrame:
+    """Facts from load_fact_sums rows: the test dictionary's attributes joined on."""
     tests = _tests(conn, project_id, filters, param_values=False)
     facts = sums.join(tests, on="test_id", how="inner")
     for col in ("job", "machine", "branch", "labels_key"):
@@ -265,7 +304,12 @@ def load_facts(
 
 
 def load_file_facts(
-    conn: Connection, project_id: int, filters: Filters, *, split_by: tuple[str, ...] = ()
+    conn: Connection,
+    project_id: int,
+    filters: Filters,
+    *,
+    split_by: tuple[str, ...] = (),
+    part: FactPart | None = None,
 ) -> pd.DataFrame:
     """Daily facts per file (the small rollup table), shaped like facts with nodeid = file.
 
@@ -276,6 +320,8 @@ def load_file_facts(
     where, params = _cell_where(_weekly(filters) if weekly else filters, "c", day_alias="r")
     if weekly:
         where = where.replace("r.day", "r.week")
+    if part is not None:
+        where += part.where("r.week" if weekly else "r.day", params)
     params["project"] = project_id
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
     group = ", ".join(["r.file", "day", *extra])

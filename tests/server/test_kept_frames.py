@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,39 @@ def test_a_new_upload_changes_the_next_answer(live_server: LiveServer, engine: E
         body = get(live_server, project, "rollups", by=by).json()
         assert body["grand_total_s"] == pytest.approx(7.0)
         assert body["rows"][0]["runs"] == 2
+
+
+def test_late_and_current_uploads_both_reach_a_long_window(
+    live_server: LiveServer, engine: Engine
+) -> None:
+    # Weeks before this one are kept apart from this week's rows: a run dated in an earlier
+    # week must still show up at once, as must one of this week.
+    project = make_project(engine)
+    now = datetime.now(UTC).replace(microsecond=0)
+    three_weeks_ago = (now - timedelta(days=21)).isoformat()
+
+    def send(job: str, seconds: float, started_at: str) -> None:
+        report = junit([("tests.test_a", "test_one", seconds, "passed")])
+        response = upload(
+            live_server, project.upload_token, [("r.xml", report)], job=job, started_at=started_at
+        )
+        assert response.status_code == 202, response.text
+        assert wait_done(live_server, project.upload_token, response.json()["id"])["status"] == (
+            "done"
+        )
+
+    def totals() -> list[float]:
+        return [
+            get(live_server, project, "rollups", by=by, days=60).json()["grand_total_s"]
+            for by in ("test", "file")
+        ]
+
+    send("old", 3.0, three_weeks_ago)
+    assert totals() == [pytest.approx(3.0)] * 2
+    send("now", 4.0, now.isoformat())
+    assert totals() == [pytest.approx(7.0)] * 2
+    send("late", 5.0, three_weeks_ago)
+    assert totals() == [pytest.approx(12.0)] * 2
 
 
 def test_shared_frames_drop_the_least_recently_used() -> None:
