@@ -111,6 +111,10 @@ class _Columns:
         """One attribute of every testcase, None where absent (a new list: callers fill it)."""
         return _column(self.cases, key)
 
+    def split_names(self) -> tuple[list[str | None], list[str | None]] | None:
+        """(function, params) of names "f[p]", (None, None) for the others, if already split."""
+        return None
+
 
 def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) -> ParsedReport:
     """Parse JUnit XML bytes into a ParsedReport; hostile or non-JUnit input raises.
@@ -477,12 +481,7 @@ def _wall_s(raw: str | None) -> float | None:
 def _durations(raw: list[str | None], warnings: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
     """Seconds per testcase: vectorised for plain numbers, a careful parse for the rest."""
     try:
-        # float() is what numpy applies to each string; None (no time) is NaN.
-        values = (
-            np.fromiter(map(float, raw), dtype=np.float64, count=len(raw))  # type: ignore[arg-type]
-            if None not in raw
-            else np.array(raw, dtype=np.float64)
-        )
+        values = _floats(raw)
     except (ValueError, TypeError):
         values = np.array([_parse_time(s) if s else np.nan for s in raw], dtype=np.float64)
         bad = [
@@ -514,6 +513,16 @@ def _durations(raw: list[str | None], warnings: list[str]) -> np.ndarray[Any, np
     return values
 
 
+def _floats(raw: list[str | None]) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """float() of every string, None (no time) being NaN; each distinct string is parsed
+    once, as times repeat (pytest writes milliseconds)."""
+    first: dict[str | None, int] = {}
+    rows = np.fromiter(map(first.setdefault, raw, range(len(raw))), dtype=np.int64, count=len(raw))
+    by_row = np.empty(len(raw), dtype=np.float64)
+    by_row[list(first.values())] = [np.nan if s is None else float(s) for s in first]
+    return by_row[rows]
+
+
 def _parse_time(raw: str) -> float:
     """One `time` attribute in seconds: NaN when empty or unreadable, commas understood."""
     s = raw.strip().replace("\u00a0", "").replace(" ", "")
@@ -541,47 +550,74 @@ def _identities(
     """(nodeid, file, classname, function, params, suite) arrays, one identity computation
     per distinct (classname, file, suite) rather than per row."""
     n = cols.count
-    suite_codes = np.array(cols.case_suites, dtype=np.int64)
     classname_column = cols.column("classname")
     if not all(classname_column):
         _fill(classname_column, cols, "class")
-    class_codes, class_values = _factorize(classname_column)
-    file_codes, file_values = _factorize(cols.column("file"))
+    file_column = cols.column("file")
     # One integer per (classname, file, suite), kept small by factorising at each step.
-    combined, _ = pd.factorize(class_codes.astype(np.int64) * (len(file_values) + 1) + file_codes)
-    combined, _ = pd.factorize(combined.astype(np.int64) * len(cols.suites) + suite_codes)
-    # Codes number keys by first appearance, so unique's first indexes come in code order.
-    first_row = np.unique(combined, return_index=True)[1]
-    k = len(first_row)
+    pair_codes, pairs = pd.factorize(
+        _first_rows(classname_column) * (n + 1) + _first_rows(file_column)
+    )
+    combined, keys = pd.factorize(
+        pair_codes.astype(np.int64) * len(cols.suites) + np.array(cols.case_suites, dtype=np.int64)
+    )
+    key_pairs = pairs[keys // len(cols.suites)]
     # Playwright writes one suite per browser project with the project as `hostname`; a
     # report whose suites name several hosts keeps them apart. A single host is a machine
     # name and stays out of the identity, which must not change from one CI runner to another.
     several_hosts = len({s[3] for s in cols.suites[1:]}) > 1
-    prefix = np.empty(k, dtype=object)
-    file_out = np.empty(k, dtype=object)
-    class_out = np.empty(k, dtype=object)
-    suite_out = np.empty(k, dtype=object)
-    is_pytest = np.zeros(k, dtype=bool)
-    for key, row in enumerate(first_row.tolist()):
-        suite_name, suite_file, suite_pytest, host = cols.suites[cols.case_suites[row]]
-        raw_class = class_values[class_codes[row]]
-        classname = raw_class if isinstance(raw_class, str) else ""
-        file = file_values[file_codes[row]]
-        file = file if isinstance(file, str) and file else suite_file
+    identities = []
+    pytest_flags = []
+    suite_names = []
+    for class_row, file_row, suite in zip(
+        (key_pairs // (n + 1)).tolist(),
+        (key_pairs % (n + 1)).tolist(),
+        (keys % len(cols.suites)).tolist(),
+        strict=True,
+    ):
+        suite_name, suite_file, suite_pytest, host = cols.suites[suite]
+        file = file_column[file_row] or suite_file
         pytest_like = suite_pytest or (file is not None and file.endswith(".py"))
-        prefix[key], file_out[key], class_out[key] = _prefix(
-            classname, file, suite_name, pytest_like, host if several_hosts else None
+        identities.append(
+            _prefix(
+                classname_column[class_row] or "",
+                file,
+                suite_name,
+                pytest_like,
+                host if several_hosts else None,
+            )
         )
-        suite_out[key] = suite_name
-        is_pytest[key] = pytest_like
+        pytest_flags.append(pytest_like)
+        suite_names.append(suite_name)
+    prefixes, file_out, class_out = (
+        _objects([identity[part] for identity in identities]) for part in range(3)
+    )
+    suite_out = _objects(suite_names)
+    is_pytest = np.array(pytest_flags, dtype=bool)
     names_array = _objects(names)
-    nodeids = prefix[combined] + names_array
-    functions = names_array.copy()
-    params = _filled(n, None)
+    nodeids = prefixes[combined] + names_array
     # Bracketed ids are pytest's parametrize ids; other tools' brackets are just text.
     # "f[p]" splits at its first "[" when it ends with "]" and "f" is not empty.
+    split = cols.split_names()
+    if split is None:
+        functions, params = _split_names(names, names_array, is_pytest[combined])
+    else:
+        functions, params = _objects(split[0]), _objects(split[1])
+        unsplit = pd.isna(params) | ~is_pytest[combined]
+        functions[unsplit] = names_array[unsplit]
+        params[unsplit] = None
+    return nodeids, file_out[combined], class_out[combined], functions, params, suite_out[combined]
+
+
+def _split_names(
+    names: list[str], names_array: _ObjectArray, is_pytest: np.ndarray[Any, np.dtype[np.bool_]]
+) -> tuple[_ObjectArray, _ObjectArray]:
+    """(function, params) per row: pytest rows' "f[p]" split, the name and None otherwise."""
+    n = len(names)
+    functions = names_array.copy()
+    params = _filled(n, None)
     bracket_at = np.fromiter(map(str.find, names, repeat("[")), dtype=np.int64, count=n)
-    candidates = np.flatnonzero((bracket_at > 0) & is_pytest[combined])
+    candidates = np.flatnonzero((bracket_at > 0) & is_pytest)
     if candidates.size:
         candidate_names = names_array[candidates].tolist()
         closed = np.fromiter(
@@ -600,19 +636,19 @@ def _identities(
                 )
             )
         )
-    return nodeids, file_out[combined], class_out[combined], functions, params, suite_out[combined]
+    return functions, params
 
 
-def _factorize(values: list[str | None]) -> tuple[np.ndarray[Any, np.dtype[np.intp]], list[Any]]:
-    """(codes, uniques) numbered by first appearance, None a value like any other.
+def _first_rows(values: list[str | None]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Per row, the first row holding its value (None a value like any other).
 
-    Dict-based: the columns repeat a few values many times, and hashing each row once
-    in C is cheaper than pandas' object factorize with its type inference.
+    A factorisation in one pass that hashes each row once in C: the columns repeat a few
+    values many times, and pandas' object factorize with its type inference costs more.
     """
-    uniques = list(dict.fromkeys(values))
-    index = {value: code for code, value in enumerate(uniques)}
-    codes = np.fromiter(map(index.__getitem__, values), dtype=np.intp, count=len(values))
-    return codes, uniques
+    first: dict[str | None, int] = {}
+    return np.fromiter(
+        map(first.setdefault, values, range(len(values))), dtype=np.int64, count=len(values)
+    )
 
 
 def _filled(n: int, value: object) -> _ObjectArray:

@@ -3,15 +3,20 @@
 Most testcases of a large report are childless, `<testcase classname=".." name=".." .../>`,
 all written with the same attribute layout. This module learns that layout from the first
 childless testcase, and one compiled regex splits the whole document into those tags and
-the text between them (C speed, no per-element Python). Every run of such tags separated
-only by whitespace is replaced by one marker element, and expat parses what is left (the
-suites, properties, testcases with children and any tag in another layout) with the very
-handlers of the full parser, so the structure, the outcomes and every rule stay its own.
-The markers then expand into the columns the regex captured.
+the text between them (C speed, no per-element Python). The same regex also takes a
+testcase of that layout whose only child is an outcome (`<failure message="..">text
+</failure>`, `<skipped/>`...) and splits pytest names "f[p]" into function and params.
+Every run of such tags separated only by whitespace is replaced by one marker element, and
+expat parses what is left (the suites, properties, other testcases with children and any
+tag in another layout) with the very handlers of the full parser, so the structure and
+every rule stay its own. The markers then expand into the columns the regex captured; the
+outcome children follow `_case_child`'s rules.
 
 Why the result is the full parser's, exactly:
 - a removed tag is well-formed by construction (literal names, quoted values without `<`,
-  no control characters); values holding `&` or XML whitespace are decoded by expat itself;
+  no control characters, an end tag matching its child); values and text holding `&`, a
+  carriage return or XML whitespace in attributes are left to expat, which decodes them;
+  a repeated child attribute or "]]>" in a child's text declines;
 - any marker expat does not see as a testcase at depth 0 (inside a comment, CDATA, a
   testcase) means the scan misread the document: the fast path declines;
 - expat refusing the rest (a DTD, an entity, malformed XML, a foreign root) also declines;
@@ -22,13 +27,22 @@ Why the result is the full parser's, exactly:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from itertools import compress
 from typing import TypeVar
 from xml.parsers import expat
 
 import numpy as np
 
-from ingest.parsers.junit import _ENCODING_DECL, _Columns, _Forbidden, _make_parser
+from ingest.parsers.junit import (
+    _CHILD_OUTCOME,
+    _ENCODING_DECL,
+    MAX_MESSAGE_CHARS,
+    _Columns,
+    _Forbidden,
+    _make_parser,
+)
+from ingest.parsers.nodeid import split_params
 
 _V = TypeVar("_V")
 MARKER_ATTRIBUTE = "laptime-run"
@@ -44,6 +58,25 @@ _FIRST_CHILDLESS = re.compile(
     r"[ \t\r\n]*/>"
 )
 _ATTRIBUTE = re.compile(r"([ \t\r\n]+)(" + _NAME + r""")([ \t\r\n]*=[ \t\r\n]*)(["'])""")
+# Groups of the name's "f[p]" split, after the name's own group.
+_FUNCTION = " function"
+_PARAMS = " params"
+# The end of a scanned testcase: `/>`, or one outcome child (failure, skipped...) with
+# attributes and text that need no decoding, then the whitespace after the testcase.
+# Text may hold tab and newlines (expat keeps them) but no carriage return (normalised).
+_WS = "[ \t\r\n]"
+_VALUE = "(?:\"[^\"<&\x00-\x1f]*+\"|'[^'<&\x00-\x1f]*+')"
+_END = (
+    f"{_WS}*+(?:/>|>{_WS}*+<(?P<child>{{children}})((?:{_WS}+{{name}}{_WS}*={_WS}*+{_VALUE})*+)"
+    f"{_WS}*+(?:/>|>([^<&\r\x00-\x08\x0b\x0c\x0e-\x1f]*+)</(?P=child){_WS}*+>)"
+    f"{_WS}*+</testcase{_WS}*+>)({_WS}*+)"
+)
+_CHILD_ATTRIBUTE = re.compile(
+    _WS + "+(" + _NAME + ")" + _WS + "*=" + _WS + "*([\"'])(.*?)\\2", re.DOTALL
+)
+_CHILD = " child"
+_CHILD_ATTRIBUTES = " child attributes"
+_TEXT = " text"
 
 
 class _BulkColumns(_Columns):
@@ -51,12 +84,15 @@ class _BulkColumns(_Columns):
 
     def __init__(self) -> None:
         super().__init__()
-        self.scanned: dict[str, list[str]] = {}
+        self.scanned: dict[str, list[str | None]] = {}
         self.scanned_rows = 0
-        # Residual rows that are real testcases (not markers), and for every document row
-        # its index into "scanned values, then real testcases' values".
+        # The scan's own "f[p]" split of each scanned name (None, None when it has none).
+        self.scanned_functions: list[str | None] = []
+        self.scanned_params: list[str | None] = []
+        # Residual rows that are real testcases (not markers), and the document as pieces:
+        # (start, end) of a run of scanned rows, or _REAL for the next real testcase.
         self.real_rows: list[int] = []
-        self.order: list[int] = []
+        self.pieces: list[tuple[int, int]] = []
 
     def column(self, key: str) -> list[str | None]:
         """One attribute of every testcase in document order, None where absent."""
@@ -65,10 +101,39 @@ class _BulkColumns(_Columns):
             return list(known) if known is not None else [None] * self.scanned_rows
         if known is None and not any(key in self.cases[row] for row in self.real_rows):
             return [None] * self.count
-        scanned: list[str | None] = [None] * self.scanned_rows if known is None else known  # type: ignore[assignment]
-        # Scanned values first, then the real testcases': `order` puts them in document order.
-        pool = scanned + [self.cases[row].get(key) for row in self.real_rows]
-        return list(map(pool.__getitem__, self.order))
+        return self._interleave(
+            [None] * self.scanned_rows if known is None else known,
+            [self.cases[row].get(key) for row in self.real_rows],
+        )
+
+    def split_names(self) -> tuple[list[str | None], list[str | None]]:
+        """(function, params) of every testcase named "f[p]", (None, None) for the others."""
+        functions: list[str | None] = []
+        params: list[str | None] = []
+        for row in self.real_rows:
+            function, param = split_params(self.cases[row].get("name") or "")
+            functions.append(None if param is None else function)
+            params.append(param)
+        return (
+            self._interleave(self.scanned_functions, functions),
+            self._interleave(self.scanned_params, params),
+        )
+
+    def _interleave(self, scanned: Sequence[_V], real: list[_V]) -> list[_V]:
+        """Scanned values and real testcases' values merged into document order."""
+        out: list[_V] = []
+        extend = out.extend
+        append = out.append
+        real_values = iter(real)
+        for start, end in self.pieces:
+            if start < 0:
+                append(next(real_values))
+            else:
+                extend(scanned[start:end])
+        return out
+
+
+_REAL = (-1, -1)
 
 
 def collect_fast(
@@ -88,19 +153,14 @@ def collect_fast(
     except UnicodeDecodeError:
         return None
     # U+FFFE/U+FFFF are not XML characters; the value pattern below does not exclude them.
-    if MARKER_ATTRIBUTE in document or "\ufffe" in document or "\uffff" in document:
+    if "\ufffe" in document or "\uffff" in document:
         return None
     layout = _layout(document)
     if layout is None:
         return None
-    pattern, keys = layout
-    parts = pattern.split(document)
-    width = len(keys) + 2  # the text before a tag, its values, the whitespace after it
-    tags = len(parts) // width
+    tags, between, values = _scan(document, *layout)
     if tags < min_cases:
         return None
-    scanned = {key: parts[index + 1 :: width] for index, key in enumerate(keys)}
-    between = parts[0::width]
     # A run starts at every tag preceded by something other than whitespace.
     starts = [0, *compress(range(1, tags), between[1:tags])]
     pieces: list[str] = []
@@ -108,73 +168,127 @@ def collect_fast(
         pieces.append(between[start])
         pieces.append(f'<testcase {MARKER_ATTRIBUTE}="{run}"/>')
     pieces.append(between[tags])
+    residual = "".join(pieces)
+    # Only the residual document reaches expat: our marker attribute must be ours alone.
+    if residual.count(MARKER_ATTRIBUTE) != len(starts):
+        return None
     cols = _BulkColumns()
     parser = _make_parser(cols, "utf-8")
     try:
-        parser.Parse("".join(pieces).encode("utf-8"), True)
+        parser.Parse(residual.encode("utf-8"), True)
     except (expat.ExpatError, _Forbidden):
         return None
-    return _expand(cols, starts, tags, scanned)
+    children = _children(values.pop(_CHILD), values.pop(_CHILD_ATTRIBUTES), values.pop(_TEXT))
+    if children is None or not _expand(cols, starts, tags, *children):
+        return None
+    cols.scanned_functions = values.pop(_FUNCTION, [None] * tags)
+    cols.scanned_params = values.pop(_PARAMS, [None] * tags)
+    cols.scanned = values
+    cols.scanned_rows = tags
+    return cols
+
+
+def _scan(
+    document: str, pattern: re.Pattern[str], groups: list[str]
+) -> tuple[int, list[str], dict[str, list[str | None]]]:
+    """(tags removed, text before each and after the last, captured values by group)."""
+    width = len(groups) + 2  # the text before a tag, its groups, the whitespace after it
+    parts = pattern.split(document)
+    values = {group: parts[index + 1 :: width] for index, group in enumerate(groups)}
+    return len(parts) // width, parts[0::width], values
 
 
 def _layout(document: str) -> tuple[re.Pattern[str], list[str]] | None:
-    """(regex, names of the captured attributes) for the first childless testcase's layout.
+    """(regex, its groups) for the first childless testcase's layout.
 
     Values may not hold `&`, `<` or control characters (tab and newlines included): a tag
     with one does not match, stays in the residual document, and expat decodes (or refuses)
-    it. So every tag the regex removes is well-formed and its values are expat's.
+    it. So every tag the regex removes is well-formed and its values are expat's. The name
+    is also captured as pytest's function and params, so that no row is split in Python.
     """
     first = _FIRST_CHILDLESS.search(document)
     if first is None:
         return None
     pattern = ["<testcase"]
-    keys: list[str] = []
+    groups: list[str] = []
     names: list[str] = []
     for sep, key, equals, quote in _ATTRIBUTE.findall(first.group(1)):
         names.append(key)
         # Possessive repeats: a value ends at its quote, there is nothing to backtrack into.
-        value = f"[^{quote}&<\x00-\x1f]*+"
-        if key in USED_ATTRIBUTES:
+        chars = f"{quote}&<\x00-\x1f"
+        value = f"[^{chars}]*+"
+        if key == "name":
+            # "f[p]" (f up to the first "[", p up to the "]" ending the value) also gives f
+            # and p, as split_params does; any other name gives None twice.
+            value = f"((?:([^{chars}\\[]++)\\[([^{chars}]*)\\]|{value}))"
+            groups += [key, _FUNCTION, _PARAMS]
+        elif key in USED_ATTRIBUTES:
             value = f"({value})"
-            keys.append(key)
+            groups.append(key)
         pattern.append(re.escape(sep + key + equals + quote) + value + quote)
     if len(set(names)) != len(names):
         return None
-    pattern.append("[ \t\r\n]*+/>([ \t\r\n]*+)")
-    return re.compile("".join(pattern)), keys
+    children = "|".join(sorted(_CHILD_OUTCOME, key=len, reverse=True))
+    pattern.append(_END.format(children=children, name=_NAME))
+    return re.compile("".join(pattern)), [*groups, _CHILD, _CHILD_ATTRIBUTES, _TEXT]
+
+
+def _children(
+    children: list[str | None], attributes: list[str | None], texts: list[str | None]
+) -> tuple[dict[int, str], dict[int, str]] | None:
+    """(outcomes, messages) of the scanned testcases with a child, by scan index.
+
+    The very rules of junit's `_case_child` for a testcase's only child; None when the
+    document is not well-formed there (a repeated attribute, "]]>" in text).
+    """
+    outcomes: dict[int, str] = {}
+    messages: dict[int, str] = {}
+    for index in compress(range(len(children)), children):
+        pairs = _CHILD_ATTRIBUTE.findall(attributes[index] or "")
+        given = {key: value for key, _quote, value in pairs}
+        text = texts[index]
+        if len(given) != len(pairs) or (text is not None and "]]>" in text):
+            return None
+        outcomes[index] = _CHILD_OUTCOME[children[index] or ""]
+        message = given.get("message") or (text or "").strip()
+        if message:
+            messages[index] = message[:MAX_MESSAGE_CHARS]
+    return outcomes, messages
 
 
 def _expand(
-    cols: _BulkColumns, starts: list[int], tags: int, scanned: dict[str, list[str]]
-) -> _Columns | None:
-    """Map residual rows to document rows; None unless every marker came back in order."""
+    cols: _BulkColumns,
+    starts: list[int],
+    tags: int,
+    outcomes: dict[int, str],
+    messages: dict[int, str],
+) -> bool:
+    """Map residual rows and scanned testcases (`outcomes`, `messages` by scan index) to
+    document rows; False unless every marker came back in order."""
     runs = [attrs.get(MARKER_ATTRIBUTE) for attrs in cols.cases]
     marker_rows = [row for row, run in enumerate(runs) if run is not None]
     if [runs[row] for row in marker_rows] != [str(run) for run in range(len(starts))]:
-        return None
-    residual = len(runs)
-    is_marker = np.zeros(residual, dtype=bool)
-    is_marker[marker_rows] = True
-    run_starts = np.array(starts, dtype=np.int64)
-    sizes = np.ones(residual, dtype=np.int64)
-    sizes[is_marker] = np.diff(np.append(run_starts, tags))
-    # Where each residual row's values begin in the pool (scanned values, then real rows).
-    base = np.empty(residual, dtype=np.int64)
-    base[is_marker] = run_starts
-    base[~is_marker] = tags + np.arange(residual - len(marker_rows))
-    first_rows = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-    owner = np.repeat(np.arange(residual), sizes)
-    cols.order = (base[owner] + (np.arange(len(owner)) - first_rows[owner])).tolist()
-    cols.scanned = scanned
-    cols.scanned_rows = tags
-    cols.real_rows = np.flatnonzero(~is_marker).tolist()
-    cols.case_suites = np.array(cols.case_suites, dtype=np.int64)[owner].tolist()
-    first = first_rows.tolist()
-    cols.outcomes = _moved(cols.outcomes, first)
-    cols.messages = _moved(cols.messages, first)
-    cols.reruns = _moved(cols.reruns, first)
-    cols.flaky_runs = _moved(cols.flaky_runs, first)
-    return cols
+        return False
+    bounds = iter(zip(starts, [*starts[1:], tags], strict=True))
+    cols.pieces = [_REAL if run is None else next(bounds) for run in runs]
+    cols.real_rows = [row for row, run in enumerate(runs) if run is None]
+    sizes = np.array([1 if start < 0 else end - start for start, end in cols.pieces])
+    cols.case_suites = np.repeat(np.array(cols.case_suites, dtype=np.int64), sizes).tolist()
+    first = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    # A scanned testcase's document row: its run's first row plus its place in the run.
+    shift = first[marker_rows] - np.array(starts)
+    scanned = np.array(list(outcomes), dtype=np.int64)
+    rows = (scanned + shift[np.searchsorted(starts, scanned, side="right") - 1]).tolist()
+    first_rows = first.tolist()
+    cols.outcomes = _moved(cols.outcomes, first_rows) | dict(
+        zip(rows, outcomes.values(), strict=True)
+    )
+    cols.messages = _moved(cols.messages, first_rows) | {
+        row: messages[index] for row, index in zip(rows, outcomes, strict=True) if index in messages
+    }
+    cols.reruns = _moved(cols.reruns, first_rows)
+    cols.flaky_runs = _moved(cols.flaky_runs, first_rows)
+    return True
 
 
 def _moved(sparse: dict[int, _V], first_rows: list[int]) -> dict[int, _V]:

@@ -217,3 +217,80 @@ def test_small_documents_use_expat_alone() -> None:
     text, encoding, _ = junit._prepare(doc("<testsuite>" + cases(5) + "</testsuite>"), None)
     assert collect_fast(text, encoding) is None
     assert collect_fast(text, encoding, min_cases=5) is not None
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        '<failure message="boom">trace</failure>',
+        '<failure message="">  text only\n\tkept  </failure>',
+        "<failure>\n</failure>",
+        '<error message="e" type="E"/>',
+        "<skipped/>",
+        ' <skipped type="pytest.skip" message="no gpu">skip</skipped>\n',
+        "<skip/>",
+        "<ignored message='i'></ignored >",
+        "<disabled/>",
+        '<failure message="' + "m" * 600 + '"/>',
+        "<failure>" + "t" * 600 + "</failure>",
+        # Left to expat: a reference, a carriage return, a second child, another child.
+        '<failure message="a &amp; b"/>',
+        "<failure>a &lt; b</failure>",
+        "<failure>line\r\nbreak</failure>",
+        '<failure message="x"/><error message="y"/>',
+        "<system-out>out</system-out>",
+        '<flakyFailure message="x"/>',
+    ],
+)
+def test_testcases_with_one_outcome_child_are_scanned_the_same(case: str) -> None:
+    body = (
+        f'<testsuite>{cases(4)}<testcase classname="m.C" name="c" time="1">{case}</testcase>'
+        f"{cases(3)}</testsuite>"
+    )
+    assert check(doc(body)) is not None
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        '<failure message="a" message="b"/>',
+        "<failure>a ]]> b</failure>",
+        "<failure>a</error>",
+    ],
+)
+def test_malformed_outcome_children_fail_as_expat_says(case: str) -> None:
+    body = f'<testsuite>{cases(4)}<testcase classname="m.C" name="c">{case}</testcase></testsuite>'
+    data = doc(body)
+    with pytest.raises(ReportParseError):
+        junit.parse_junit(data, filename="r.xml", fast=False)
+    check(data)
+
+
+@pytest.mark.parametrize(
+    "name", ["t[a]", "t[a-b]", "t[a]b", "[a]", "t[]", "t[a[b]]", "t[a]b]", "t[", "", "t]"]
+)
+@pytest.mark.parametrize("suite", ["pytest", "other"])
+def test_scanned_names_split_into_function_and_params_as_split_params(
+    name: str, suite: str
+) -> None:
+    body = (
+        f'<testsuite name="{suite}">{cases(3)}<testcase classname="m.C" name="{name}" '
+        f'time="0.5"/><testcase classname="m.C" name="{name}&amp;" time="0.5"/></testsuite>'
+    )
+    report = check(doc(body))
+    assert report is not None
+
+
+def test_layouts_without_a_name_and_repeated_or_missing_times() -> None:
+    body = (
+        "<testsuite>"
+        + cases(4, 'classname="m.C" time="0.1"')
+        + cases(3, 'classname="m.C" name="a{i}"')
+        + cases(3, 'classname="m.C" name="b{i}" time="0.1"')
+        + "</testsuite>"
+    )
+    report = check(doc(body))
+    assert report is not None
+    # The four nameless testcases are one test run four times.
+    assert len(report.results) == 7
+    assert report.results["duration_s"].isna().sum() == 3
