@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 INK = "#1f2933"
@@ -23,21 +24,41 @@ OUTCOME_COLOURS = {
 PLOT_CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True}
 
 
-def styled(fig: go.Figure, *, title: str | None = None, height: int = 360) -> go.Figure:
-    """Apply the house layout to a figure and return it."""
-    fig.update_layout(
-        title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 15}} if title else None,
+def _house_template() -> go.layout.Template:
+    """plotly_white with the house fonts, colours, margins and axes, built once."""
+    template = go.layout.Template(pio.templates["plotly_white"])
+    template.layout.update(
+        title={"x": 0, "xanchor": "left", "font": {"size": 15}},
         font={"family": FONT, "color": INK, "size": 12},
-        height=height,
-        margin={"l": 60, "r": 20, "t": 40 if title else 16, "b": 50},
+        margin={"l": 60, "r": 20, "t": 40, "b": 50},
         paper_bgcolor="white",
         plot_bgcolor="white",
         colorway=list(PALETTE),
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 1, "xanchor": "right"},
         hoverlabel={"font": {"family": FONT}},
+        # A template's xaxis/yaxis apply to every axis of a figure (xaxis2... too).
+        xaxis={"gridcolor": GRID, "zerolinecolor": GRID, "automargin": True},
+        yaxis={"gridcolor": GRID, "zerolinecolor": GRID, "automargin": True},
     )
-    fig.update_xaxes(gridcolor=GRID, zerolinecolor=GRID, automargin=True)
-    fig.update_yaxes(gridcolor=GRID, zerolinecolor=GRID, automargin=True)
+    return template
+
+
+# The house look is plotly's default template in this process: setting it property by property
+# cost ~10 ms a figure (plotly validates every update), and so does assigning a template to
+# each figure; a default template costs a new figure ~0.5 ms.
+HOUSE_TEMPLATE = _house_template()
+pio.templates["laptime"] = HOUSE_TEMPLATE
+pio.templates.default = "laptime"
+
+
+def styled(fig: go.Figure, *, title: str | None = None, height: int = 360) -> go.Figure:
+    """Size and title a figure (the house look is the default template) and return it."""
+    layout = fig.layout
+    layout.height = height
+    if title:
+        layout.title.text = title
+    else:
+        layout.margin.t = 16
     return fig
 
 
