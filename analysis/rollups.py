@@ -171,17 +171,30 @@ def dimension_keys(facts: pd.DataFrame, name: str) -> DimensionKeys:
 
 
 class _Keyer:
-    """Dimension keys of one facts frame; the test, function and distinct-test counts all
-    share one factorization of its nodeids (the costliest column to hash)."""
+    """Dimension keys of one facts frame. Tests are factorized once (by the integer `test_id`
+    when the frame has one, else by nodeid); attributes of a test (its file, its function)
+    are then keyed once per test rather than once per row."""
+
+    # Dimensions whose value is fixed by the test (facts columns of the test dictionary).
+    _TEST_ATTRIBUTES = frozenset({"file", "classname"})
 
     def __init__(self, facts: pd.DataFrame) -> None:
         self.facts = facts
-        self._tests: tuple[np.ndarray, np.ndarray] | None = None
+        self._tests: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def tests(self) -> tuple[np.ndarray, np.ndarray]:
-        """(code per row, nodeid per code) of the facts' tests."""
+    def tests(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(code per row, nodeid per code, first row of each code) of the facts' tests."""
         if self._tests is None:
-            self._tests = _factorize(self.facts["nodeid"], UNKNOWN_FILE)
+            facts = self.facts
+            if "test_id" in facts:
+                ids = np.asarray(pd.factorize(facts["test_id"])[0], dtype=np.int64)
+                first = np.unique(ids, return_index=True)[1]
+                names = pd.Series(facts["nodeid"].to_numpy(dtype=object)[first], dtype=object)
+                codes, labels = _factorize(names, UNKNOWN_FILE)
+                self._tests = codes[ids], labels, first
+            else:
+                codes, labels = _factorize(facts["nodeid"], UNKNOWN_FILE)
+                self._tests = codes, labels, np.unique(codes, return_index=True)[1]
         return self._tests
 
     def keys(self, name: str) -> DimensionKeys:
@@ -192,13 +205,18 @@ class _Keyer:
         if name == "marker":
             return _marker_keys(facts["markers"])
         if name == "test":
-            return DimensionKeys(rows, *self.tests())
+            codes, labels, _first = self.tests()
+            return DimensionKeys(rows, codes, labels)
         if name == "function":
-            codes, uniques = self.tests()
-            first = np.unique(codes, return_index=True)[1]
+            codes, uniques, first = self.tests()
             params_of = facts["params"].astype(object).to_numpy()[first]
             stripped = list(map(_strip_params, uniques.tolist(), params_of.tolist()))
             return DimensionKeys(rows, *_recode(codes, stripped))
+        if name in self._TEST_ATTRIBUTES:
+            codes, _labels, first = self.tests()
+            per_test = pd.Series(facts[name].to_numpy(dtype=object)[first], dtype=object)
+            test_codes, labels = _factorize(per_test, UNKNOWN_FILE)
+            return DimensionKeys(rows, test_codes[codes], labels)
         if name.startswith(LABEL_PREFIX):
             codes, uniques = _factorize(facts["labels_key"], "")
             values = label_values(pd.Series(uniques, dtype=object), name[len(LABEL_PREFIX) :])

@@ -227,18 +227,6 @@ class FactPart:
         return f" AND {column} {'<' if self.settled else '>='} :part_boundary"
 
 
-def load_facts(
-    conn: Connection, project_id: int, filters: Filters, *, split_by: tuple[str, ...] = ()
-) -> pd.DataFrame:
-    """Facts per test from the rollup table, also split by job/labels when asked.
-
-    Windows longer than two weeks are bucketed by week rather than day: the frame stays small
-    and percentiles are then over per-(test, week) means.
-    """
-    sums = load_fact_sums(conn, project_id, filters, split_by=split_by)
-    return facts_from_sums(conn, project_id, filters, sums, split_by=split_by)
-
-
 def load_fact_sums(
     conn: Connection,
     project_id: int,
@@ -247,7 +235,11 @@ def load_fact_sums(
     split_by: tuple[str, ...] = (),
     part: FactPart | None = None,
 ) -> pd.DataFrame:
-    """The rollup sums behind load_facts, per test id (and bucket, and split columns)."""
+    """Rollup sums per test id and bucket (and split columns); facts_from_sums adds the tests.
+
+    Windows longer than two weeks are bucketed by week rather than day: the frame stays small
+    and percentiles are then over per-(test, week) means.
+    """
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
     cell_filters = bool(filters.jobs or filters.branches or filters.labels)
     if _long_window(filters) and not extra and not cell_filters:
@@ -291,7 +283,8 @@ def facts_from_sums(
     *,
     split_by: tuple[str, ...] = (),
 ) -> pd.DataFrame:
-    """Facts from load_fact_sums rows: the test dictionary's attributes joined on."""
+    """Facts from load_fact_sums rows: the test dictionary's attributes joined on, and the
+    test's id (`test_id`) besides FACT_COLUMNS."""
     tests = _tests(conn, project_id, filters, param_values=False)
     facts = sums.join(tests, on="test_id", how="inner")
     for col in ("job", "machine", "branch", "labels_key"):
@@ -300,7 +293,8 @@ def facts_from_sums(
     if "labels_key" in split_by:
         facts["labels_key"] = facts["labels_key"].fillna("")
     facts["day"] = pd.to_datetime(facts["day"])
-    return facts[list(FACT_COLUMNS)].reset_index(drop=True)
+    # test_id rides along: rollups group on it rather than hashing every nodeid.
+    return facts[[*FACT_COLUMNS, "test_id"]].reset_index(drop=True)
 
 
 def load_file_facts(
@@ -314,7 +308,7 @@ def load_file_facts(
     """Daily facts per file (the small rollup table), shaped like facts with nodeid = file.
 
     Adds `tests`: the most tests of the file that one run executed. Test-level filters
-    (markers, file globs) need load_facts.
+    (markers, file globs) need the per-test facts (load_fact_sums).
     """
     weekly = _long_window(filters)
     where, params = _cell_where(_weekly(filters) if weekly else filters, "c", day_alias="r")
