@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar, cast
@@ -23,7 +23,9 @@ from app.db.queries import (
     facts_from_sums,
     load_fact_sums,
     load_file_facts,
+    load_run_results,
     load_runs,
+    run_days,
 )
 
 # Which rollup-table columns a dimension needs kept apart.
@@ -58,7 +60,7 @@ class SharedFrames:
     unreachable rather than stale; they age out.
     """
 
-    def __init__(self, max_entries: int = 64, max_bytes: int = 256 * 1024 * 1024) -> None:
+    def __init__(self, max_entries: int = 256, max_bytes: int = 256 * 1024 * 1024) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self._frames: OrderedDict[tuple[object, ...], tuple[Any, int]] = OrderedDict()
@@ -83,6 +85,22 @@ class SharedFrames:
                 _, (_, dropped) = self._frames.popitem(last=False)
                 self._bytes -= dropped
         return value
+
+    def get_many(
+        self,
+        keys: Sequence[tuple[object, ...]],
+        load_missing: Callable[[list[tuple[object, ...]]], dict[tuple[object, ...], T]],
+    ) -> list[T]:
+        """The values under `keys`, those absent loaded by one `load_missing` call."""
+        with self._lock:
+            found = {key: self._frames[key][0] for key in keys if key in self._frames}
+            for key in found:
+                self._frames.move_to_end(key)
+        missing = [key for key in keys if key not in found]
+        if missing:
+            for key, value in load_missing(missing).items():
+                found[key] = self.get(key, lambda value=value: value)  # type: ignore[misc]
+        return [cast(T, found[key]) for key in keys]
 
     def clear(self) -> None:
         """Forget every frame."""
@@ -110,6 +128,32 @@ def data_version(conn: Connection, project_id: int) -> tuple[int, int, int]:
         {"p": project_id},
     ).one()
     return project_id, int(count), int(last)
+
+
+def run_results(
+    conn: Connection,
+    project_id: int,
+    run_ids: Sequence[int],
+    shared: SharedFrames = SHARED_FRAMES,
+) -> pd.DataFrame:
+    """The results of runs (load_run_results rows), kept per run: a stored run never changes,
+    so after an upload only the new run is read, whatever the data version."""
+
+    def load(keys: list[tuple[object, ...]]) -> dict[tuple[object, ...], pd.DataFrame]:
+        ids = [int(cast(int, key[2])) for key in keys]
+        frame = load_run_results(conn, project_id, run_days(conn, project_id, ids))
+        parts = dict(tuple(frame.groupby("run_id", sort=False)))
+        empty = frame.iloc[:0]
+        return {
+            key: parts.get(run_id, empty).reset_index(drop=True)
+            for key, run_id in zip(keys, ids, strict=True)
+        }
+
+    frames = shared.get_many([("run-results", project_id, run_id) for run_id in run_ids], load)
+    kept = [frame for frame in frames if len(frame)]
+    if not kept:
+        return frames[0] if frames else load_run_results(conn, project_id, [])
+    return pd.concat(kept, ignore_index=True)
 
 
 class FrameCache:

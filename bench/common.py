@@ -43,7 +43,8 @@ def best_of(rounds: int, fn: Callable[[], object]) -> tuple[float, list[float]]:
 
 def store_small_run(dsn: str, project_id: int, tests: int = 50) -> None:
     """Store one run of `tests` of the project's known tests through the real store, dated
-    now: what an upload does to the data (a new data version) without the HTTP round."""
+    now, as a job of a random earlier run (its labels too): what an upload does to the data
+    (a new data version, a new latest run of that job) without the HTTP round."""
     from datetime import UTC, datetime
 
     import psycopg
@@ -57,6 +58,10 @@ def store_small_run(dsn: str, project_id: int, tests: int = 50) -> None:
             "SELECT nodeid, file, function FROM test_case WHERE project_id = %s LIMIT %s",
             (project_id, tests),
         ).fetchall()
+        job, labels = conn.execute(
+            "SELECT job, labels FROM run WHERE project_id = %s ORDER BY random() LIMIT 1",
+            (project_id,),
+        ).fetchone()  # type: ignore[misc]
         upload_id = conn.execute(
             "INSERT INTO upload (project_id, content_hash) VALUES (%s, %s) RETURNING id",
             (project_id, f"bench-{time.time_ns()}".encode()),
@@ -77,7 +82,7 @@ def store_small_run(dsn: str, project_id: int, tests: int = 50) -> None:
             conn,
             project_id=project_id,
             upload_id=upload_id,
-            meta=RunMetadata(job="bench-upload", started_at=datetime.now(UTC)),
+            meta=RunMetadata(job=job, labels=labels or {}, started_at=datetime.now(UTC)),
             merged=merge_reports([report]),
         )
         conn.commit()

@@ -401,30 +401,39 @@ def load_results(
     filters: Filters,
     *,
     max_runs_per_job: int | None = None,
-    run_ids: Sequence[int] | None = None,
 ) -> pd.DataFrame:
-    """Raw results joined with test attributes, for the engines that need every run.
+    """Raw results joined with test attributes, for the engines that need every run: the
+    window's runs, the latest `max_runs_per_job` of each job and label set when given."""
+    where, params = _cell_where(filters, "r")
+    params["project"] = project_id
+    ranked = (
+        "SELECT id, day, row_number() OVER (PARTITION BY job, labels_key ORDER BY "
+        f"started_at DESC NULLS LAST) AS n FROM run r WHERE {where}"
+    )
+    keep = "" if max_runs_per_job is None else "WHERE n <= :max_runs"
+    params["max_runs"] = max_runs_per_job
+    picked = conn.execute(text(f"SELECT id, day FROM ({ranked}) ranked {keep}"), params).all()
+    runs = [(int(run_id), day) for run_id, day in picked]
+    return with_tests(conn, project_id, filters, load_run_results(conn, project_id, runs))
 
-    `run_ids` reads exactly those runs (the window filters still narrow the tests); otherwise
-    the window's runs, the latest `max_runs_per_job` of each job and label set when given.
+
+def run_days(conn: Connection, project_id: int, run_ids: Sequence[int]) -> list[tuple[int, date]]:
+    """(run id, day) of the project's runs among `run_ids`."""
+    rows = conn.execute(
+        text("SELECT id, day FROM run WHERE project_id = :project AND id = ANY(:ids)"),
+        {"project": project_id, "ids": list(run_ids)},
+    ).all()
+    return [(int(run_id), day) for run_id, day in rows]
+
+
+def load_run_results(
+    conn: Connection, project_id: int, runs: Sequence[tuple[int, date]]
+) -> pd.DataFrame:
+    """The results of (run id, day) runs, per test id, without test attributes.
+
     Without the per-result texts (`worker`, `message` are None): no engine reads them, and
     the numeric columns alone travel as binary arrays, several times faster than text.
     """
-    if run_ids is not None:
-        picked = conn.execute(
-            text("SELECT id, day FROM run WHERE project_id = :project AND id = ANY(:ids)"),
-            {"project": project_id, "ids": list(run_ids)},
-        ).all()
-    else:
-        where, params = _cell_where(filters, "r")
-        params["project"] = project_id
-        ranked = (
-            "SELECT id, day, row_number() OVER (PARTITION BY job, labels_key ORDER BY "
-            f"started_at DESC NULLS LAST) AS n FROM run r WHERE {where}"
-        )
-        keep = "" if max_runs_per_job is None else "WHERE n <= :max_runs"
-        params["max_runs"] = max_runs_per_job
-        picked = conn.execute(text(f"SELECT id, day FROM ({ranked}) ranked {keep}"), params).all()
     # The runs' days as constants let Postgres prune the day partitions of other runs.
     frame = copy_numeric_frame(
         conn,
@@ -439,8 +448,8 @@ def load_results(
             """,
         {
             "project": project_id,
-            "days": sorted({day for _id, day in picked}),
-            "runs": [run_id for run_id, _day in picked],
+            "days": sorted({day for _id, day in runs}),
+            "runs": [run_id for run_id, _day in runs],
         },
         _RESULT_SPEC,
     )
@@ -448,10 +457,18 @@ def load_results(
     frame.insert(2, "outcome", outcomes[frame.pop("outcome_code").to_numpy()])
     frame["worker"] = None
     frame["message"] = None
+    return frame
+
+
+def with_tests(
+    conn: Connection, project_id: int, filters: Filters, results: pd.DataFrame
+) -> pd.DataFrame:
+    """load_run_results rows joined with their tests' attributes, narrowed by the
+    test-level filters: the results frame the engines read."""
     tests = _tests(conn, project_id, filters)
     # Per test, not per result: a test's rows share its one markers list.
     tests["markers"] = tests["markers"].map(lambda m: list(m) if m is not None else None)
-    joined = frame.join(tests, on="test_id", how="inner")
+    joined = results.join(tests, on="test_id", how="inner")
     joined["suite"] = None
     return joined.reset_index(drop=True)
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from unittest.mock import patch
 
+import pandas as pd
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from analysis.filters import Filters
 from analysis.split_plan import SplitOptions
 from app.db.projects import get_project
+from app.db.queries import load_run_results, load_runs, run_days
+from app.project_reads import SharedFrames, run_results
 from app.recommend import RecommendationError, load_history, split_recommendation
 from ingest.merge import merge_reports
 from tests.conftest import Database, ProjectFixture
@@ -73,3 +79,53 @@ def test_one_cell_history_of_a_named_or_unknown_cell(
         assert named.results["duration_s"].tolist() == [1.0] * 6
         with pytest.raises(RecommendationError, match=r"no cell 'python=3\.9'"):
             load_history(conn, project, Filters(), one_cell=True, cell="python=3.9")
+
+
+def test_run_results_are_kept_per_run_and_read_once(
+    database: Database, engine: Engine, matrix: ProjectFixture
+) -> None:
+    shared = SharedFrames()
+    reads: list[list[int]] = []
+
+    def counting(conn: Connection, project_id: int, runs: Sequence[tuple[int, date]]) -> Any:
+        reads.append(sorted(run_id for run_id, _day in runs))
+        return load_run_results(conn, project_id, runs)
+
+    with engine.connect() as conn:
+        first_ids = [int(i) for i in load_runs(conn, matrix.id, Filters())["run_id"]]
+    with engine.connect() as conn, patch("app.project_reads.load_run_results", counting):
+        first = run_results(conn, matrix.id, first_ids, shared)
+        again = run_results(conn, matrix.id, first_ids, shared)
+    assert len(first) == len(again) == 2 * 3 * len(CELLS)
+    assert reads == [sorted(first_ids)]
+    newer = _store(
+        database,
+        matrix,
+        merge_reports(
+            [
+                _report(
+                    nodeid=["tests/test_m.py::test_0"],
+                    file=["tests/test_m.py"],
+                    function=["test_0"],
+                    outcome=["failed"],
+                    duration_s=[9.0],
+                )
+            ]
+        ),
+        job="py3.12",
+        labels={"python": "3.12"},
+    )
+    with engine.connect() as conn, patch("app.project_reads.load_run_results", counting):
+        latest = run_results(conn, matrix.id, [*first_ids, newer], shared)
+    # Only the new run was read; its row is there with its own values.
+    assert reads[-1] == [newer]
+    row = latest[latest["run_id"] == newer]
+    assert row["outcome"].tolist() == ["failed"]
+    assert row["duration_s"].tolist() == [9.0]
+    with engine.connect() as conn:
+        direct = load_run_results(conn, matrix.id, run_days(conn, matrix.id, [*first_ids, newer]))
+    key = ["run_id", "test_id"]
+    pd.testing.assert_frame_equal(
+        latest.sort_values(key).reset_index(drop=True),
+        direct.sort_values(key).reset_index(drop=True),
+    )
