@@ -338,10 +338,8 @@ def rollup(
     else:
         rows["parent"] = None
         rows["parent_share"] = np.nan
-    rows = rows.sort_values(["key"]).sort_values(sort, ascending=not descending, kind="stable")
     keys_total = len(rows)
-    if limit is not None:
-        rows = rows.head(limit)
+    rows = _ordered(rows, sort, descending=descending, limit=limit)
     return Rollup(
         by=by,
         within=parent_dim,
@@ -350,6 +348,23 @@ def rollup(
         keys_total=keys_total,
         completeness=data_completeness(facts, runs),
     )
+
+
+def _ordered(rows: pd.DataFrame, sort: str, *, descending: bool, limit: int | None) -> pd.DataFrame:
+    """Rows by `sort` (ties by key, missing values last), the first `limit` of them.
+
+    Sorting thousands of string keys is a good part of a rollup: with a limit, the rows that
+    can make the cut (ties at the cut included) are picked numerically and only they sorted.
+    """
+    if limit is not None and limit < len(rows) and sort not in ("key", "parent"):
+        values = rows[sort].to_numpy(dtype=float, na_value=np.nan)
+        signed = -values if descending else values
+        known = ~np.isnan(signed)
+        if int(known.sum()) > limit:
+            cut = np.partition(signed[known], limit - 1)[limit - 1]
+            rows = rows.iloc[np.flatnonzero(known & (signed <= cut))]
+    ordered = rows.sort_values(["key"]).sort_values(sort, ascending=not descending, kind="stable")
+    return ordered if limit is None else ordered.head(limit)
 
 
 def _group_rows(
@@ -449,27 +464,35 @@ def weighted_nearest_rank(
 def _attach_parents(
     facts: pd.DataFrame, rows: pd.DataFrame, child: DimensionKeys, parent: DimensionKeys
 ) -> pd.DataFrame:
-    total = facts["total_s"].to_numpy(dtype=float)
-    parent_totals = np.bincount(
-        parent.codes, weights=total[parent.rows], minlength=len(parent.labels)
+    total = np.nan_to_num(facts["total_s"].to_numpy(dtype=float))
+    n_parents = len(parent.labels)
+    parent_totals = np.bincount(parent.codes, weights=total[parent.rows], minlength=n_parents)
+    if np.array_equal(child.rows, parent.rows):
+        keys, parents, positions = child.codes, parent.codes, child.rows
+    else:  # markers: a facts row can sit under several keys
+        pairs = pd.DataFrame({"pos": child.rows, "key": child.codes}).merge(
+            pd.DataFrame({"pos": parent.rows, "parent": parent.codes}), on="pos"
+        )
+        keys, parents = pairs["key"].to_numpy(), pairs["parent"].to_numpy()
+        positions = pairs["pos"].to_numpy()
+    pair, inverse = np.unique(
+        keys.astype(np.int64) * n_parents + parents.astype(np.int64), return_inverse=True
     )
-    pairs = pd.DataFrame({"pos": child.rows, "key": child.codes}).merge(
-        pd.DataFrame({"pos": parent.rows, "parent": parent.codes}), on="pos"
-    )
-    pairs["total_s"] = total[pairs["pos"].to_numpy()]
-    pair_totals = pairs.groupby(["key", "parent"])["total_s"].sum().reset_index()
-    pair_totals["parent_name"] = parent.labels[pair_totals["parent"].to_numpy()]
+    pair_total = np.bincount(inverse, weights=total[positions], minlength=len(pair))
+    pair_key, pair_parent = pair // n_parents, pair % n_parents
+    name_rank = np.empty(n_parents, dtype=np.int64)
+    name_rank[np.argsort(parent.labels, kind="stable")] = np.arange(n_parents)
     # The parent where the key spends most time; ties go to the first parent by name.
-    pair_totals = pair_totals.sort_values(["key", "parent_name"]).sort_values(
-        "total_s", ascending=False, kind="stable"
-    )
-    main = pair_totals.drop_duplicates("key")
-    parent_total = parent_totals[main["parent"].to_numpy()]
+    order = np.lexsort((name_rank[pair_parent], -pair_total, pair_key))
+    ordered_keys = pair_key[order]
+    main = order[np.flatnonzero(np.diff(ordered_keys, prepend=-1) != 0)]
+    main_parent = pair_parent[main]
+    parent_total = parent_totals[main_parent]
     with np.errstate(invalid="ignore", divide="ignore"):
-        share = np.where(parent_total > 0, main["total_s"].to_numpy() / parent_total, np.nan)
+        share = np.where(parent_total > 0, pair_total[main] / parent_total, np.nan)
     by_name = pd.DataFrame(
-        {"parent": main["parent_name"].to_numpy(), "parent_share": share},
-        index=child.labels[main["key"].to_numpy()],
+        {"parent": parent.labels[main_parent], "parent_share": share},
+        index=child.labels[pair_key[main]],
     )
     rows["parent"] = rows["key"].map(by_name["parent"])
     rows["parent_share"] = rows["key"].map(by_name["parent_share"]).astype(float)

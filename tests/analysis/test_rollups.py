@@ -215,6 +215,45 @@ def test_file_in_two_jobs_takes_the_job_where_it_spends_most():
     assert rows["y.py"]["parent_share"] == pytest.approx(0.9)
 
 
+def test_a_parent_tie_goes_to_the_first_parent_by_name():
+    runs = make_runs(["zeta", "alpha", "mid"])
+    facts = facts_of(
+        [
+            {"nodeid": "x.py::t", "duration_s": 5.0, "run_id": 1},
+            {"nodeid": "x.py::t", "duration_s": 5.0, "run_id": 2},
+            {"nodeid": "x.py::t", "duration_s": 2.0, "run_id": 3},
+            {"nodeid": "w.py::t", "duration_s": 3.0, "run_id": 2},
+        ],
+        runs,
+    )
+    rows = by_key(rollup(facts, "file").rows)
+    assert rows["x.py"]["parent"] == "alpha"
+    assert rows["x.py"]["parent_share"] == pytest.approx(5.0 / 8.0)
+    markers = by_key(rollup(facts, "marker", within="job").rows)
+    assert markers["(unmarked)"]["parent"] == "alpha"
+
+
+@pytest.mark.parametrize("sort", ["total_s", "p95_s", "failures", "key"])
+@pytest.mark.parametrize("descending", [True, False])
+def test_a_limited_rollup_is_the_head_of_the_full_one(sort: str, descending: bool) -> None:
+    rng = np.random.default_rng(7)
+    rows = [
+        {
+            "nodeid": f"f{i % 5}.py::t{i}",
+            # Few distinct values: ties at the cut, which the key must break.
+            "duration_s": float(rng.integers(1, 4)) if i % 9 else None,
+            "outcome": "failed" if i % 4 == 0 else "passed",
+        }
+        for i in range(60)
+    ]
+    facts = facts_of(rows)
+    full = rollup(facts, "test", sort=sort, descending=descending)
+    for limit in (1, 7, 20, 59, 60, 80):
+        head = rollup(facts, "test", sort=sort, descending=descending, limit=limit)
+        assert head.keys_total == full.keys_total == 60
+        pd.testing.assert_frame_equal(head.rows, full.rows.head(limit))
+
+
 def test_label_dimension_and_explicit_within():
     runs = make_runs(
         ["j1", "j2", "j3"],
