@@ -25,7 +25,9 @@ from app.db.queries import (
     load_file_facts,
     load_run_results,
     load_runs,
+    load_test_dictionary,
     run_days,
+    tests_version,
 )
 
 # Which rollup-table columns a dimension needs kept apart.
@@ -128,6 +130,22 @@ def data_version(conn: Connection, project_id: int) -> tuple[int, int, int]:
         {"p": project_id},
     ).one()
     return project_id, int(count), int(last)
+
+
+def kept_test_dictionary(
+    conn: Connection,
+    project_id: int,
+    *,
+    param_values: bool = False,
+    shared: SharedFrames = SHARED_FRAMES,
+) -> pd.DataFrame:
+    """load_test_dictionary, kept until a test case of the project is added or changed
+    (uploads of known tests leave it as it is). Callers must not change the frame."""
+    version = tests_version(conn, project_id)
+    return shared.get(
+        ("tests", version, param_values),
+        lambda: load_test_dictionary(conn, project_id, param_values=param_values),
+    )
 
 
 def run_results(
@@ -270,6 +288,7 @@ def _compute_rollup(
                 lambda part: load_fact_sums(conn, project_id, filters, split_by=split, part=part),
             ),
             split_by=split,
+            tests=kept_test_dictionary(conn, project_id),
         ),
     )
     return rollup(

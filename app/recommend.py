@@ -28,7 +28,7 @@ from analysis.shards import assign_shards
 from analysis.split_plan import SplitOptions, plan_splits
 from app.db.projects import Project
 from app.db.queries import load_results, load_runs, with_tests
-from app.project_reads import run_results
+from app.project_reads import kept_test_dictionary, run_results
 
 # Recommendations look at the latest runs of each job; older history only slows them down.
 RUNS_PER_JOB = 10
@@ -74,7 +74,13 @@ def load_history(
             raise _unknown_cell(chosen, list(cells))
         latest = latest[keys == chosen]
         run_ids = latest["run_id"].tolist()
-        results = with_tests(conn, project.id, filters, run_results(conn, project.id, run_ids))
+        results = with_tests(
+            conn,
+            project.id,
+            filters,
+            run_results(conn, project.id, run_ids),
+            tests=kept_test_dictionary(conn, project.id, param_values=True),
+        )
     else:
         results = load_results(conn, project.id, filters, max_runs_per_job=runs_per_job)
     runs = runs[runs["run_id"].isin(results["run_id"].unique())]

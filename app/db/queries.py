@@ -151,11 +151,24 @@ def _marker_tuple(joined: str) -> tuple[str, ...]:
     return tuple(sorted(names.split("\x1f"))) if names else ()
 
 
-def _tests(
-    conn: Connection, project_id: int, filters: Filters, *, param_values: bool = True
-) -> pd.DataFrame:
-    """The test dictionary narrowed by the test-level filters (markers, file globs)."""
-    tests = load_test_dictionary(conn, project_id, param_values=param_values)
+def tests_version(conn: Connection, project_id: int) -> tuple[int, int, int]:
+    """Changes whenever a test case of the project is added, changed or removed.
+
+    Every row version carries the id of the transaction that wrote it (`xmin`): an insert or an
+    update changes their sum, a delete the count. About 4 ms for 10k tests, a tenth of a read.
+    """
+    count, written = conn.execute(
+        text(
+            "SELECT count(*), coalesce(sum(xmin::text::bigint), 0) FROM test_case "
+            "WHERE project_id = :p"
+        ),
+        {"p": project_id},
+    ).one()
+    return project_id, int(count), int(written)
+
+
+def narrow_tests(tests: pd.DataFrame, filters: Filters) -> pd.DataFrame:
+    """A test dictionary narrowed by the test-level filters (markers, file globs)."""
     if not filters.test_level:
         return tests
     probe = tests.copy()
@@ -282,10 +295,14 @@ def facts_from_sums(
     sums: pd.DataFrame,
     *,
     split_by: tuple[str, ...] = (),
+    tests: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Facts from load_fact_sums rows: the test dictionary's attributes joined on, and the
-    test's id (`test_id`) besides FACT_COLUMNS."""
-    tests = _tests(conn, project_id, filters, param_values=False)
+    test's id (`test_id`) besides FACT_COLUMNS. Pass `tests` (load_test_dictionary, no
+    param values needed) when already at hand."""
+    if tests is None:
+        tests = load_test_dictionary(conn, project_id, param_values=False)
+    tests = narrow_tests(tests, filters)
     facts = sums.join(tests, on="test_id", how="inner")
     for col in ("job", "machine", "branch", "labels_key"):
         if col not in facts:
@@ -461,13 +478,21 @@ def load_run_results(
 
 
 def with_tests(
-    conn: Connection, project_id: int, filters: Filters, results: pd.DataFrame
+    conn: Connection,
+    project_id: int,
+    filters: Filters,
+    results: pd.DataFrame,
+    *,
+    tests: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """load_run_results rows joined with their tests' attributes, narrowed by the
-    test-level filters: the results frame the engines read."""
-    tests = _tests(conn, project_id, filters)
+    test-level filters: the results frame the engines read. Pass `tests`
+    (load_test_dictionary with param values) when already at hand; it is not changed."""
+    if tests is None:
+        tests = load_test_dictionary(conn, project_id)
+    tests = narrow_tests(tests, filters)
     # Per test, not per result: a test's rows share its one markers list.
-    tests["markers"] = tests["markers"].map(lambda m: list(m) if m is not None else None)
+    tests = tests.assign(markers=tests["markers"].map(lambda m: list(m) if m is not None else None))
     joined = results.join(tests, on="test_id", how="inner")
     joined["suite"] = None
     return joined.reset_index(drop=True)

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine
 
 from app.db.queries import copy_numeric_frame, load_test_dictionary
-from app.project_reads import SharedFrames
+from app.project_reads import SharedFrames, project_rollup, window_filters
 from ingest.merge import merge_reports
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.server.test_rollup_api import get, junit
@@ -160,3 +160,32 @@ def test_test_dictionary_keeps_marker_sets_unknown_markers_and_param_values(
     assert tests.loc["t.py::a[1-x]", "params"] == "1-x"
     assert bare["param_values"].isna().all()
     assert bare["markers"].tolist() == tests["markers"].tolist()
+
+
+def test_a_changed_marker_reaches_the_next_rollup(
+    database: Database, engine: Engine, project: ProjectFixture
+) -> None:
+    # The test dictionary is kept across uploads of known tests; a test's new markers must
+    # still be seen at once.
+    def send(markers: list[str]) -> None:
+        report = _report(
+            nodeid=["t.py::a"],
+            file=["t.py"],
+            function=["a"],
+            markers=[markers],
+            outcome=["passed"],
+            duration_s=[1.0],
+        )
+        _store(database, project, merge_reports([report]), started_at=datetime.now(UTC))
+
+    def marker_keys() -> list[str]:
+        with engine.connect() as conn:
+            result = project_rollup(conn, project.id, window_filters(30), by="marker")
+        return sorted(result.rows["key"])
+
+    send(["slow"])
+    assert marker_keys() == ["slow"]
+    send(["slow"])
+    assert marker_keys() == ["slow"]
+    send(["gpu"])
+    assert marker_keys() == ["gpu"]
