@@ -38,6 +38,7 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "xdist_workers": ("integer", 0),
     "peak_rss_mib": ("number", 0),
     "peak_rss_source": ("string", None),
+    "test_peak_rss_method": ("string", None),
     "hostname": ("string", None),
 }
 

@@ -32,6 +32,7 @@ SESSION: dict[str, Any] = {
     "xdist_workers": 2,
     "peak_rss_mib": 812.5,
     "peak_rss_source": "cgroup",
+    "test_peak_rss_method": "hwm-reset",
     "hostname": "runner-1",
 }
 TEST: dict[str, Any] = {
