@@ -63,7 +63,8 @@ def store_small_run(dsn: str, project_id: int, tests: int = 50) -> None:
             (project_id,),
         ).fetchone()  # type: ignore[misc]
         upload_id = conn.execute(
-            "INSERT INTO upload (project_id, content_hash) VALUES (%s, %s) RETURNING id",
+            "INSERT INTO upload (project_id, content_hash, status) VALUES (%s, %s, 'done') "
+            "RETURNING id",
             (project_id, f"bench-{time.time_ns()}".encode()),
         ).fetchone()[0]  # type: ignore[index]
         report = ParsedReport(

@@ -22,11 +22,12 @@ def _report(fmt: str = "junit", **columns: Any) -> ParsedReport:
 
 def _store(database: Database, project: ProjectFixture, merged: MergedRun, **meta: Any) -> int:
     with psycopg.connect(database.dsn) as conn:
-        conn.execute(
-            "INSERT INTO upload (project_id, content_hash) VALUES (%s, %s) RETURNING id",
+        # Marked done: a worker of a live server in this process must not claim it.
+        upload_id = conn.execute(
+            "INSERT INTO upload (project_id, content_hash, status) VALUES (%s, %s, 'done') "
+            "RETURNING id",
             (project.id, str(meta).encode() + bytes(str(datetime.now()), "ascii")),
-        )
-        upload_id = conn.execute("SELECT max(id) FROM upload").fetchone()[0]  # type: ignore[index]
+        ).fetchone()[0]  # type: ignore[index]
         stored = store_run(
             conn,
             project_id=project.id,
@@ -170,8 +171,8 @@ def test_two_runs_in_one_transaction(database: Database, engine: Engine) -> None
     with psycopg.connect(database.dsn) as conn:
         for job in ("one", "two"):
             upload_id = conn.execute(
-                "INSERT INTO upload (project_id, job, content_hash) VALUES (%s, %s, 'h') "
-                "RETURNING id",
+                "INSERT INTO upload (project_id, job, content_hash, status) "
+                "VALUES (%s, %s, 'h', 'done') RETURNING id",
                 (project.id, job),
             ).fetchone()[0]  # type: ignore[index]
             store_run(
