@@ -100,6 +100,12 @@ def process_next(
         except ReportParseError as exc:
             _finish_failed(conn, upload_id, attempts, exc.code, exc.describe())
             return int(upload_id)
+        if not reports:
+            # The API never queues one, but a run of nothing would count as a job that ran.
+            _finish_failed(
+                conn, upload_id, attempts, "no-report-files", "the upload holds no report files"
+            )
+            return int(upload_id)
         merged = merge_reports(reports)
         meta = metadata_from_json(metadata, job or "default")
         stored = store_run(

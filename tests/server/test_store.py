@@ -13,6 +13,7 @@ from sqlalchemy import Engine, text
 from ingest.merge import MergedRun, merge_reports
 from ingest.model import ParsedReport, results_frame
 from ingest.store import RunMetadata, compute_test_ids, store_run
+from ingest.worker import WorkerConfig, process_next
 from tests.conftest import Database, ProjectFixture
 
 
@@ -189,3 +190,28 @@ def test_two_runs_in_one_transaction(database: Database, engine: Engine) -> None
             {"p": project.id},
         ).one()
     assert total == (4, 6.0)
+
+
+def test_an_upload_without_files_fails_instead_of_storing_an_empty_run(
+    database: Database, project: ProjectFixture
+) -> None:
+    with psycopg.connect(database.dsn) as conn:
+        upload_id = conn.execute(
+            "INSERT INTO upload (project_id, content_hash) VALUES (%s, 'empty') RETURNING id",
+            (project.id,),
+        ).fetchone()[0]  # type: ignore[index]
+        conn.commit()
+    with (
+        psycopg.connect(database.dsn) as conn,
+        psycopg.connect(database.dsn, autocommit=True) as side,
+    ):
+        # Claims the oldest queued upload: drain until ours is done.
+        while process_next(conn, side, WorkerConfig()) not in (upload_id, None):
+            pass
+        conn.commit()
+        status, code, runs = conn.execute(
+            "SELECT status, error_code, (SELECT count(*) FROM run WHERE upload_id = u.id) "
+            "FROM upload u WHERE id = %s",
+            (upload_id,),
+        ).fetchone()  # type: ignore[misc]
+    assert (status, code, runs) == ("failed", "no-report-files", 0)
