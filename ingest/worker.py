@@ -32,6 +32,13 @@ CHANNEL = "laptime_uploads"
 FAULT_HANG_ENV = "LAPTIME_FAULT_HANG_BEFORE_COMMIT"
 
 
+# Codes an upload can fail with besides its files' parse errors (docs/errors.md lists both).
+WORKER_ERROR_CODES: dict[str, str] = {
+    "ingest-gave-up": "workers claimed it max_attempts times without finishing",
+    "no-report-files": "the upload holds no report file",
+}
+
+
 @dataclass(frozen=True)
 class WorkerConfig:
     """How a worker behaves; built from Settings by the entry point."""

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from ingest.parsers.errors import ERROR_CODES
+from ingest.worker import WORKER_ERROR_CODES
 
 REPO = Path(__file__).resolve().parents[2]
 PARSERS_DIR = REPO / "ingest" / "parsers"
@@ -50,8 +51,21 @@ def test_every_raised_code_is_registered() -> None:
 def test_every_registered_code_is_documented() -> None:
     doc = (REPO / "docs" / "errors.md").read_text()
     documented = set(re.findall(r"^\| `([a-z0-9-]+)` \|", doc, flags=re.MULTILINE))
-    assert set(ERROR_CODES) - documented == set()
-    assert documented - set(ERROR_CODES) == set()
+    registered = set(ERROR_CODES) | set(WORKER_ERROR_CODES)
+    assert registered - documented == set()
+    assert documented - registered == set()
+
+
+def test_the_worker_fails_uploads_with_registered_codes_only() -> None:
+    path = REPO / "ingest" / "worker.py"
+    used = {
+        node.args[3].value
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and getattr(node.func, "id", "") == "_finish_failed"
+        and isinstance(node.args[3], ast.Constant)
+    }
+    assert used == set(WORKER_ERROR_CODES)
 
 
 def test_codes_are_kebab_case_with_one_line_descriptions() -> None:
