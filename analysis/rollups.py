@@ -175,7 +175,7 @@ class _Keyer:
     when the frame has one, else by nodeid); attributes of a test (its file, its function)
     are then keyed once per test rather than once per row."""
 
-    # Dimensions whose value is fixed by the test (facts columns of the test dictionary).
+    # Other dimensions whose value is fixed by the test (facts columns of the test dictionary).
     _TEST_ATTRIBUTES = frozenset({"file", "classname"})
 
     def __init__(self, facts: pd.DataFrame) -> None:
@@ -203,7 +203,10 @@ class _Keyer:
         facts = self.facts
         rows = np.arange(len(facts))
         if name == "marker":
-            return _marker_keys(facts["markers"])
+            # Marker sets are attributes of a test: hash each test's tuple once, not each row's.
+            codes, _labels, first = self.tests()
+            set_codes, sets = marker_sets(facts["markers"].iloc[first])
+            return _marker_keys(set_codes[codes], sets)
         if name == "test":
             codes, labels, _first = self.tests()
             return DimensionKeys(rows, codes, labels)
@@ -259,8 +262,8 @@ def _strip_params(nodeid: str, params: object) -> str:
     return nodeid
 
 
-def _marker_keys(markers: pd.Series) -> DimensionKeys:
-    set_codes, sets = marker_sets(markers)
+def _marker_keys(set_codes: np.ndarray, sets: list[tuple[str, ...] | None]) -> DimensionKeys:
+    """Keys of rows whose marker sets are `sets[set_codes]` (-1: markers unknown)."""
     names = sorted({m for s in sets if s for m in s})
     vocabulary = [*names, UNMARKED, UNKNOWN_MARKERS]
     index = {m: i for i, m in enumerate(vocabulary)}
