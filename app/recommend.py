@@ -6,7 +6,7 @@ The REST API and the dashboard both call these functions and return/render their
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -25,7 +25,7 @@ from analysis.machine_fit import fit_machines, job_specs
 from analysis.matrix_reduce import reduce_matrix
 from analysis.parametrize import find_explosions, propose_covering
 from analysis.shards import assign_shards
-from analysis.split_plan import SplitOptions, plan_splits
+from analysis.split_plan import SplitOptions, SplitPlan, plan_splits
 from app.db.projects import Project
 from app.db.queries import load_results, load_runs, with_tests
 from app.project_reads import kept_test_dictionary, run_results
@@ -46,6 +46,10 @@ class History:
     results: pd.DataFrame
     runs: pd.DataFrame
     cells: tuple[str, ...] = ()
+    # Split plans already made from this history (the page's plan and its sizing share one).
+    plans: dict[tuple[str, str, str], SplitPlan] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def load_history(
@@ -137,8 +141,24 @@ def split_recommendation(
     )
     cell_key, cells, history = _pick_cell(loaded, cell)
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
-    plan = plan_splits(history.results, history.runs, options, price_per_min=prices)
+    plan = _plan(loaded, cell_key, history, options, prices)
     return {"cell": cell_key, "cells": cells, **plan.to_dict()}
+
+
+def _plan(
+    loaded: History,
+    cell_key: str,
+    history: History,
+    options: SplitOptions,
+    prices: dict[str, float] | None,
+) -> SplitPlan:
+    """plan_splits of one cell's `history`, made once per question from `loaded`."""
+    key = (cell_key, repr(options), repr(sorted(prices.items())) if prices else "")
+    if key not in loaded.plans:
+        loaded.plans[key] = plan_splits(
+            history.results, history.runs, options, price_per_min=prices
+        )
+    return loaded.plans[key]
 
 
 def project_catalogue(project: Project, machines: Sequence[str | None] = ()) -> Catalogue | None:
@@ -203,12 +223,8 @@ def machines_recommendation(
     )
     answer: dict[str, Any] = {"cell": cell_key, "cells": cells, "today": today.to_dict()}
     if split_options is not None:
-        plan = plan_splits(
-            history.results,
-            history.runs,
-            split_options,
-            price_per_min=machine_prices(catalogue, machines) or None,
-        )
+        prices = machine_prices(catalogue, machines) or None
+        plan = _plan(loaded, cell_key, history, split_options, prices)
         answer["split_verdict"] = plan.verdict
         if plan.verdict == "split":
             answer["after_split"] = fit_machines(
