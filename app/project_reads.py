@@ -76,16 +76,7 @@ class SharedFrames:
                 self._frames.move_to_end(key)
                 return cast(T, self._frames[key][0])
         value = load()
-        size = _approx_bytes(value)
-        with self._lock:
-            if key not in self._frames:
-                self._frames[key] = (value, size)
-                self._bytes += size
-            while self._frames and (
-                len(self._frames) > self.max_entries or self._bytes > self.max_bytes
-            ):
-                _, (_, dropped) = self._frames.popitem(last=False)
-                self._bytes -= dropped
+        self._put(key, value)
         return value
 
     def get_many(
@@ -100,9 +91,24 @@ class SharedFrames:
                 self._frames.move_to_end(key)
         missing = [key for key in keys if key not in found]
         if missing:
-            for key, value in load_missing(missing).items():
-                found[key] = self.get(key, lambda value=value: value)  # type: ignore[misc]
+            loaded = load_missing(missing)
+            for key, value in loaded.items():
+                self._put(key, value)
+            found.update(loaded)
         return [cast(T, found[key]) for key in keys]
+
+    def _put(self, key: tuple[object, ...], value: object) -> None:
+        """Keep `value` (unless another thread did first), then drop the oldest over budget."""
+        size = _approx_bytes(value)
+        with self._lock:
+            if key not in self._frames:
+                self._frames[key] = (value, size)
+                self._bytes += size
+            while self._frames and (
+                len(self._frames) > self.max_entries or self._bytes > self.max_bytes
+            ):
+                _, (_, dropped) = self._frames.popitem(last=False)
+                self._bytes -= dropped
 
     def clear(self) -> None:
         """Forget every frame."""
