@@ -17,6 +17,7 @@ import argparse
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ import psycopg
 
 from bench.common import scratch_database, store_small_run
 
-ENDPOINTS = (
+ENDPOINTS: tuple[tuple[str, dict[str, object]], ...] = (
     ("rollups", {"by": "file"}),
     ("rollups", {"by": "job"}),
     ("rollups", {"by": "label:python"}),
@@ -46,15 +47,25 @@ WHERE project_id = %(p)s AND day >= %(since)s GROUP BY file
 """
 
 
+def print_table(title: str, measure: Callable[[str, dict[str, object]], list[float]]) -> None:
+    """p50 and p95 (nearest rank) of `measure(path, params)` milliseconds for every endpoint."""
+    print(f"{title:32} {'p50 ms':>8} {'p95 ms':>8}")
+    for path, params in ENDPOINTS:
+        times = sorted(measure(path, params))
+        p95 = times[min(len(times) - 1, round(0.95 * len(times)) - 1)]
+        label = path + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+        print(f"{label:32} {statistics.median(times):8.0f} {p95:8.0f}")
+
+
 def print_cold_timings(engine: Any, project_id: int, days: int, requests: int) -> None:
     """The same rollups in-process with nothing kept between calls: the first request after
     an ingest pays this (the HTTP numbers above are served from the shared frames)."""
     from app.project_reads import FrameCache, project_pipelines, project_rollup, window_filters
 
     filters = window_filters(days)
-    print(f"{'cold (no kept frames)':32} {'p50 ms':>8} {'p95 ms':>8}")
     with engine.connect() as conn:
-        for path, params in ENDPOINTS:
+
+        def cold(path: str, params: dict[str, object]) -> list[float]:
             times = []
             for _ in range(max(3, requests // 2)):
                 t0 = time.perf_counter()
@@ -67,14 +78,13 @@ def print_cold_timings(engine: Any, project_id: int, days: int, requests: int) -
                         project_id,
                         filters,
                         by=str(params["by"]),
-                        limit=int(limit) if limit is not None else None,
+                        limit=int(str(limit)) if limit is not None else None,
                         cache=FrameCache(),
                     )
                 times.append((time.perf_counter() - t0) * 1000)
-            times.sort()
-            p95 = times[min(len(times) - 1, round(0.95 * len(times)) - 1)]
-            label = path + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
-            print(f"{label:32} {statistics.median(times):8.0f} {p95:8.0f}")
+            return times
+
+        print_table("cold (no kept frames)", cold)
 
 
 def main() -> None:
@@ -126,37 +136,29 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}/api/v1/projects/{project.slug}"
         headers = {"Authorization": f"Bearer {token}"}
         window = {"days": args.days}
-        print(f"{'endpoint':32} {'p50 ms':>8} {'p95 ms':>8}")
         with httpx.Client(headers=headers, timeout=120) as client:
-            for path, params in ENDPOINTS:
-                times = []
-                for _ in range(args.requests):
-                    t0 = time.perf_counter()
-                    response = client.get(f"{base}/{path}", params={**window, **params})
-                    times.append((time.perf_counter() - t0) * 1000)
-                    response.raise_for_status()
-                times.sort()
-                p95 = times[min(len(times) - 1, round(0.95 * len(times)) - 1)]
-                label = path + (
-                    "?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else ""
-                )
-                print(f"{label:32} {statistics.median(times):8.0f} {p95:8.0f}")
+
+            def timed_get(path: str, params: dict[str, object]) -> float:
+                t0 = time.perf_counter()
+                response = client.get(f"{base}/{path}", params={**window, **params})
+                elapsed = (time.perf_counter() - t0) * 1000
+                response.raise_for_status()
+                return elapsed
+
+            print_table(
+                "endpoint",
+                lambda path, params: [timed_get(path, params) for _ in range(args.requests)],
+            )
+
             # The realistic first request: right after an upload moved the data version on.
-            print(f"{'after an upload (first request)':32} {'p50 ms':>8} {'p95 ms':>8}")
-            for path, params in ENDPOINTS:
+            def after_uploads(path: str, params: dict[str, object]) -> list[float]:
                 times = []
                 for _ in range(max(3, args.requests // 4)):
                     store_small_run(dsn, project.id)
-                    t0 = time.perf_counter()
-                    response = client.get(f"{base}/{path}", params={**window, **params})
-                    times.append((time.perf_counter() - t0) * 1000)
-                    response.raise_for_status()
-                times.sort()
-                p95 = times[min(len(times) - 1, round(0.95 * len(times)) - 1)]
-                label = path + (
-                    "?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else ""
-                )
-                print(f"{label:32} {statistics.median(times):8.0f} {p95:8.0f}")
+                    times.append(timed_get(path, params))
+                return times
+
+            print_table("after an upload (first request)", after_uploads)
         server.should_exit = True
         thread.join(timeout=10)
         print_cold_timings(engine, project.id, args.days, args.requests)

@@ -18,19 +18,24 @@ from tests.server.test_store import _report, _store
 from tests.server.test_upload_flow import upload, wait_done
 
 
+def _send(
+    live_server: LiveServer, project: ProjectFixture, job: str, seconds: float, started_at: str
+) -> None:
+    """Upload one test's JUnit report through the API and wait until it is ingested."""
+    report = junit([("tests.test_a", "test_one", seconds, "passed")])
+    response = upload(
+        live_server, project.upload_token, [("r.xml", report)], job=job, started_at=started_at
+    )
+    assert response.status_code == 202, response.text
+    assert wait_done(live_server, project.upload_token, response.json()["id"])["status"] == "done"
+
+
 def test_a_new_upload_changes_the_next_answer(live_server: LiveServer, engine: Engine) -> None:
     project = make_project(engine)
     today = datetime.now(UTC).replace(hour=8, minute=0, second=0, microsecond=0).isoformat()
 
     def send(job: str, seconds: float) -> None:
-        report = junit([("tests.test_a", "test_one", seconds, "passed")])
-        response = upload(
-            live_server, project.upload_token, [("r.xml", report)], job=job, started_at=today
-        )
-        assert response.status_code == 202, response.text
-        assert wait_done(live_server, project.upload_token, response.json()["id"])["status"] == (
-            "done"
-        )
+        _send(live_server, project, job, seconds, today)
 
     send("first", 3.0)
     for by in ("test", "file"):
@@ -57,14 +62,7 @@ def test_late_and_current_uploads_both_reach_a_long_window(
     three_weeks_ago = (now - timedelta(days=21)).isoformat()
 
     def send(job: str, seconds: float, started_at: str) -> None:
-        report = junit([("tests.test_a", "test_one", seconds, "passed")])
-        response = upload(
-            live_server, project.upload_token, [("r.xml", report)], job=job, started_at=started_at
-        )
-        assert response.status_code == 202, response.text
-        assert wait_done(live_server, project.upload_token, response.json()["id"])["status"] == (
-            "done"
-        )
+        _send(live_server, project, job, seconds, started_at)
 
     def totals() -> list[float]:
         return [
