@@ -77,3 +77,18 @@ def figure_html(fig: go.Figure, div_id: str) -> str:
         full_html=False, include_plotlyjs=False, div_id=div_id, config=PLOT_CONFIG
     )
     return html
+
+
+def warm_up() -> None:
+    """Build and render one figure of each trace kind the pages draw, so that plotly's
+    lazily made validators exist before the server settles its start-up heap."""
+    traces = (
+        go.Bar(x=[1], y=["a"], orientation="h", text=["a"], customdata=["a"], hovertemplate="x"),
+        go.Scatter(x=[1], y=[1], mode="lines+markers", customdata=["a"], hovertemplate="x"),
+        go.Treemap(labels=["a"], parents=[""], values=[1], branchvalues="total"),
+    )
+    for trace in traces:
+        fig = styled(go.Figure(trace), title="warm-up")
+        fig.update_xaxes(title_text="x")
+        fig.update_yaxes(title_text="y")
+        figure_html(fig, "warm-up")
