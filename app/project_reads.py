@@ -129,11 +129,15 @@ SHARED_FRAMES = SharedFrames()
 T = TypeVar("T")
 
 
-def data_version(conn: Connection, project_id: int) -> tuple[int, int, int]:
-    """Changes whenever a run of the project is stored or pruned: (project, runs, last run)."""
+def data_version(
+    conn: Connection, project_id: int, *, before: date | None = None
+) -> tuple[int, int, int]:
+    """Changes whenever a run of the project (dated before `before`, when given) is stored or
+    pruned: (project, runs, last run)."""
+    dated = "" if before is None else " AND day < :before"
     count, last = conn.execute(
-        text("SELECT count(*), coalesce(max(id), 0) FROM run WHERE project_id = :p"),
-        {"p": project_id},
+        text(f"SELECT count(*), coalesce(max(id), 0) FROM run WHERE project_id = :p{dated}"),
+        {"p": project_id, "before": before},
     ).one()
     return project_id, int(count), int(last)
 
@@ -315,7 +319,7 @@ def _in_parts(
     boundary = open_week_start()
     settled = cache.get_settled(
         (*key, boundary),
-        lambda: settled_version(conn, project_id, boundary),
+        lambda: data_version(conn, project_id, before=boundary),
         lambda: load(FactPart(boundary, settled=True)),
     )
     recent = load(FactPart(boundary, settled=False))
@@ -330,18 +334,6 @@ def open_week_start(today: date | None = None) -> date:
     """Monday of the current UTC week: rollup buckets before it take no more uploads, mostly."""
     day = today or datetime.now(UTC).date()
     return day - timedelta(days=day.weekday())
-
-
-def settled_version(conn: Connection, project_id: int, boundary: date) -> tuple[int, int, int]:
-    """Changes whenever a run dated before `boundary` is stored or pruned."""
-    count, last = conn.execute(
-        text(
-            "SELECT count(*), coalesce(max(id), 0) FROM run "
-            "WHERE project_id = :p AND day < :boundary"
-        ),
-        {"p": project_id, "boundary": boundary},
-    ).one()
-    return project_id, int(count), int(last)
 
 
 def _file_grain(dimension: str) -> bool:
