@@ -287,8 +287,6 @@ def _compute_rollup(
     facts = cache.get(
         ("test", repr(filters), split),
         lambda: facts_from_sums(
-            conn,
-            project_id,
             filters,
             _in_parts(
                 conn,
@@ -297,8 +295,8 @@ def _compute_rollup(
                 ("test-sums", repr(filters), split),
                 lambda part: load_fact_sums(conn, project_id, filters, split_by=split, part=part),
             ),
+            kept_test_dictionary(conn, project_id),
             split_by=split,
-            tests=kept_test_dictionary(conn, project_id),
         ),
     )
     return rollup(

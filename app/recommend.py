@@ -27,7 +27,7 @@ from analysis.parametrize import find_explosions, propose_covering
 from analysis.shards import assign_shards
 from analysis.split_plan import SplitOptions, SplitPlan, plan_splits
 from app.db.projects import Project
-from app.db.queries import load_results, load_runs, with_tests
+from app.db.queries import load_run_results, load_runs, run_days, with_tests
 from app.project_reads import kept_test_dictionary, run_results
 
 # Recommendations look at the latest runs of each job; older history only slows them down.
@@ -71,22 +71,20 @@ def load_history(
     latest = latest.groupby(["job", "labels_key"], dropna=False, sort=False).head(runs_per_job)
     keys = _cells(latest)
     cells = tuple(sorted(keys.unique()))
+    tests = kept_test_dictionary(conn, project.id, param_values=True)
     # Test-level filters (markers, files) change which cell is heaviest: read them all then.
     if one_cell and not filters.test_level and len(cells) > 1:
         chosen = cell if cell is not None else _heaviest_cell(latest, keys)
         if chosen not in cells:
             raise _unknown_cell(chosen, list(cells))
-        latest = latest[keys == chosen]
-        run_ids = latest["run_id"].tolist()
-        results = with_tests(
-            conn,
-            project.id,
-            filters,
-            run_results(conn, project.id, run_ids),
-            tests=kept_test_dictionary(conn, project.id, param_values=True),
-        )
+        # One cell's runs are few: kept per run, so an upload adds one run's read.
+        run_ids = latest.loc[keys == chosen, "run_id"].tolist()
+        raw = run_results(conn, project.id, run_ids)
     else:
-        results = load_results(conn, project.id, filters, max_runs_per_job=runs_per_job)
+        # Every cell's runs: read once, not kept (they would crowd the shared frames out).
+        run_ids = latest["run_id"].tolist()
+        raw = load_run_results(conn, project.id, run_days(conn, project.id, run_ids))
+    results = with_tests(filters, raw, tests)
     runs = runs[runs["run_id"].isin(results["run_id"].unique())]
     if results.empty:
         raise RecommendationError("no test results in this window: widen it or upload reports")

@@ -289,19 +289,14 @@ def load_fact_sums(
 
 
 def facts_from_sums(
-    conn: Connection,
-    project_id: int,
     filters: Filters,
     sums: pd.DataFrame,
+    tests: pd.DataFrame,
     *,
     split_by: tuple[str, ...] = (),
-    tests: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """Facts from load_fact_sums rows: the test dictionary's attributes joined on, and the
-    test's id (`test_id`) besides FACT_COLUMNS. Pass `tests` (load_test_dictionary, no
-    param values needed) when already at hand."""
-    if tests is None:
-        tests = load_test_dictionary(conn, project_id, param_values=False)
+    """Facts from load_fact_sums rows: the attributes of `tests` (load_test_dictionary, param
+    values not needed) joined on, and the test's id (`test_id`) besides FACT_COLUMNS."""
     tests = narrow_tests(tests, filters)
     facts = sums.join(tests, on="test_id", how="inner")
     for col in ("job", "machine", "branch", "labels_key"):
@@ -412,28 +407,6 @@ _OUTCOME_CODE = (
 )
 
 
-def load_results(
-    conn: Connection,
-    project_id: int,
-    filters: Filters,
-    *,
-    max_runs_per_job: int | None = None,
-) -> pd.DataFrame:
-    """Raw results joined with test attributes, for the engines that need every run: the
-    window's runs, the latest `max_runs_per_job` of each job and label set when given."""
-    where, params = _cell_where(filters, "r")
-    params["project"] = project_id
-    ranked = (
-        "SELECT id, day, row_number() OVER (PARTITION BY job, labels_key ORDER BY "
-        f"started_at DESC NULLS LAST) AS n FROM run r WHERE {where}"
-    )
-    keep = "" if max_runs_per_job is None else "WHERE n <= :max_runs"
-    params["max_runs"] = max_runs_per_job
-    picked = conn.execute(text(f"SELECT id, day FROM ({ranked}) ranked {keep}"), params).all()
-    runs = [(int(run_id), day) for run_id, day in picked]
-    return with_tests(conn, project_id, filters, load_run_results(conn, project_id, runs))
-
-
 def run_days(conn: Connection, project_id: int, run_ids: Sequence[int]) -> list[tuple[int, date]]:
     """(run id, day) of the project's runs among `run_ids`."""
     rows = conn.execute(
@@ -477,19 +450,9 @@ def load_run_results(
     return frame
 
 
-def with_tests(
-    conn: Connection,
-    project_id: int,
-    filters: Filters,
-    results: pd.DataFrame,
-    *,
-    tests: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """load_run_results rows joined with their tests' attributes, narrowed by the
-    test-level filters: the results frame the engines read. Pass `tests`
-    (load_test_dictionary with param values) when already at hand; it is not changed."""
-    if tests is None:
-        tests = load_test_dictionary(conn, project_id)
+def with_tests(filters: Filters, results: pd.DataFrame, tests: pd.DataFrame) -> pd.DataFrame:
+    """load_run_results rows joined with their tests' attributes (load_test_dictionary with
+    param values; not changed), narrowed by the test-level filters: what the engines read."""
     tests = narrow_tests(tests, filters)
     # Per test, not per result: a test's rows share its one markers list.
     tests = tests.assign(markers=tests["markers"].map(lambda m: list(m) if m is not None else None))
