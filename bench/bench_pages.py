@@ -4,12 +4,11 @@
 
 Fills a throwaway database with the synthetic torchvision-like history (app.demo_load, the
 real store path), then times each page in-process (ASGI, no network: server time only): the
-first (cold) request, p50/p95 over --requests more calls, p95 of the first request after
-each of several uploads (`upload p95`: a small run stored through the real store), and the
-ratio of the page's p50 to its REST baseline's p50 measured in the same run (what rendering
-HTML and figures adds). The
-issue's real run is --results 10000000 (60 days x 10,000 tests x 16 jobs; about 8 minutes to
-load): add --keep-home DIR to load it once and rerun against it.
+first (cold) request, p50/p95 over --requests more calls, p95 of the first request after each
+of several uploads (`upload p95`: a job's latest run stored again through the real store), and
+the ratio of the page's p50 to its REST baseline's p50 measured in the same run (what rendering
+HTML and figures adds). The issue's real run is --results 10000000 (60 days x 10,000 tests x 16
+jobs; about 3 minutes to load): add --keep-home DIR to load it once and rerun against it.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from bench.common import scratch_database, store_small_run
+from bench.common import scratch_database, store_upload
 
 
 def demo_size(results: int) -> object:
@@ -56,12 +55,12 @@ def timings(client: object, path: str, requests: int) -> tuple[float, list[float
 
 
 def after_uploads(client: object, path: str, dsn: str, project_id: int, rounds: int) -> list[float]:
-    """Seconds of the first GET after each of `rounds` uploads (a small run stored through the
+    """Seconds of the first GET after each of `rounds` uploads (a job's latest run stored again:
     real store): what a maintainer waits for on a project that CI keeps uploading to."""
     get = client.get  # type: ignore[attr-defined]
     out = []
     for _ in range(rounds):
-        store_small_run(dsn, project_id)
+        store_upload(dsn, project_id)
         start = time.perf_counter()
         response = get(path)
         out.append(time.perf_counter() - start)

@@ -5,10 +5,10 @@
 Loads a synthetic history through the real store (the issue's 10 million results are the
 defaults above: 60 days x 10,000 tests x 16 jobs), then times each rollup endpoint over HTTP
 on a real uvicorn server (p50/p95 of --requests calls; after the first, answers come from the
-frames kept until the next ingest), each first request right after an upload (a run stored
-through the real store), the same rollups cold in-process (nothing kept), and the same by-file
-aggregate over the raw results and over the rollup tables. `--keep-home DIR`
-keeps the database so the next run skips the load.
+frames kept until the next ingest), each first request right after an upload (a job's latest
+run stored again through the real store), the same rollups cold in-process (nothing kept),
+and the same by-file aggregate over the raw results and over the rollup tables.
+`--keep-home DIR` keeps the database so the next run skips the load.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from bench.common import scratch_database, store_small_run
+from bench.common import scratch_database, store_upload
 
 ENDPOINTS: tuple[tuple[str, dict[str, object]], ...] = (
     ("rollups", {"by": "file"}),
@@ -154,7 +154,7 @@ def main() -> None:
             def after_uploads(path: str, params: dict[str, object]) -> list[float]:
                 times = []
                 for _ in range(max(3, args.requests // 4)):
-                    store_small_run(dsn, project.id)
+                    store_upload(dsn, project.id)
                     times.append(timed_get(path, params))
                 return times
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 import statistics
 import tempfile
 import time
@@ -41,10 +42,11 @@ def best_of(rounds: int, fn: Callable[[], object]) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
-def store_small_run(dsn: str, project_id: int, tests: int = 50) -> None:
-    """Store one run of `tests` of the project's known tests through the real store, dated
-    now, as a job of a random earlier run (its labels too): what an upload does to the data
-    (a new data version, a new latest run of that job) without the HTTP round."""
+def store_upload(dsn: str, project_id: int) -> None:
+    """Store again, dated now, the latest run of a random job (its tests, outcomes, durations
+    and labels) through the real store: what an upload does to the data (a new data version,
+    a new latest run of that job) without the HTTP round, and without thinning the history
+    the recommendations read."""
     from datetime import UTC, datetime
 
     import psycopg
@@ -54,30 +56,26 @@ def store_small_run(dsn: str, project_id: int, tests: int = 50) -> None:
     from ingest.store import RunMetadata, store_run
 
     with psycopg.connect(dsn) as conn:
-        rows = conn.execute(
-            "SELECT nodeid, file, function FROM test_case WHERE project_id = %s LIMIT %s",
-            (project_id, tests),
-        ).fetchall()
-        job, labels = conn.execute(
-            "SELECT job, labels FROM run WHERE project_id = %s ORDER BY random() LIMIT 1",
+        latest = conn.execute(
+            "SELECT DISTINCT ON (job) id, day, job, labels FROM run WHERE project_id = %s "
+            "ORDER BY job, started_at DESC",
             (project_id,),
-        ).fetchone()  # type: ignore[misc]
+        ).fetchall()
+        run_id, day, job, labels = random.choice(latest)
+        rows = conn.execute(
+            "SELECT t.nodeid, t.file, t.function, r.outcome, r.duration_s FROM test_result r "
+            "JOIN test_case t ON t.id = r.test_id WHERE r.day = %s AND r.run_id = %s",
+            (day, run_id),
+        ).fetchall()
         upload_id = conn.execute(
             "INSERT INTO upload (project_id, content_hash, status) VALUES (%s, %s, 'done') "
             "RETURNING id",
             (project_id, f"bench-{time.time_ns()}".encode()),
         ).fetchone()[0]  # type: ignore[index]
+        columns = ("nodeid", "file", "function", "outcome", "duration_s")
         report = ParsedReport(
             format="junit",
-            results=results_frame(
-                {
-                    "nodeid": [r[0] for r in rows],
-                    "file": [r[1] for r in rows],
-                    "function": [r[2] for r in rows],
-                    "outcome": ["passed"] * len(rows),
-                    "duration_s": [0.5] * len(rows),
-                }
-            ),
+            results=results_frame({c: [r[i] for r in rows] for i, c in enumerate(columns)}),
         )
         store_run(
             conn,
