@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from app.settings import Settings
 
@@ -25,22 +25,17 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
 
+    from app.api.health import router as health_router
     from app.api.projects import router as projects_router
     from app.api.recommendations import router as recommendations_router
     from app.api.uploads import router as uploads_router
 
+    app.include_router(health_router)
     app.include_router(uploads_router)
     app.include_router(projects_router)
     app.include_router(recommendations_router)
     if importlib.util.find_spec("app.pages.routes") is not None:
         importlib.import_module("app.pages.routes").mount(app)
-
-    @app.get("/healthz", tags=["health"])
-    def healthz() -> dict[str, str]:
-        """Liveness and database reachability."""
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        return {"status": "ok"}
 
     return app
 
