@@ -102,19 +102,40 @@ def worker(no_migrate: bool, exit_with_parent: int | None) -> None:
     from ingest.worker import ShutdownRequested, run_worker
 
     settings = Settings()
-    with open_database(settings, run_migrations=not no_migrate) as url:
+    with open_database(settings, run_migrations=False) as url:
         config = _worker_config(settings)
         stop = threading.Event()
         restore = _stop_on_signals(stop, grace_s=settings.worker_stop_grace_s)
         if exit_with_parent is not None:
             _watch_parent(exit_with_parent, stop)
-        click.echo("laptime worker waiting for uploads")
         try:
+            if not no_migrate:
+                _migrate_when_reachable(url, stop)
+            click.echo("laptime worker waiting for uploads")
             run_worker(libpq_url(url), config, stop)
         except ShutdownRequested:
             pass
         finally:
             restore()
+
+
+def _migrate_when_reachable(url: str, stop: threading.Event) -> None:
+    """Migrate, waiting (with backoff) for a database that is down when the worker starts."""
+    from sqlalchemy.exc import OperationalError
+
+    from app.db.engine import migrate
+    from ingest.failures import Backoff
+
+    backoff = Backoff()
+    while not stop.is_set():
+        try:
+            migrate(url)
+            return
+        except OperationalError as exc:
+            delay = backoff.next_delay()
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            click.echo(f"database unavailable ({reason}); retrying in {delay:.1f} s", err=True)
+            stop.wait(delay)
 
 
 def _stop_on_signals(stop: threading.Event, *, grace_s: float) -> Callable[[], None]:

@@ -1,0 +1,132 @@
+"""Fixtures for worker tests: a private database on the shared server, and a Postgres of its
+own that tests may stop abruptly and start again (never the session's shared server)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from app.db.engine import migrate
+from tests.conftest import Database
+
+LAPTIME = [sys.executable, "-c", "from app.cli.main import main; main()"]
+
+
+@pytest.fixture
+def private_db(database: Database) -> str:
+    """A migrated database of its own (SQLAlchemy URL), so no other test's worker takes its
+    uploads and a fault installed in it (a trigger) touches no other test."""
+    name = f"w_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(database.dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    url = database.url.replace("/postgres?", f"/{name}?")
+    migrate(url)
+    return url
+
+
+def sqlalchemy_to_dsn(url: str) -> str:
+    """libpq form of a SQLAlchemy URL."""
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+def wait_for(predicate: Callable[[], object], timeout_s: float = 60, what: str = "") -> None:
+    """Poll `predicate` until true, failing after `timeout_s` (waiting on other processes)."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not reached within {timeout_s} s: {what}")
+        time.sleep(0.05)
+
+
+def start_worker(url: str, *extra_env: tuple[str, str]) -> subprocess.Popen[bytes]:
+    """A real `laptime worker` process on `url`, polling fast."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAPTIME_")}
+    env.update({"DATABASE_URL": url, "LAPTIME_WORKER_POLL_S": "0.2"})
+    env.update(dict(extra_env))
+    return subprocess.Popen(
+        [*LAPTIME, "worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+
+
+def _pg_bin() -> Path:
+    import pgserver._commands
+
+    return Path(pgserver._commands.POSTGRES_BIN_PATH)
+
+
+@dataclass
+class RestartablePostgres:
+    """An embedded server run with pg_ctl directly, so a test can crash and restart it."""
+
+    root: Path
+
+    @property
+    def pgdata(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://postgres@/postgres?host={self.root}"
+
+    @property
+    def dsn(self) -> str:
+        return sqlalchemy_to_dsn(self.url)
+
+    def _run(self, *args: str, check: bool = True) -> None:
+        # The server refuses to run as root; pgserver created an unprivileged user for that.
+        user = "pgserver" if os.geteuid() == 0 else None
+        subprocess.run(
+            [str(_pg_bin() / args[0]), *args[1:]],
+            check=check,
+            capture_output=True,
+            user=user,
+            timeout=60,
+        )
+
+    def init(self) -> None:
+        self._run("initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust")
+
+    def start(self) -> None:
+        """Start and wait until it accepts connections."""
+        self._run(
+            "pg_ctl", "-D", str(self.pgdata), "-w", "-l", str(self.root / "log"),
+            "-o", f"-h '' -k {self.root}", "start",
+        )  # fmt: skip
+
+    def crash(self) -> None:
+        """Stop abruptly: every backend killed, no checkpoint (crash recovery on start)."""
+        self._run("pg_ctl", "-D", str(self.pgdata), "-w", "-m", "immediate", "stop")
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.pgdata), "-w", "-m", "fast", "stop", check=False)
+
+
+@pytest.fixture(scope="module")
+def restartable_pg() -> Iterator[RestartablePostgres]:
+    """A migrated Postgres this module's tests may crash and restart."""
+    root = Path(tempfile.mkdtemp(prefix="lt-rpg-"))
+    if os.geteuid() == 0:
+        from pgserver.utils import ensure_user_exists
+
+        ensure_user_exists("pgserver")
+        shutil.chown(root, "pgserver")
+    pg = RestartablePostgres(root)
+    try:
+        pg.init()
+        pg.start()
+        migrate(pg.url)
+        yield pg
+    finally:
+        pg.stop()
+        shutil.rmtree(root, ignore_errors=True)
