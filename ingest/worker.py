@@ -59,11 +59,11 @@ class WorkerConfig:
     backoff_cap_s: float = 10.0
 
 
-class ShutdownRequested(BaseException):
+class ShutdownRequested(KeyboardInterrupt):
     """Raised in the worker's thread to abandon an ingest at shutdown: it rolls back.
 
-    A BaseException, like KeyboardInterrupt, so no `except Exception` mistakes it for an
-    ingest failure that spends an attempt.
+    A KeyboardInterrupt, so no `except Exception` mistakes it for an ingest failure that
+    spends an attempt, and psycopg cancels the running query instead of leaving it running.
     """
 
 

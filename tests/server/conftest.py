@@ -130,3 +130,37 @@ def restartable_pg() -> Iterator[RestartablePostgres]:
     finally:
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def queue_upload(url: str, body: bytes, *, job: str = "unit") -> int:
+    """Queue one upload of `body` in a new project of the database at `url`; its id."""
+    from app.db.engine import make_engine
+    from app.db.projects import get_project
+    from app.db.uploads import IncomingFile, insert_upload
+    from tests.conftest import make_project
+
+    engine = make_engine(url, pool_size=1)
+    try:
+        project = make_project(engine)
+        with engine.begin() as conn:
+            found = get_project(conn, project.slug)
+            assert found is not None
+            receipt = insert_upload(
+                conn,
+                found,
+                [IncomingFile("r.xml", body)],
+                {"job": job},
+                idempotency_key=None,
+                max_report_bytes=10**9,
+            )
+    finally:
+        engine.dispose()
+    return receipt.id
+
+
+def scalar(url: str, sql: str, *params: object) -> int:
+    """One integer from the database at `url` (SQLAlchemy URL)."""
+    with psycopg.connect(sqlalchemy_to_dsn(url)) as conn:
+        row = conn.execute(sql, params).fetchone()  # type: ignore[arg-type]
+    assert row is not None
+    return int(row[0])
