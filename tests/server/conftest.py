@@ -3,11 +3,13 @@ own that tests may stop abruptly and start again (never the session's shared ser
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -164,3 +166,28 @@ def scalar(url: str, sql: str, *params: object) -> int:
         row = conn.execute(sql, params).fetchone()  # type: ignore[arg-type]
     assert row is not None
     return int(row[0])
+
+
+@contextlib.contextmanager
+def serve_app(url: str, **settings: object) -> Iterator[str]:
+    """A real uvicorn server (no worker) of the app on the database at `url`; its base URL."""
+    import uvicorn
+
+    from app.api.app import create_app
+    from app.db.engine import make_engine
+    from app.settings import Settings
+    from tests.conftest import free_port
+
+    engine = make_engine(url)
+    app = create_app(Settings(database_url=url, **settings), engine)  # type: ignore[arg-type]
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started, 30, "uvicorn up")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        engine.dispose()

@@ -18,7 +18,7 @@ from app.db.engine import make_engine
 from ingest.worker import WorkerConfig, run_worker
 from tests.conftest import ProjectFixture, make_project
 from tests.factories import junit_xml
-from tests.server.conftest import RestartablePostgres, start_worker, wait_for
+from tests.server.conftest import RestartablePostgres, serve_app, start_worker, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -134,97 +134,80 @@ class AcknowledgedButLost(AssertionError):
 def test_postgres_crash_while_8_clients_upload(
     restartable_pg: RestartablePostgres, outage_engine: Engine
 ) -> None:
-    import uvicorn
-
-    from app.api.app import create_app
-    from app.settings import Settings
-    from tests.conftest import free_port
-
     project = make_project(outage_engine)
-    settings = Settings(database_url=restartable_pg.url)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(settings, outage_engine), host="127.0.0.1", port=port, log_level="error"
-        )
-    )
-    server_thread = threading.Thread(target=server.run, daemon=True)
-    server_thread.start()
-    wait_for(lambda: server.started, 30, "uvicorn up")
-    worker = start_worker(restartable_pg.url, ("LAPTIME_WORKER_HEARTBEAT_S", "0.5"))
-    clients = [_Client() for _ in range(8)]
-    enough = threading.Event()
-    threads = [
-        threading.Thread(
-            target=_upload_loop,
-            args=(f"http://127.0.0.1:{port}", project.upload_token, c, seed, enough),
-        )
-        for seed, c in enumerate(clients)
-    ]
+    with serve_app(restartable_pg.url) as base_url:
+        worker = start_worker(restartable_pg.url, ("LAPTIME_WORKER_HEARTBEAT_S", "0.5"))
+        clients = [_Client() for _ in range(8)]
+        enough = threading.Event()
+        threads = [
+            threading.Thread(
+                target=_upload_loop,
+                args=(base_url, project.upload_token, c, seed, enough),
+            )
+            for seed, c in enumerate(clients)
+        ]
 
-    def acked_count() -> int:
-        return sum(len(c.acked) for c in clients)
+        def acked_count() -> int:
+            return sum(len(c.acked) for c in clients)
 
-    try:
-        wait_for(lambda: _beats(restartable_pg.dsn) > 0, 60, "the worker's first heartbeat")
-        for t in threads:
-            t.start()
-        wait_for(lambda: acked_count() >= 16, 60, "uploads before the crash")
-        restartable_pg.crash()
-        # Down until every client has been refused once, then back.
-        wait_for(lambda: all(c.refused for c in clients), 30, "every client refused")
-        before_restart = acked_count()
-        restartable_pg.start()
-        wait_for(lambda: acked_count() >= before_restart + 16, 60, "uploads after the restart")
-        enough.set()
-        for t in threads:
-            t.join(timeout=30)
-        assert not any(t.is_alive() for t in threads)
-        acked = {k: v for c in clients for k, v in c.acked.items()}
-        assert len(acked) >= 16
-        assert sum(c.refused for c in clients) >= 1  # the crash was seen by clients
+        try:
+            wait_for(lambda: _beats(restartable_pg.dsn) > 0, 60, "the worker's first heartbeat")
+            for t in threads:
+                t.start()
+            wait_for(lambda: acked_count() >= 16, 60, "uploads before the crash")
+            restartable_pg.crash()
+            # Down until every client has been refused once, then back.
+            wait_for(lambda: all(c.refused for c in clients), 30, "every client refused")
+            before_restart = acked_count()
+            restartable_pg.start()
+            wait_for(lambda: acked_count() >= before_restart + 16, 60, "uploads after the restart")
+            enough.set()
+            for t in threads:
+                t.join(timeout=30)
+            assert not any(t.is_alive() for t in threads)
+            acked = {k: v for c in clients for k, v in c.acked.items()}
+            assert len(acked) >= 16
+            assert sum(c.refused for c in clients) >= 1  # the crash was seen by clients
 
-        def stored_statuses() -> dict[int, str] | None:
-            try:
-                with psycopg.connect(restartable_pg.dsn, connect_timeout=2) as conn:
-                    rows = conn.execute(
-                        "SELECT id, status FROM upload WHERE id = ANY(%s)", (list(acked),)
+            def stored_statuses() -> dict[int, str] | None:
+                try:
+                    with psycopg.connect(restartable_pg.dsn, connect_timeout=2) as conn:
+                        rows = conn.execute(
+                            "SELECT id, status FROM upload WHERE id = ANY(%s)", (list(acked),)
+                        ).fetchall()
+                except psycopg.OperationalError:
+                    return None
+                return {int(i): str(status) for i, status in rows}
+
+            def all_stored_done() -> bool:
+                found = stored_statuses()
+                return found is not None and set(found.values()) == {"done"}
+
+            wait_for(all_stored_done, 120, "every stored upload ingested")
+            # The worker came back by itself: the same process, never restarted.
+            assert worker.poll() is None, worker.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
+            with psycopg.connect(restartable_pg.dsn) as conn:
+                stored = dict(
+                    conn.execute(
+                        "SELECT u.id, (SELECT count(*) FROM test_result r "
+                        "WHERE r.run_id = u.run_id) FROM upload u WHERE u.id = ANY(%s)",
+                        (list(acked),),
                     ).fetchall()
-            except psycopg.OperationalError:
-                return None
-            return {int(i): str(status) for i, status in rows}
-
-        def all_stored_done() -> bool:
-            found = stored_statuses()
-            return found is not None and set(found.values()) == {"done"}
-
-        wait_for(all_stored_done, 120, "every stored upload ingested")
-        # The worker came back by itself: the same process, never restarted.
-        assert worker.poll() is None, worker.stderr.read().decode()[-3000:]  # type: ignore[union-attr]
-        with psycopg.connect(restartable_pg.dsn) as conn:
-            stored = dict(
-                conn.execute(
-                    "SELECT u.id, (SELECT count(*) FROM test_result r WHERE r.run_id = u.run_id) "
-                    "FROM upload u WHERE u.id = ANY(%s)",
-                    (list(acked),),
-                ).fetchall()
-            )
-            runs = dict(
-                conn.execute(
-                    "SELECT upload_id, count(*) FROM run WHERE upload_id = ANY(%s) "
-                    "GROUP BY upload_id",
-                    (list(acked),),
-                ).fetchall()
-            )
-        # Stored exactly once, with all of its tests.
-        assert runs == dict.fromkeys(stored, 1)
-        assert stored == {k: acked[k] for k in stored}
-        missing = sorted(set(acked) - set(stored))
-        if missing:
-            raise AcknowledgedButLost(f"{len(missing)} of {len(acked)}: {missing}")
-    finally:
-        enough.set()
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=20)
-        server.should_exit = True
-        server_thread.join(timeout=10)
+                )
+                runs = dict(
+                    conn.execute(
+                        "SELECT upload_id, count(*) FROM run WHERE upload_id = ANY(%s) "
+                        "GROUP BY upload_id",
+                        (list(acked),),
+                    ).fetchall()
+                )
+            # Stored exactly once, with all of its tests.
+            assert runs == dict.fromkeys(stored, 1)
+            assert stored == {k: acked[k] for k in stored}
+            missing = sorted(set(acked) - set(stored))
+            if missing:
+                raise AcknowledgedButLost(f"{len(missing)} of {len(acked)}: {missing}")
+        finally:
+            enough.set()
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=20)
