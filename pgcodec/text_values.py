@@ -30,7 +30,7 @@ def storable_text(value: str) -> str:
 
 def storable_column(values: pd.Series) -> pd.Series:
     """storable_text over a column of str/None; returns the same object when nothing changes."""
-    if values.dtype != object:
+    if not _holds_text(values):
         return values
     strings = values[values.map(lambda v: isinstance(v, str))]
     # One scan of the joined column finds the (rare) rows that need work.
@@ -39,6 +39,11 @@ def storable_column(values: pd.Series) -> pd.Series:
     cleaned = values.copy()
     cleaned[strings.index] = strings.map(storable_text)
     return cleaned
+
+
+def _holds_text(values: pd.Series) -> bool:
+    # Parsers hand over object columns or pandas' string dtype, depending on the column.
+    return values.dtype == object or pd.api.types.is_string_dtype(values.dtype)
 
 
 def cut_name(value: str, max_bytes: int = MAX_NAME_BYTES) -> str:
@@ -54,7 +59,7 @@ def cut_name(value: str, max_bytes: int = MAX_NAME_BYTES) -> str:
 
 def cut_names(values: pd.Series, max_bytes: int = MAX_NAME_BYTES) -> tuple[pd.Series, int]:
     """cut_name over a column of str/None: (column, how many values were cut)."""
-    if values.dtype != object or values.empty:
+    if values.empty or not _holds_text(values):
         return values, 0
     # A character is at most 4 bytes: only longer strings can be over the limit.
     lengths = values.map(lambda v: len(v) if isinstance(v, str) else 0).to_numpy(dtype=np.int64)
