@@ -167,19 +167,23 @@ def storable_results(results: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
                 f"{cut} {column} value(s) longer than {MAX_NAME_BYTES} bytes were cut to "
                 f"{MAX_NAME_BYTES} bytes (ending in ~ and a hash of the full value)"
             )
-    fixed["markers"] = fixed["markers"].map(_storable_markers)
-    fixed["param_values"] = fixed["param_values"].map(_storable_json)
+    # Markers are made storable where each distinct set is rendered (_pg_array), parametrize
+    # values where each is dumped to JSON (_param_json): per row here would cost more.
     return fixed, warnings
 
 
-def _storable_markers(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return [storable_text(str(v)) for v in value]
-    return value
+def _param_json(value: Any) -> str | None:
+    """jsonb text of a parametrize-values dict; None when there is none."""
+    if not isinstance(value, dict):
+        return None
+    dumped = json.dumps(value)
+    # jsonb refuses \u0000 and lone surrogates as much as text does (json.dumps escapes both).
+    if "\\u0000" in dumped or "\\ud" in dumped:
+        dumped = json.dumps(_storable_json(value), ensure_ascii=False)
+    return dumped
 
 
 def _storable_json(value: Any) -> Any:
-    # jsonb refuses \u0000 and lone surrogates as much as text does.
     if isinstance(value, str):
         return storable_text(value)
     if isinstance(value, dict):
@@ -345,7 +349,10 @@ def _pg_array(values: pd.Series) -> pd.Series:
         return tuple(value)
 
     def render(items: tuple[str, ...]) -> str:
-        quoted = ('"' + i.replace("\\", "\\\\").replace('"', '\\"') + '"' for i in items)
+        quoted = (
+            '"' + storable_text(str(i)).replace("\\", "\\\\").replace('"', '\\"') + '"'
+            for i in items
+        )
         return "{" + ",".join(quoted) + "}"
 
     keys = values.map(as_key)
@@ -400,9 +407,7 @@ def _upsert_test_cases(
                 "classname": subset["classname"].to_numpy(),
                 "function": subset["function"].to_numpy(),
                 "params": subset["params"].to_numpy(),
-                "param_values": subset["param_values"]
-                .map(lambda v: json.dumps(v) if isinstance(v, dict) else None)
-                .to_numpy(),
+                "param_values": subset["param_values"].map(_param_json).to_numpy(),
                 "markers": markers.loc[todo].to_numpy(),
             }
         ),
@@ -441,7 +446,7 @@ def _copy_results(
     frame = pd.DataFrame(
         {
             "project_id": project_id,
-            "day": day,
+            "day": pd.Timestamp(day),
             "run_id": run_id,
             "test_id": ids,
             "outcome": results["outcome"].to_numpy(),

@@ -32,13 +32,15 @@ def storable_column(values: pd.Series) -> pd.Series:
     """storable_text over a column of str/None; returns the same object when nothing changes."""
     if not _holds_text(values):
         return values
-    strings = values[values.map(lambda v: isinstance(v, str))]
-    # One scan of the joined column finds the (rare) rows that need work.
-    if strings.empty or not _UNSTORABLE.search("".join(strings.to_numpy(dtype=object))):
+    present = values.dropna()
+    try:
+        # One scan of the joined column finds the (rare) columns that need work.
+        joined = "".join(present.tolist())
+    except TypeError:  # a non-str value: look at each
+        joined = "".join(v for v in present.tolist() if isinstance(v, str))
+    if not _UNSTORABLE.search(joined):
         return values
-    cleaned = values.copy()
-    cleaned[strings.index] = strings.map(storable_text)
-    return cleaned
+    return values.map(lambda v: storable_text(v) if isinstance(v, str) else v)
 
 
 def _holds_text(values: pd.Series) -> bool:
@@ -62,7 +64,7 @@ def cut_names(values: pd.Series, max_bytes: int = MAX_NAME_BYTES) -> tuple[pd.Se
     if values.empty or not _holds_text(values):
         return values, 0
     # A character is at most 4 bytes: only longer strings can be over the limit.
-    lengths = values.map(lambda v: len(v) if isinstance(v, str) else 0).to_numpy(dtype=np.int64)
+    lengths = values.str.len().to_numpy(dtype=np.float64, na_value=0.0)
     candidates = np.flatnonzero(lengths > max_bytes // 4)
     if len(candidates) == 0:
         return values, 0
