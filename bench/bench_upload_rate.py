@@ -69,6 +69,13 @@ def _count(dsn: str, sql: str, *args: object) -> int:
     return int(row[0]) if row else 0
 
 
+def _await_line(proc: subprocess.Popen[str], ready: threading.Event) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "waiting for uploads" in line:
+            ready.set()
+
+
 def _token(url: str) -> str:
     from app.db.engine import make_engine
     from app.db.projects import create_project, create_token
@@ -101,17 +108,16 @@ def _send(base: str, token: str, client: int, uploads: int, tests: int, out: lis
 
 def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namespace) -> Phase:
     """One configuration: start `workers` workers, send, wait for the drain."""
-    command = [*LAPTIME, "worker", "--no-migrate"]
-    procs = [subprocess.Popen(command, env=_env(url)) for _ in range(workers)]
+    procs = [
+        subprocess.Popen([*LAPTIME, "worker"], env=_env(url), stdout=subprocess.PIPE, text=True)
+        for _ in range(workers)
+    ]
     try:
-        _poll(
-            lambda: (
-                _count(dsn, "SELECT count(*) FROM worker_heartbeat WHERE state <> 'lost'")
-                >= workers
-            ),
-            120,
-            "workers up",
-        )
+        # Every version of the worker prints this line once it listens for uploads.
+        ready = [threading.Event() for _ in procs]
+        for proc, event in zip(procs, ready, strict=True):
+            threading.Thread(target=_await_line, args=(proc, event), daemon=True).start()
+        _poll(lambda: all(e.is_set() for e in ready), 120, "workers up")
         token = _token(url)
         before = _count(dsn, "SELECT coalesce(max(id), 0) FROM upload")
         latencies: list[list[float]] = [[] for _ in range(args.clients)]
