@@ -16,32 +16,20 @@ from sqlalchemy import Engine
 
 from app.db.engine import make_engine
 from ingest.worker import WorkerConfig, run_worker
-from tests.conftest import ProjectFixture, make_project
+from tests.conftest import make_project
 from tests.factories import junit_xml
-from tests.server.conftest import RestartablePostgres, serve_app, start_worker, wait_for
+from tests.server.conftest import (
+    RestartablePostgres,
+    queue_upload,
+    serve_app,
+    start_worker,
+    wait_for,
+)
 
 
 @pytest.fixture(scope="module")
 def outage_engine(restartable_pg: RestartablePostgres) -> Engine:
     return make_engine(restartable_pg.url)
-
-
-def _insert_upload(engine: Engine, project: ProjectFixture, body: bytes, job: str) -> int:
-    from app.db.projects import get_project
-    from app.db.uploads import IncomingFile, insert_upload
-
-    with engine.begin() as conn:
-        found = get_project(conn, project.slug)
-        assert found is not None
-        receipt = insert_upload(
-            conn,
-            found,
-            [IncomingFile("r.xml", body)],
-            {"job": job},
-            idempotency_key=None,
-            max_report_bytes=10**8,
-        )
-    return receipt.id
 
 
 def _status(dsn: str, upload_id: int) -> str | None:
@@ -56,20 +44,19 @@ def _status(dsn: str, upload_id: int) -> str | None:
 def test_worker_reconnects_after_a_crash_restart(
     restartable_pg: RestartablePostgres, outage_engine: Engine
 ) -> None:
-    project = make_project(outage_engine)
     stop = threading.Event()
     config = WorkerConfig(poll_s=0.2, heartbeat_s=0.2, name=f"reconnect-{uuid.uuid4().hex[:6]}")
     thread = threading.Thread(target=run_worker, args=(restartable_pg.dsn, config, stop))
     thread.start()
     try:
-        first = _insert_upload(outage_engine, project, junit_xml(20, seed=1), "before")
+        first = queue_upload(restartable_pg.url, junit_xml(20, seed=1), job="before")
         wait_for(lambda: _status(restartable_pg.dsn, first) == "done", what="first upload done")
         restartable_pg.crash()
         outage_engine.dispose()
         # The worker is now failing to reconnect; it must still be running afterwards.
         restartable_pg.start()
         assert thread.is_alive()
-        second = _insert_upload(outage_engine, project, junit_xml(20, seed=2), "after")
+        second = queue_upload(restartable_pg.url, junit_xml(20, seed=2), job="after")
         wait_for(lambda: _status(restartable_pg.dsn, second) == "done", what="after restart")
         with psycopg.connect(restartable_pg.dsn) as conn:
             beat = conn.execute(

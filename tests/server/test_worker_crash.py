@@ -37,6 +37,11 @@ def _disarm(url: str) -> None:
         conn.execute(DISARM_BLOCK)
 
 
+def _done(url: str, upload: int) -> bool:
+    sql = "SELECT count(*) FROM upload WHERE id = %s AND status = 'done'"
+    return bool(scalar(url, sql, upload))
+
+
 def test_sigkill_mid_ingest_then_restart(blocking_db) -> None:
     url, holder = blocking_db
     upload = queue_upload(url, junit_xml(2000, seed=7), job="crash")
@@ -59,11 +64,7 @@ def test_sigkill_mid_ingest_then_restart(blocking_db) -> None:
 
     healthy = start_worker(url)
     try:
-        wait_for(
-            lambda: scalar(url, "SELECT count(*) FROM upload WHERE id = %s AND status = 'done'",
-                           upload),
-            what="the next worker finished it",
-        )  # fmt: skip
+        wait_for(lambda: _done(url, upload), what="the next worker finished it")
     finally:
         healthy.send_signal(signal.SIGTERM)
         healthy.wait(timeout=30)
@@ -86,11 +87,7 @@ def test_a_frozen_workers_claim_is_taken_over(blocking_db) -> None:
         frozen.send_signal(signal.SIGSTOP)
         _disarm(url)
         taker = start_worker(url, fast_beat, ("LAPTIME_WORKER_LEASE_S", "1.5"))
-        wait_for(
-            lambda: scalar(url, "SELECT count(*) FROM upload WHERE id = %s AND status = 'done'",
-                           upload),
-            what="the claim taken over and the upload ingested",
-        )  # fmt: skip
+        wait_for(lambda: _done(url, upload), what="the claim taken over and the upload ingested")
     finally:
         frozen.send_signal(signal.SIGKILL)
         frozen.wait(timeout=30)
