@@ -357,14 +357,19 @@ def run_worker(dsn: str, config: WorkerConfig, stop: threading.Event) -> None:
             except TransientFailure as exc:
                 given_back.extend(exc.attempt_ids)
                 detail = str(exc)
-            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                detail = describe(exc)
             except ShutdownRequested:
                 return
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                detail = describe(exc)
+            except Exception as exc:
+                # Outside any claim (e.g. the schema is not there yet): a worker that exits
+                # ingests nothing, so it logs, waits and tries again like after an outage.
+                log.exception("worker loop failed")
+                detail = describe(exc)
             if stop.is_set():
                 return
             delay = backoff.next_delay()
-            log.warning("database unavailable (%s); retrying in %.1f s", detail, delay)
+            log.warning("cannot ingest (%s); retrying in %.1f s", detail, delay)
             heartbeat.set("waiting", detail=f"{detail}; retrying in {delay:.1f} s")
             stop.wait(delay)
     finally:

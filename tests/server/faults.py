@@ -59,7 +59,8 @@ def blocked_backends(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
         row = conn.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-            "AND objid = %s",
+            "AND objid = %s AND database = (SELECT oid FROM pg_database "
+            "WHERE datname = current_database())",
             (BLOCK_KEY,),
         ).fetchone()
     return 0 if row is None else int(row[0])

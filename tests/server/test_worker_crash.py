@@ -55,7 +55,8 @@ def test_sigkill_mid_ingest_then_restart(blocking_db) -> None:
     holder.execute("SELECT pg_advisory_unlock(%s)", (BLOCK_KEY,))
     wait_for(
         lambda: scalar(url, "SELECT count(*) FROM pg_stat_activity WHERE pid <> "
-                       "pg_backend_pid() AND application_name LIKE 'laptime-worker%%'") == 0,
+                       "pg_backend_pid() AND datname = current_database() "
+                       "AND application_name LIKE 'laptime-worker%%'") == 0,
         what="the killed worker's sessions ended",
     )  # fmt: skip
     assert scalar(url, "SELECT count(*) FROM test_result") == 0
