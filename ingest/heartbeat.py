@@ -58,11 +58,19 @@ class Heartbeat:
         """Start beating."""
         self._thread.start()
 
-    def set(self, state: str, *, upload_id: int | None = None, detail: str | None = None) -> None:
-        """Record what the worker does now; written without waiting for the next beat."""
+    def set(
+        self,
+        state: str,
+        *,
+        upload_id: int | None = None,
+        detail: str | None = None,
+        at_once: bool = True,
+    ) -> None:
+        """Record what the worker does now; written at once, or with the next beat."""
         with self._lock:
             self._state.update(state=state, upload=upload_id, detail=detail)
-        self._wake.set()
+        if at_once:
+            self._wake.set()
 
     def attach(self, conn: psycopg.Connection[Any]) -> None:
         """Name the backend of the ingest connection, the one a takeover would terminate."""
@@ -86,6 +94,8 @@ class Heartbeat:
             try:
                 if conn is None or conn.closed:
                     conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
+                    # A beat lost in a server crash is harmless: no need to wait for its fsync.
+                    conn.execute("SET synchronous_commit = off")
                 with self._lock:
                     values = dict(self._state)
                 conn.execute(_UPSERT, values)

@@ -158,7 +158,9 @@ def process_next(
         raise ClaimFailed(*attempt) from exc
     finally:
         if heartbeat is not None:
-            heartbeat.set("idle")
+            # With the next beat: a claim must be named at once (a takeover needs it), its end
+            # need not, and a write per upload would cost a commit each.
+            heartbeat.set("idle", at_once=False)
 
 
 def _ingest(
