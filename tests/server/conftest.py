@@ -85,16 +85,16 @@ class RestartablePostgres:
     def dsn(self) -> str:
         return sqlalchemy_to_dsn(self.url)
 
-    def _run(self, *args: str, check: bool = True) -> None:
+    def _run(self, *args: str, check: bool = True) -> int:
         # The server refuses to run as root; pgserver created an unprivileged user for that.
         user = "pgserver" if os.geteuid() == 0 else None
-        subprocess.run(
+        return subprocess.run(
             [str(_pg_bin() / args[0]), *args[1:]],
             check=check,
             capture_output=True,
             user=user,
             timeout=60,
-        )
+        ).returncode
 
     def init(self) -> None:
         self._run("initdb", "-D", str(self.pgdata), "-U", "postgres", "--auth=trust")
@@ -105,6 +105,11 @@ class RestartablePostgres:
             "pg_ctl", "-D", str(self.pgdata), "-w", "-l", str(self.root / "log"),
             "-o", f"-h '' -k {self.root}", "start",
         )  # fmt: skip
+
+    def ensure_running(self) -> None:
+        """Start it unless it runs (a test that failed while it was down leaves it so)."""
+        if self._run("pg_ctl", "-D", str(self.pgdata), "status", check=False) != 0:
+            self.start()
 
     def crash(self) -> None:
         """Stop abruptly: every backend killed, no checkpoint (crash recovery on start)."""

@@ -5,6 +5,7 @@ the worker comes back by itself."""
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 import threading
 import uuid
 from dataclasses import dataclass, field
@@ -30,6 +31,13 @@ from tests.server.conftest import (
 @pytest.fixture(scope="module")
 def outage_engine(restartable_pg: RestartablePostgres) -> Engine:
     return make_engine(restartable_pg.url)
+
+
+@pytest.fixture(autouse=True)
+def _server_up_after(restartable_pg: RestartablePostgres) -> Iterator[None]:
+    """Whatever a test did to the server, the next one finds it running."""
+    yield
+    restartable_pg.ensure_running()
 
 
 def _status(dsn: str, upload_id: int) -> str | None:
@@ -198,3 +206,21 @@ def test_postgres_crash_while_8_clients_upload(
             enough.set()
             worker.send_signal(signal.SIGTERM)
             worker.wait(timeout=20)
+
+
+def test_worker_started_while_the_database_is_down_waits_for_it(
+    restartable_pg: RestartablePostgres,
+) -> None:
+    restartable_pg.crash()
+    worker = start_worker(restartable_pg.url)
+    try:
+        assert worker.stderr is not None
+        said = worker.stderr.readline().decode()  # blocks until its first complaint
+        assert "database unavailable" in said
+        assert worker.poll() is None
+        restartable_pg.start()
+        upload = queue_upload(restartable_pg.url, junit_xml(10, seed=9), job="late")
+        wait_for(lambda: _status(restartable_pg.dsn, upload) == "done", what="ingested")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=20)
