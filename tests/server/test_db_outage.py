@@ -5,9 +5,9 @@ the worker comes back by itself."""
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import httpx
