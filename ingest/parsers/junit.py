@@ -26,7 +26,7 @@ import gc
 import operator
 import re
 from itertools import repeat
-from typing import Any, NoReturn
+from typing import Any
 from xml.parsers import expat
 
 import numpy as np
@@ -34,23 +34,16 @@ import pandas as pd
 
 from analysis.frames import RESULT_COLUMNS
 from ingest.model import ParsedReport, ReportParseError, SessionInfo
-from ingest.parsers.nodeid import (
-    PYTEST_SUITE_NAME,
-    pytest_nodeid,
-    split_pytest_classname,
+from ingest.parsers.junit_expat import (
+    ENCODING_DECL,
+    Columns,
+    Forbidden,
+    make_parser,
 )
+from ingest.parsers.junit_fast import collect_fast
+from ingest.parsers.nodeid import pytest_nodeid, split_pytest_classname
 
-MAX_MESSAGE_CHARS = 500
 NANOSECOND_THRESHOLD_S = 1e6
-_SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-_CHILD_OUTCOME = {
-    "failure": "failed",
-    "error": "error",
-    "skipped": "skipped",
-    "skip": "skipped",
-    "ignored": "skipped",
-    "disabled": "skipped",
-}
 _STATUS_OUTCOME = {
     "disabled": "skipped",
     "notrun": "skipped",
@@ -64,56 +57,9 @@ _STATUS_OUTCOME = {
     "errored": "error",
     "error": "error",
 }
-_FLAKY_CHILDREN = frozenset({"flakyFailure", "flakyError"})
-_RERUN_CHILDREN = frozenset({"rerunFailure", "rerunError"})
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
 _UNDEFINED_ENTITY = expat.errors.codes[expat.errors.XML_ERROR_UNDEFINED_ENTITY]
 _INVALID_TOKEN = expat.errors.codes[expat.errors.XML_ERROR_INVALID_TOKEN]
-_ENCODING_DECL = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
-
-
-class _Forbidden(Exception):
-    """Raised from inside an expat handler to stop parsing a hostile or foreign document."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class _Columns:
-    """What the expat handlers collect: each testcase's attribute dict plus sparse extras."""
-
-    def __init__(self) -> None:
-        # One entry per testcase element: its attributes and the index of its <testsuite>.
-        self.cases: list[dict[str, str]] = []
-        self.case_suites: list[int] = []
-        # Per <testsuite>, index 0 being "no suite": (name, file, is_pytest, hostname).
-        self.suites: list[tuple[str | None, str | None, bool, str | None]] = [
-            (None, None, False, None)
-        ]
-        # Sparse, row index -> value: only rows with children or a status attribute.
-        self.outcomes: dict[int, str] = {}
-        self.messages: dict[int, str] = {}
-        self.reruns: dict[int, int] = {}
-        self.flaky_runs: dict[int, int] = {}
-        self.properties: dict[str, str] = {}
-        self.timestamp: str | None = None
-        self.hostname: str | None = None
-        self.root_time: str | None = None
-
-    @property
-    def count(self) -> int:
-        """How many testcase rows were collected."""
-        return len(self.case_suites)
-
-    def column(self, key: str) -> list[str | None]:
-        """One attribute of every testcase, None where absent (a new list: callers fill it)."""
-        return _column(self.cases, key)
-
-    def split_names(self) -> tuple[list[str | None], list[str | None]] | None:
-        """(function, params) of names "f[p]", (None, None) for the others, if already split."""
-        return None
 
 
 def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) -> ParsedReport:
@@ -121,8 +67,6 @@ def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) 
 
     `fast=False` skips the bulk scanner (junit_fast) and runs expat over every element.
     """
-    from ingest.parsers.junit_fast import collect_fast
-
     text, encoding, line_offset = _prepare(data, filename)
     # Hundreds of thousands of attribute dicts are kept alive while parsing; the cyclic
     # collector would rescan them over and over (quadratic) and they form no cycles.
@@ -133,7 +77,7 @@ def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) 
         # expat then parses the original and reports the error with its exact position.
         cols = collect_fast(text, encoding) if fast else None
         if cols is None:
-            cols = _Columns()
+            cols = Columns()
             _parse_into(cols, text, encoding, line_offset, filename)
         return _build_report(cols)
     finally:
@@ -142,10 +86,10 @@ def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) 
 
 
 def _parse_into(
-    cols: _Columns, text: bytes, encoding: str | None, line_offset: int, filename: str | None
+    cols: Columns, text: bytes, encoding: str | None, line_offset: int, filename: str | None
 ) -> None:
     """Run expat over the whole document, mapping every failure to a ReportParseError."""
-    parser = _make_parser(cols, encoding)
+    parser = make_parser(cols, encoding)
     try:
         try:
             parser.Parse(text, False)
@@ -155,7 +99,7 @@ def _parse_into(
             parser.Parse(b"", True)
         except expat.ExpatError as exc:
             raise _xml_error(exc, text, encoding, line_offset, filename, at_end=True) from None
-    except _Forbidden as exc:
+    except Forbidden as exc:
         line, column = parser.CurrentLineNumber, parser.CurrentColumnNumber + 1
         if exc.code == "xml-dtd-forbidden":
             # expat reports the DOCTYPE after reading its name; point at its "<!" instead.
@@ -198,129 +142,6 @@ def _prepare(data: bytes, filename: str | None) -> tuple[bytes, str | None, int]
 def _utf16_codec(data: bytes) -> str:
     """The UTF-16 byte order of a BOM-less document from where its NUL bytes sit."""
     return "utf-16-le" if data[1:2] == b"\x00" else "utf-16-be"
-
-
-def _make_parser(cols: _Columns, encoding: str | None) -> Any:
-    """An expat parser that refuses DTDs and entities and fills `cols` as it goes."""
-    parser = expat.ParserCreate(encoding)
-    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    parser.buffer_text = True
-    parser.buffer_size = 1 << 16
-
-    def forbid_doctype(*_args: object) -> NoReturn:
-        raise _Forbidden(
-            "xml-dtd-forbidden", "DOCTYPE declarations are not allowed in test reports"
-        )
-
-    def forbid_entity(*_args: object) -> NoReturn:
-        raise _Forbidden("xml-entity-forbidden", "entity declarations are not allowed")
-
-    parser.StartDoctypeDeclHandler = forbid_doctype
-    parser.EntityDeclHandler = forbid_entity
-    parser.UnparsedEntityDeclHandler = forbid_entity
-    parser.ExternalEntityRefHandler = forbid_entity
-
-    # The hot path is one call per testcase: keep it to two appends (the attribute dict
-    # expat already built, and the suite index); everything else is derived afterwards.
-    cases = cols.cases
-    cases_append = cases.append
-    case_suites_append = cols.case_suites.append
-    suites = cols.suites
-    outcomes = cols.outcomes
-    messages = cols.messages
-    properties = cols.properties
-    suite_stack = [0]
-    depth = 0  # 0 outside a testcase, 1 on the testcase, 2 on its children...
-    in_properties = 0
-    collecting: list[str] | None = None
-
-    def collect_text(chunk: str) -> None:
-        if collecting is not None:
-            collecting.append(chunk)
-
-    def start(name: str, attrs: dict[str, str]) -> None:
-        nonlocal depth, in_properties, collecting
-        if depth:
-            depth += 1
-            if depth == 2:
-                _case_child(name, attrs)
-            return
-        if name == "testcase":
-            depth = 1
-            cases_append(attrs)
-            case_suites_append(suite_stack[-1])
-        elif name == "testsuite":
-            parent = suites[suite_stack[-1]]
-            suite_name = attrs.get("name")
-            suite_stack.append(len(suites))
-            suites.append(
-                (
-                    suite_name,
-                    attrs.get("file") or parent[1],
-                    suite_name == PYTEST_SUITE_NAME,
-                    attrs.get("hostname") or parent[3],
-                )
-            )
-            if cols.timestamp is None:
-                cols.timestamp = attrs.get("timestamp")
-            if cols.hostname is None:
-                cols.hostname = attrs.get("hostname")
-            if cols.root_time is None and suite_name == PYTEST_SUITE_NAME:
-                cols.root_time = attrs.get("time")
-        elif name == "properties":
-            in_properties += 1
-        elif name == "property" and in_properties:
-            key = attrs.get("name")
-            if key:
-                properties.setdefault(key, attrs.get("value", ""))
-
-    def _case_child(name: str, attrs: dict[str, str]) -> None:
-        nonlocal collecting
-        row = len(cases) - 1
-        outcome = _CHILD_OUTCOME.get(name)
-        if outcome is not None:
-            if _SEVERITY[outcome] >= _SEVERITY[outcomes.get(row, "passed")]:
-                outcomes[row] = outcome
-                message = attrs.get("message")
-                if message:
-                    messages[row] = message[:MAX_MESSAGE_CHARS]
-                else:
-                    messages.pop(row, None)
-                    collecting = []
-                    parser.CharacterDataHandler = collect_text
-        elif name in _FLAKY_CHILDREN:
-            cols.flaky_runs[row] = cols.flaky_runs.get(row, 0) + 1
-        elif name in _RERUN_CHILDREN:
-            cols.reruns[row] = cols.reruns.get(row, 0) + 1
-
-    def end(name: str) -> None:
-        nonlocal depth, in_properties, collecting
-        if depth:
-            if depth == 2 and collecting is not None:
-                parser.CharacterDataHandler = None
-                message = "".join(collecting).strip()[:MAX_MESSAGE_CHARS]
-                if message:
-                    messages[len(cases) - 1] = message
-                collecting = None
-            depth -= 1
-            return
-        if name == "testsuite":
-            suite_stack.pop()
-        elif name == "properties":
-            in_properties -= 1
-
-    def first_start(name: str, attrs: dict[str, str]) -> None:
-        if name not in ("testsuites", "testsuite"):
-            raise _Forbidden(
-                "not-junit",
-                f"root element is <{name}>, not <testsuites> or <testsuite>: not a JUnit report",
-            )
-        parser.StartElementHandler = start
-        start(name, attrs)
-
-    parser.StartElementHandler = first_start
-    parser.EndElementHandler = end
-    return parser
 
 
 def _xml_error(
@@ -377,7 +198,7 @@ def _encoding_error(text: bytes, forced: str | None) -> tuple[int, int, str] | N
     """(line, column, message) of the first byte invalid in the declared encoding, if any."""
     declared = forced
     if declared is None:
-        match = _ENCODING_DECL.match(text)
+        match = ENCODING_DECL.match(text)
         declared = match.group(1).decode("ascii") if match else "utf-8"
     try:
         codecs.lookup(declared)
@@ -392,12 +213,7 @@ def _encoding_error(text: bytes, forced: str | None) -> tuple[int, int, str] | N
     return None
 
 
-def _column(cases: list[dict[str, str]], key: str) -> list[str | None]:
-    """One attribute of every testcase (None where absent), looked up without a Python loop."""
-    return list(map(dict.get, cases, repeat(key)))
-
-
-def _fill(values: list[str | None], cols: _Columns, key: str) -> None:
+def _fill(values: list[str | None], cols: Columns, key: str) -> None:
     """Fill the gaps of `values` from a second attribute name (`class`, `duration`)."""
     gaps = [i for i, v in enumerate(values) if not v]
     other = cols.column(key)
@@ -405,7 +221,7 @@ def _fill(values: list[str | None], cols: _Columns, key: str) -> None:
         values[row] = other[row] or values[row]
 
 
-def _build_report(cols: _Columns) -> ParsedReport:
+def _build_report(cols: Columns) -> ParsedReport:
     """Turn the collected testcases into the results frame, collapsing reruns."""
     warnings: list[str] = []
     n = cols.count
@@ -545,7 +361,7 @@ _ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
 
 
 def _identities(
-    cols: _Columns, names: list[str]
+    cols: Columns, names: list[str]
 ) -> tuple[_ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray]:
     """(nodeid, file, classname, function, params, suite) arrays, one identity computation
     per distinct (classname, file, suite) rather than per row."""

@@ -12,7 +12,7 @@ from ingest.worker import WORKER_ERROR_CODES
 REPO = Path(__file__).resolve().parents[2]
 PARSERS_DIR = REPO / "ingest" / "parsers"
 # Exception types whose first positional argument is an error code.
-CODE_FIRST_ARG = {"ReportParseError", "_Forbidden"}
+CODE_FIRST_ARG = {"ReportParseError", "Forbidden"}
 
 
 def raised_codes() -> dict[str, str]:
