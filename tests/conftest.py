@@ -138,7 +138,6 @@ def live_server(database: Database, engine: Engine) -> Iterator[LiveServer]:
                 poll_s=0.5,
                 name=f"test-{os.getpid()}",
                 limits=ParseLimits(
-                    max_compressed_bytes=settings.max_upload_bytes,
                     max_decompressed_bytes=TEST_MAX_REPORT_BYTES,
                 ),
             ),

@@ -23,7 +23,6 @@ def _worker_config(settings: Settings) -> WorkerConfig:
         max_attempts=settings.max_attempts,
         poll_s=settings.worker_poll_s,
         limits=ParseLimits(
-            max_compressed_bytes=settings.max_upload_bytes,
             max_decompressed_bytes=settings.max_report_bytes,
         ),
     )

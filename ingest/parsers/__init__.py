@@ -1,7 +1,8 @@
 """Report parsers: bytes in, ParsedReport out. Pure; hostile input raises ReportParseError.
 
-`parse_report` is the one entry point: it enforces the size limits, gunzips, detects the
-format and dispatches through PARSERS. Parser modules are imported on first use.
+`parse_report` is the one entry point: it inflates gzip as a stream under the one size limit
+(guarding XML nodes as it goes), detects the format and dispatches through PARSERS. Parser
+modules are imported on first use.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ import importlib
 from collections.abc import Callable
 
 from ingest.model import ParsedReport, ReportFormat, ReportParseError
-from ingest.parsers.detect import detect_format
-from ingest.parsers.limits import (
-    DEFAULT_LIMITS,
-    ParseLimits,
-    check_compressed_size,
-    gunzip_limited,
+from ingest.parsers.compression import (
+    gunzip_chunks,
     is_gzip,
+    plain_chunks,
+    refuse_containers,
 )
+from ingest.parsers.detect import detect_format, sniff_xml, utf16_as_utf8
+from ingest.parsers.limits import DEFAULT_LIMITS, ParseLimits
+from ingest.parsers.xml_guard import NodeGuard
 
 __all__ = ["DEFAULT_LIMITS", "PARSERS", "ParseLimits", "detect_format", "parse_report"]
 
@@ -39,30 +41,56 @@ def parse_report(
     limits: ParseLimits = DEFAULT_LIMITS,
 ) -> ParsedReport:
     """Parse one report (gzip accepted) of the given or detected format into a ParsedReport."""
-    check_compressed_size(data, limits, filename)
-    if is_gzip(data):
-        data = gunzip_limited(data, limits, filename)
-    elif len(data) > limits.max_decompressed_bytes:
-        raise ReportParseError(
-            "decompressed-too-large",
-            f"report is {len(data)} bytes, over the limit of {limits.max_decompressed_bytes}",
-            filename=filename,
-        )
-    if not data.strip(b" \t\r\n\x00") or data in (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"):
-        raise ReportParseError("empty-report", "the report is empty", filename=filename)
-    fmt: ReportFormat
-    if format == "auto":
-        fmt = detect_format(data)
-    elif format in PARSERS:
-        fmt = format  # type: ignore[assignment]
-    else:
+    if format != "auto" and format not in PARSERS:
         known = ", ".join(["auto", *PARSERS])
         raise ReportParseError(
             "format-unknown",
             f"unknown format {format!r} (expected one of {known})",
             filename=filename,
         )
+    data = read_content(data, limits, filename, xml=format in ("auto", "junit"))
+    if not data.strip(b" \t\r\n\x00") or data in (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"):
+        raise ReportParseError("empty-report", "the report is empty", filename=filename)
+    fmt: ReportFormat = detect_format(data) if format == "auto" else format  # type: ignore[assignment]
     return parser_for(fmt)(data, filename=filename)
+
+
+def read_content(data: bytes, limits: ParseLimits, filename: str | None, *, xml: bool) -> bytes:
+    """The report's content, inflated when gzipped, under the one size limit.
+
+    Chunks are checked as they are inflated: XML (when `xml` and the content starts like
+    XML) goes through the node guard, so a hostile file is refused after one bounded step.
+    """
+    refuse_containers(data[:8], filename, inside_gzip=False)
+    gzipped = is_gzip(data)
+    if gzipped:
+        chunks = gunzip_chunks(data, limits.max_decompressed_bytes, filename)
+    else:
+        chunks = plain_chunks(data, limits.max_decompressed_bytes, filename)
+    parts: list[bytes] = []
+    guard: NodeGuard | None = None
+    undecided = xml
+    for chunk in chunks:
+        if gzipped or undecided:
+            parts.append(chunk)
+        if guard is not None:
+            guard.feed(chunk)
+        elif undecided:
+            head = b"".join(parts) if len(parts) > 1 else chunk
+            if gzipped:
+                refuse_containers(head[:8], filename, inside_gzip=True)
+            kind = sniff_xml(head)
+            if kind is None:
+                continue  # only blanks so far
+            undecided = False
+            if kind == "xml":
+                guard = NodeGuard(limits.max_node_bytes, filename)
+                guard.feed(head)
+    content = data if not gzipped else parts[0] if len(parts) == 1 else b"".join(parts)
+    if xml and sniff_xml(content[:4]) == "utf-16":
+        # The byte scan cannot see UTF-16 markup: guard the UTF-8 text the XML parser gets.
+        NodeGuard(limits.max_node_bytes, filename).feed(utf16_as_utf8(content, filename))
+    return content
 
 
 def parser_for(fmt: str) -> Parser:

@@ -34,6 +34,7 @@ import pandas as pd
 
 from analysis.frames import RESULT_COLUMNS
 from ingest.model import ParsedReport, ReportParseError, SessionInfo
+from ingest.parsers.detect import sniff_xml, utf16_as_utf8
 from ingest.parsers.junit_expat import (
     ENCODING_DECL,
     Columns,
@@ -119,29 +120,15 @@ def _prepare(data: bytes, filename: str | None) -> tuple[bytes, str | None, int]
     how many lines were dropped, so error positions still point into the original file.
     """
     encoding: str | None = None
-    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<")):
-        codec = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else _utf16_codec(data)
-        try:
-            decoded = data.decode(codec)
-        except UnicodeDecodeError as exc:
-            raise ReportParseError(
-                "encoding-invalid",
-                f"bytes are not valid UTF-16 at offset {exc.start}: {exc.reason}",
-                filename=filename,
-            ) from None
+    if sniff_xml(data[:4]) == "utf-16":
         # expat is told UTF-8, overriding the document's own "UTF-16" declaration.
-        data = decoded.lstrip("\ufeff").encode("utf-8")
+        data = utf16_as_utf8(data, filename)
         encoding = "utf-8"
     elif data.startswith(codecs.BOM_UTF8):
         data = data[3:]
     stripped = data.lstrip(b" \t\r\n")
     line_offset = data.count(b"\n", 0, len(data) - len(stripped))
     return stripped, encoding, line_offset
-
-
-def _utf16_codec(data: bytes) -> str:
-    """The UTF-16 byte order of a BOM-less document from where its NUL bytes sit."""
-    return "utf-16-le" if data[1:2] == b"\x00" else "utf-16-be"
 
 
 def _xml_error(
