@@ -2,8 +2,8 @@
 
 Speed matters (reports of 200k testcases): expat callbacks append to plain lists, one per
 column, and the results frame is built once from them. Identity (nodeid, file, function,
-params) is derived per distinct classname, not per row; repeated testcases are collapsed
-in a vectorised pass that runs only when duplicates exist.
+params) is derived per distinct classname, not per row; repeated testcases are handled in
+a vectorised pass that runs only when duplicates exist (see executions.py).
 
 Dialect rules (see docs/errors.md for the error codes):
 - roots `<testsuites>` or `<testsuite>`, suites nested to any depth; `suite` is the innermost;
@@ -11,8 +11,10 @@ Dialect rules (see docs/errors.md for the error codes):
   or a `status`/`result` attribute such as disabled/notrun/skipped) > passed;
 - Surefire `<flakyFailure>`/`<flakyError>`: extra failed attempts of a test that then passed
   (flaky); `<rerunFailure>`/`<rerunError>`: extra failed attempts of a test that failed;
-- repeated testcases with the same identity are reruns: one result, the LAST attempt's
-  outcome and duration, `attempts` the count, `flaky` when it failed before a final pass;
+- repeated testcases with the same identity are reruns only in pytest reports (one result,
+  durations summed, the LAST attempt's outcome, `attempts` the count, `flaky` when it failed
+  before a final pass); in any other dialect each is its own execution, nodeid " #k";
+- Surefire's rerun children are attempts inside one testcase, whose `time` is kept as written;
 - `time` (or `duration`): empty/missing is unknown; "1,234.5" and "0,5" are understood;
   negative or unparseable values become NaN with a warning. When every time is an integer
   and one is above 1e6 s (11.6 days, not a plausible test), the report is in nanoseconds
@@ -35,6 +37,7 @@ import pandas as pd
 from analysis.frames import RESULT_COLUMNS
 from ingest.model import ParsedReport, ReportParseError, SessionInfo
 from ingest.parsers.detect import sniff_xml, utf16_as_utf8
+from ingest.parsers.executions import merge_reruns, number_executions
 from ingest.parsers.junit_expat import (
     ENCODING_DECL,
     Columns,
@@ -219,7 +222,7 @@ def _build_report(cols: Columns) -> ParsedReport:
     if not all(times):
         _fill(times, cols, "duration")
     durations = _durations(times, warnings)
-    nodeids, files, classnames, functions, params, suite_names = _identities(
+    nodeids, files, classnames, functions, params, suite_names, pytest_rows = _identities(
         cols,
         names,  # type: ignore[arg-type]
     )
@@ -258,7 +261,7 @@ def _build_report(cols: Columns) -> ParsedReport:
         "message": messages,
     }
     if n and len(set(nodeids.tolist())) != n:
-        columns = _collapse_reruns(columns, flaky_marks=flaky_marks)
+        columns = _executions(columns, pytest_rows, flaky_marks, warnings)
     session = SessionInfo(
         started_at=cols.timestamp or None,
         hostname=cols.hostname or None,
@@ -271,6 +274,29 @@ def _build_report(cols: Columns) -> ParsedReport:
         session=session,
         properties=dict(cols.properties),
     )
+
+
+def _executions(
+    columns: dict[str, Any],
+    pytest_rows: np.ndarray[Any, np.dtype[np.bool_]],
+    flaky_marks: np.ndarray[Any, np.dtype[np.bool_]],
+    warnings: list[str],
+) -> dict[str, Any]:
+    """Repeated nodeids: pytest's are attempts of one test (merged), others' are executions."""
+    renamed = number_executions(columns["nodeid"], pytest_rows)
+    if renamed:
+        warnings.append(
+            f"{renamed} testcase(s) repeat the name of an earlier one: kept as separate "
+            "executions, their nodeids suffixed ' #2', ' #3'... in document order"
+        )
+    before = len(columns["nodeid"])
+    if len(set(columns["nodeid"].tolist())) != before:
+        columns = merge_reruns(columns, flaky_marks=flaky_marks)
+        warnings.append(
+            f"{before - len(columns['nodeid'])} repeated pytest testcase(s) merged into their "
+            "test as rerun attempts (a pytest nodeid is unique in a session); times summed"
+        )
+    return columns
 
 
 def _wall_s(raw: str | None) -> float | None:
@@ -349,9 +375,17 @@ _ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
 
 def _identities(
     cols: Columns, names: list[str]
-) -> tuple[_ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray]:
-    """(nodeid, file, classname, function, params, suite) arrays, one identity computation
-    per distinct (classname, file, suite) rather than per row."""
+) -> tuple[
+    _ObjectArray,
+    _ObjectArray,
+    _ObjectArray,
+    _ObjectArray,
+    _ObjectArray,
+    _ObjectArray,
+    np.ndarray[Any, np.dtype[np.bool_]],
+]:
+    """(nodeid, file, classname, function, params, suite, is-pytest) arrays, one identity
+    computation per distinct (classname, file, suite) rather than per row."""
     n = cols.count
     classname_column = cols.column("classname")
     if not all(classname_column):
@@ -409,7 +443,15 @@ def _identities(
         unsplit = pd.isna(params) | ~is_pytest[combined]
         functions[unsplit] = names_array[unsplit]
         params[unsplit] = None
-    return nodeids, file_out[combined], class_out[combined], functions, params, suite_out[combined]
+    return (
+        nodeids,
+        file_out[combined],
+        class_out[combined],
+        functions,
+        params,
+        suite_out[combined],
+        is_pytest[combined],
+    )
 
 
 def _split_names(
@@ -490,30 +532,6 @@ def _prefix(
 _SOURCE_PATH = re.compile(
     r"^[\w./@+-]*[\w-]\.(?:[cm]?[jt]sx?|py|rb|go|php|java|kt|scala|rs|cs|swift|ex|exs)$"
 )
-
-
-def _collapse_reruns(
-    columns: dict[str, Any], *, flaky_marks: np.ndarray[Any, Any]
-) -> dict[str, Any]:
-    """One row per nodeid: the last attempt, attempts summed, flaky if it failed then passed."""
-    codes, _uniques = pd.factorize(columns["nodeid"])
-    n = len(codes)
-    k = int(codes.max()) + 1
-    # factorize numbers codes by first appearance, so code order is first-appearance order;
-    # unique over the reversed codes finds each code's last occurrence.
-    _, first_reversed = np.unique(codes[::-1], return_index=True)
-    last = n - 1 - first_reversed
-    outcomes = columns["outcome"]
-    failed = (outcomes == "failed") | (outcomes == "error") | flaky_marks
-    failures = np.bincount(codes, weights=failed.astype(np.float64), minlength=k)
-    attempts = np.bincount(codes, weights=columns["attempts"].astype(np.float64), minlength=k)
-    collapsed = {name: values[last] for name, values in columns.items()}
-    earlier_failures = failures - failed[last]
-    collapsed["attempts"] = attempts.astype(np.int64)
-    collapsed["flaky"] = ((collapsed["outcome"] == "passed") & (earlier_failures > 0)) | columns[
-        "flaky"
-    ][last]
-    return collapsed
 
 
 def _frame(columns: dict[str, Any]) -> pd.DataFrame:
