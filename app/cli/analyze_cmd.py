@@ -8,6 +8,7 @@ import math
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from analysis.filters import Filters, filter_facts, filter_runs
 from analysis.frames import facts_from_results
@@ -86,8 +87,9 @@ def _print_table(result: Rollup) -> None:
     if result.within is not None:
         table.add_column(f"share of {result.within}", justify="right", no_wrap=True)
     for row in result.to_records():
-        cells = [
-            str(row["key"]),
+        cells: list[str | Text] = [
+            # Text, not markup: "[sig-network]" in a test name is not a rich style tag.
+            Text(str(row["key"])),
             str(row["runs"]),
             format_duration(row["total_s"]),
             _percent(row["share"]),

@@ -11,6 +11,7 @@ from typing import Any, cast
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from analysis.split_plan import (
     GRANULARITIES,
@@ -228,8 +229,9 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
         jobs.add_column(col, justify="left" if col in ("job", "members") else "right")
     for job in result.jobs:
         jobs.add_row(
-            job.name,
-            _members_text(job.members),
+            # Text, not markup: names from reports may hold "[sig-network]".
+            Text(job.name),
+            Text(_members_text(job.members)),
             str(job.n_tests),
             format_duration(job.test_s / job.workers),
             format_duration(job.overhead_s),
