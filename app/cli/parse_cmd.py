@@ -94,7 +94,8 @@ def _encode_column(column: pd.Series[Any]) -> list[str] | str:
         values = column.to_numpy()
         if values.all() or not values.any():
             return "true" if values[0] else "false"
-        return np.where(values, "true", "false").tolist()
+        booleans: list[str] = np.where(values, "true", "false").tolist()
+        return booleans
     if column.dtype.kind == "f":
         codes, uniques = pd.factorize(column.to_numpy())  # NaN gets -1: the "null" below
         texts = [repr(v) if math.isfinite(v) else "null" for v in uniques.tolist()]
@@ -108,4 +109,5 @@ def _encode_column(column: pd.Series[Any]) -> list[str] | str:
         return "null"  # every value unknown
     if len(texts) == 1 and codes.min() == 0:
         return texts[0]  # one known value in every row
-    return np.array([*texts, "null"], dtype=object)[codes].tolist()
+    per_row: list[str] = np.array([*texts, "null"], dtype=object)[codes].tolist()
+    return per_row
