@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ingest.model import ParsedReport, ReportFormat, ReportParseError
 from ingest.parsers.compression import (
+    check_plain_size,
     gunzip_chunks,
     is_gzip,
     plain_chunks,
@@ -62,31 +63,41 @@ def read_content(data: bytes, limits: ParseLimits, filename: str | None, *, xml:
     XML) goes through the node guard, so a hostile file is refused after one bounded step.
     """
     refuse_containers(data[:8], filename, inside_gzip=False)
+    limit = limits.max_decompressed_bytes
     gzipped = is_gzip(data)
-    if gzipped:
-        chunks = gunzip_chunks(data, limits.max_decompressed_bytes, filename)
-    else:
-        chunks = plain_chunks(data, limits.max_decompressed_bytes, filename)
-    parts: list[bytes] = []
+    if not gzipped:
+        check_plain_size(data, limit, filename)
+        if not xml:
+            return data
+    chunks = gunzip_chunks(data, limit, filename) if gzipped else plain_chunks(data)
+    parts: list[bytes] = []  # the inflated content (gzip only: plain content is `data`)
+    magic = b""  # the content's first bytes: another compression inside the gzip?
     guard: NodeGuard | None = None
     undecided = xml
+    blank_bytes = 0  # leading blanks before the first byte that tells XML from the rest
     for chunk in chunks:
-        if gzipped or undecided:
+        if gzipped:
             parts.append(chunk)
+            if len(magic) < 8:
+                magic += chunk[: 8 - len(magic)]
+                if len(magic) == 8:
+                    refuse_containers(magic, filename, inside_gzip=True)
         if guard is not None:
             guard.feed(chunk)
         elif undecided:
-            head = b"".join(parts) if len(parts) > 1 else chunk
-            if gzipped:
-                refuse_containers(head[:8], filename, inside_gzip=True)
-            kind = sniff_xml(head)
+            kind = sniff_xml(chunk, at_start=not blank_bytes)
             if kind is None:
-                continue  # only blanks so far
+                blank_bytes += len(chunk)
+                continue
             undecided = False
             if kind == "xml":
-                guard = NodeGuard(limits.max_node_bytes, filename)
-                guard.feed(head)
-    content = data if not gzipped else parts[0] if len(parts) == 1 else b"".join(parts)
+                guard = NodeGuard(limits.max_node_bytes, filename, offset=blank_bytes)
+                guard.feed(chunk)
+        elif not gzipped:
+            break  # plain and not XML: nothing more to check
+    if gzipped:
+        refuse_containers(magic, filename, inside_gzip=True)  # content under 8 bytes
+    content = (parts[0] if len(parts) == 1 else b"".join(parts)) if gzipped else data
     if xml and sniff_xml(content[:4]) == "utf-16":
         # The byte scan cannot see UTF-16 markup: guard the UTF-8 text the XML parser gets.
         NodeGuard(limits.max_node_bytes, filename).feed(utf16_as_utf8(content, filename))

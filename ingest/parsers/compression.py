@@ -55,10 +55,14 @@ def refuse_containers(head: bytes, filename: str | None, *, inside_gzip: bool) -
             )
 
 
-def plain_chunks(data: bytes, limit: int, filename: str | None) -> Iterator[bytes]:
-    """An uncompressed report in CHUNK_BYTES slices, refused past the same size limit."""
+def check_plain_size(data: bytes, limit: int, filename: str | None) -> None:
+    """Refuse an uncompressed report over the content limit (the one gzip is held to)."""
     if len(data) > limit:
         raise _too_large(limit, filename)
+
+
+def plain_chunks(data: bytes) -> Iterator[bytes]:
+    """An uncompressed report in CHUNK_BYTES slices, the steps gzip content comes in."""
     view = memoryview(data)
     for start in range(0, len(data), CHUNK_BYTES):
         yield bytes(view[start : start + CHUNK_BYTES])

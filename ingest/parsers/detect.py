@@ -32,12 +32,16 @@ def detect_format(data: bytes) -> ReportFormat:
     return "durations"
 
 
-def sniff_xml(head: bytes) -> str | None:
-    """ "xml" or "utf-16" when `head` starts an XML document, "other" when it does not,
-    None while it holds only a BOM and blanks (more bytes are needed to tell)."""
-    if head.startswith((b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<")):
-        return "utf-16"
-    stripped = head.lstrip(_WHITESPACE + b"\xef\xbb\xbf")
+def sniff_xml(chunk: bytes, *, at_start: bool = True) -> str | None:
+    """ "xml" or "utf-16" when the content starts an XML document, "other" when it does not,
+    None while `chunk` holds only blanks (the next chunk must tell). `at_start`: `chunk` is
+    the content's beginning (UTF-16 and BOMs are looked for there only)."""
+    if at_start:
+        if chunk.startswith((b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<")):
+            return "utf-16"
+        if chunk.startswith(b"\xef\xbb\xbf"):
+            chunk = chunk[3:]
+    stripped = chunk.lstrip(_WHITESPACE)
     if not stripped:
         return None
     return "xml" if stripped.startswith(b"<") else "other"

@@ -34,10 +34,11 @@ _KEEP = max(len(start) for start in _SECTION_END) - 1
 class NodeGuard:
     """Feed it a document's bytes in order; it raises `node-too-large` on an oversize node."""
 
-    def __init__(self, max_node_bytes: int, filename: str | None = None) -> None:
+    def __init__(self, max_node_bytes: int, filename: str | None = None, offset: int = 0) -> None:
         self.cap = max_node_bytes
         self.filename = filename
-        self.seen = 0  # bytes fed so far
+        # Bytes fed so far; `offset` counts leading blanks read before the guard was made.
+        self.seen = offset
         self.last_lt = 0  # offset just after the last "<" (0: the document's start)
         self.tail = b""  # the unsearched end of the previous chunk (for section openings)
         self.open_start = 0  # offset where the open section begins

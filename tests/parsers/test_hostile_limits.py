@@ -128,3 +128,23 @@ def _zip(name: str, payload: bytes) -> bytes:
 )
 def test_containers_get_their_own_code_not_durations_missing(data: bytes, code: str) -> None:
     assert parse_error(data).code == code
+
+
+@pytest.mark.parametrize("fmt", ["durations", "laptime-json", "junit"])
+def test_nested_compression_is_named_whatever_the_format_asked(fmt: str) -> None:
+    assert parse_error(gzip.compress(gzip.compress(CASE)), format=fmt).code == (
+        "nested-compression"
+    )
+
+
+@pytest.mark.parametrize("transport", ["plain", "gzip"])
+def test_leading_blanks_do_not_hide_the_document_from_the_guard(transport: str) -> None:
+    wrap = gzip.compress if transport == "gzip" else bytes
+    # The blanks fill more than the first 1 MiB chunk; the comment holds "<" all along.
+    limits = ParseLimits(max_node_bytes=4 * MIB)
+    hostile = b"\n" * (MIB + 100) + HEAD + b"<!--" + b"<x>" * (2 * MIB) + b"-->" + TAIL
+    error = parse_error(wrap(hostile), limits=limits)
+    assert error.code == "node-too-large"
+    assert "comment" in error.message
+    # Leading blanks (under the cap) before a valid report are fine.
+    assert len(parse_report(wrap(b"\n" * 5000 + CASE), limits=limits).results) == 1

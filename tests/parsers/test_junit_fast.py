@@ -117,9 +117,10 @@ def test_suites_properties_and_children_keep_their_places() -> None:
     assert report.properties == {"k": "v"}
 
 
-def test_repeats_across_scanned_and_real_rows_are_numbered_the_same() -> None:
+def repeats(suite: str) -> ParsedReport:
+    """Two scanned runs around a real testcase repeating a scanned name, under `suite`."""
     body = (
-        "<testsuite>"
+        f"<testsuite{suite}>"
         + cases(2)
         + '<testcase classname="m.C" name="t1" time="5"><failure message="x"/></testcase>'
         + cases(2)
@@ -127,6 +128,11 @@ def test_repeats_across_scanned_and_real_rows_are_numbered_the_same() -> None:
     )
     report = check(doc(body))
     assert report is not None
+    return report
+
+
+def test_repeats_across_scanned_and_real_rows_are_numbered_the_same() -> None:
+    report = repeats("")
     assert report.results["nodeid"].tolist() == [
         "m.C::t0",
         "m.C::t1",
@@ -138,15 +144,7 @@ def test_repeats_across_scanned_and_real_rows_are_numbered_the_same() -> None:
 
 
 def test_pytest_reruns_across_scanned_and_real_rows_merge_the_same() -> None:
-    body = (
-        '<testsuite name="pytest">'
-        + cases(2)
-        + '<testcase classname="m.C" name="t1" time="5"><failure message="x"/></testcase>'
-        + cases(2)
-        + "</testsuite>"
-    )
-    report = check(doc(body))
-    assert report is not None
+    report = repeats(' name="pytest"')
     assert report.results["attempts"].tolist() == [2, 3]
     assert report.results["duration_s"].tolist() == pytest.approx([0.0, 5.2])
 
