@@ -45,9 +45,9 @@ from ingest.parsers.junit_expat import (
     make_parser,
 )
 from ingest.parsers.junit_fast import collect_fast
+from ingest.parsers.junit_times import durations_s, wall_s
 from ingest.parsers.nodeid import pytest_nodeid, split_pytest_classname
 
-NANOSECOND_THRESHOLD_S = 1e6
 _STATUS_OUTCOME = {
     "disabled": "skipped",
     "notrun": "skipped",
@@ -61,7 +61,6 @@ _STATUS_OUTCOME = {
     "errored": "error",
     "error": "error",
 }
-_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
 _UNDEFINED_ENTITY = expat.errors.codes[expat.errors.XML_ERROR_UNDEFINED_ENTITY]
 _INVALID_TOKEN = expat.errors.codes[expat.errors.XML_ERROR_INVALID_TOKEN]
 
@@ -221,7 +220,7 @@ def _build_report(cols: Columns) -> ParsedReport:
     times = cols.column("time")
     if not all(times):
         _fill(times, cols, "duration")
-    durations = _durations(times, warnings)
+    durations = durations_s(times, warnings)
     nodeids, files, classnames, functions, params, suite_names, pytest_rows = _identities(
         cols,
         names,  # type: ignore[arg-type]
@@ -265,7 +264,7 @@ def _build_report(cols: Columns) -> ParsedReport:
     session = SessionInfo(
         started_at=cols.timestamp or None,
         hostname=cols.hostname or None,
-        wall_s=_wall_s(cols.root_time),
+        wall_s=wall_s(cols.root_time),
     )
     return ParsedReport(
         format="junit",
@@ -297,77 +296,6 @@ def _executions(
             "test as rerun attempts (a pytest nodeid is unique in a session); times summed"
         )
     return columns
-
-
-def _wall_s(raw: str | None) -> float | None:
-    """The pytest session's wall time from its <testsuite time>, when it is a number."""
-    if raw is None:
-        return None
-    value = _parse_time(raw)
-    return value if np.isfinite(value) and value >= 0 else None
-
-
-def _durations(raw: list[str | None], warnings: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """Seconds per testcase: vectorised for plain numbers, a careful parse for the rest."""
-    try:
-        values = _floats(raw)
-    except (ValueError, TypeError):
-        values = np.array([_parse_time(s) if s else np.nan for s in raw], dtype=np.float64)
-        bad = [
-            s
-            for s, v in zip(raw, values, strict=True)
-            if s and np.isnan(v) and s.strip().lower() not in ("", "nan")
-        ]
-        if bad:
-            warnings.append(
-                f"{len(bad)} testcase time(s) are not numbers (first: {bad[0]!r}); "
-                "treated as unknown"
-            )
-    negative = values < 0
-    if negative.any():
-        warnings.append(f"{int(negative.sum())} testcase time(s) are negative; treated as unknown")
-        values[negative] = np.nan
-    known = values[~np.isnan(values)]
-    if (
-        known.size
-        and known.max() > NANOSECOND_THRESHOLD_S
-        and np.all(known == np.floor(known))
-        and all("." not in s for s in raw if s)
-    ):
-        warnings.append(
-            f"testcase times are integers up to {known.max():.0f}: read as nanoseconds "
-            "(container-structure-test writes nanoseconds) and divided by 1e9"
-        )
-        values = values / 1e9
-    return values
-
-
-def _floats(raw: list[str | None]) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """float() of every string, None (no time) being NaN; each distinct string is parsed
-    once, as times repeat (pytest writes milliseconds)."""
-    first: dict[str | None, int] = {}
-    rows = np.fromiter(map(first.setdefault, raw, range(len(raw))), dtype=np.int64, count=len(raw))
-    by_row = np.empty(len(raw), dtype=np.float64)
-    by_row[list(first.values())] = [np.nan if s is None else float(s) for s in first]
-    return by_row[rows]
-
-
-def _parse_time(raw: str) -> float:
-    """One `time` attribute in seconds: NaN when empty or unreadable, commas understood."""
-    s = raw.strip().replace("\u00a0", "").replace(" ", "")
-    if not s:
-        return float("nan")
-    if "," in s:
-        # "1,234.5" and "1,234,567" are thousands separators; otherwise a locale decimal
-        # comma ("0,012", also "1,234": a single group is read as decimals).
-        if "." in s or (s.count(",") > 1 and _THOUSANDS.match(s)):
-            s = s.replace(",", "")
-        else:
-            s = s.replace(",", ".", 1)
-    try:
-        return float(s)
-    except ValueError:
-        return float("nan")
 
 
 _ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
