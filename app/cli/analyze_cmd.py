@@ -13,7 +13,9 @@ from rich.text import Text
 from analysis.filters import Filters, filter_facts, filter_runs
 from analysis.frames import facts_from_results
 from analysis.rollups import ROLLUP_DIMENSIONS, Rollup, check_dimension, rollup
-from app.cli.local_reports import format_option, load_local
+from app.cli.local_reports import load_local
+
+FORMATS = ("auto", "junit", "durations", "laptime-json")
 
 
 @click.command()
@@ -28,7 +30,10 @@ from app.cli.local_reports import format_option, load_local
 @click.option("--limit", type=int, default=20, show_default=True, help="Rows to show; 0 = all.")
 @click.option("--sort", default="total_s", show_default=True, help="Column to sort rows by.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
-@format_option
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
+    help="Report format of the files.",
+)  # fmt: skip
 @click.option("--job", "jobs", multiple=True, help="Keep only this job (file stem); repeatable.")
 @click.option("--marker", "markers", multiple=True, help="Keep tests with this marker.")
 @click.option("--exclude-marker", "exclude_markers", multiple=True, help="Drop these markers.")

@@ -24,8 +24,9 @@ from analysis.split_plan import (
     parse_duration_s,
     plan_splits,
 )
-from app.cli.local_reports import format_option, load_local
+from app.cli.local_reports import load_local
 
+FORMATS = ("auto", "junit", "durations", "laptime-json")
 MEMBERS_SHOWN = 6
 COMMAND_SHOWN = 300
 
@@ -135,7 +136,14 @@ DURATION = DurationParam()
     default=None,
     help="Write pytest-split's .test_durations (JSON nodeid -> seconds) here.",
 )
-@format_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="Report format of the files.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
 def plan(
     files: tuple[str, ...],

@@ -22,9 +22,10 @@ from analysis.catalogue import (
 )
 from analysis.machine_fit import DEFAULT_HEADROOM, SizingReport, fit_machines
 from analysis.split_plan import format_duration
-from app.cli.local_reports import format_option, load_local
+from app.cli.local_reports import load_local
 from app.cli.plan_cmd import DURATION
 
+FORMATS = ("auto", "junit", "durations", "laptime-json")
 ENV_CATALOGUES = "LAPTIME_CATALOGUES"
 
 
@@ -115,7 +116,7 @@ def choose_catalogue(
     type=DURATION,
     help="Longest acceptable job wall (300, 5m, 1h); default: today's longest job.",
 )
-@format_option
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def size(
     files: tuple[str, ...],
