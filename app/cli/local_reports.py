@@ -12,18 +12,7 @@ import pandas as pd
 
 from analysis.frames import RUN_COLUMNS
 from ingest.model import ParsedReport, ReportParseError
-from ingest.parsers import PARSERS, parse_report
-
-# The --format choices of every offline command: the registered parsers, or detection.
-FORMATS = ("auto", *PARSERS)
-format_option = click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="auto",
-    show_default=True,
-    help="Report format of the files.",
-)
+from ingest.parsers import parse_report
 
 
 @dataclass(frozen=True)

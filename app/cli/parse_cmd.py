@@ -16,8 +16,9 @@ import click
 import numpy as np
 import pandas as pd
 
-from app.cli.local_reports import format_option, read_report_file
+from app.cli.local_reports import read_report_file
 
+FORMATS = ("auto", "junit", "durations", "laptime-json")
 # The keys every line carries, in this order.
 OUTPUT_KEYS = (
     "nodeid",
@@ -39,7 +40,14 @@ OUTPUT_KEYS = (
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@format_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="Report format of the files.",
+)
 def parse(files: tuple[Path, ...], fmt: str) -> None:
     """Print every test result of FILES as one JSON object per line (JSON Lines)."""
     for path in files:
