@@ -10,7 +10,7 @@ from fastapi.responses import Response
 
 from analysis.rollups import records_from_frame
 from app.api.deps import ConnDep, ReadProject
-from app.api.params import FiltersDep
+from app.api.params import FiltersDep, Text
 from app.db.uploads import recent_uploads
 from app.project_reads import project_pipelines, project_rollup
 
@@ -22,9 +22,9 @@ def rollups(
     project: ReadProject,
     conn: ConnDep,
     filters: FiltersDep,
-    by: Annotated[str, Query(description="file|function|test|marker|job|label:<key>")] = "file",
-    within: Annotated[str | None, Query(description="parent dimension for parent_share")] = None,
-    sort: str = "total_s",
+    by: Annotated[Text, Query(description="file|function|test|marker|job|label:<key>")] = "file",
+    within: Annotated[Text | None, Query(description="parent dimension for parent_share")] = None,
+    sort: Annotated[Text, Query(description="column to sort rows by")] = "total_s",
     desc: bool = True,
     limit: Annotated[int | None, Query(ge=1, le=100_000)] = 100,
     format: Literal["json", "csv"] = "json",
