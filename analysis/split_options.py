@@ -21,7 +21,7 @@ OBJECTIVES: tuple[str, ...] = get_args(Objective)
 
 # Most jobs a plan may propose. Planning costs grow with the square of the job count (each
 # count is planned, each with its jobs); 64 parallel jobs for one matrix cell is already past
-# what CI providers run at once for a project. Documented in docs/api.md and `laptime plan`.
+# what CI providers run at once for a project. Documented in docs/planner.md.
 MAX_JOBS = 64
 # Longest per-job overhead, budget or wait target: a week (no CI job runs longer).
 MAX_PLAN_DURATION_S = 7 * 86400.0

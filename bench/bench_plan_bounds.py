@@ -18,33 +18,17 @@ import time
 import numpy as np
 import pandas as pd
 
-from analysis.frames import RUN_COLUMNS
 from analysis.split_options import MAX_JOBS
 from analysis.split_plan import Granularity, SplitOptions, plan_splits
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
-from ingest.model import results_frame
+from bench.common import one_run
 
 
 def cell(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One job's run of n lognormal tests over 500 files."""
+    """One job's run of n lognormal tests over 500 files of 7 classes each."""
     weights = np.random.default_rng(7).lognormal(0.0, 1.5, n)
     ids = [f"tests/test_m{i % 500:03d}.py::TestC{i % 7}::test_{i}" for i in range(n)]
-    results = results_frame(
-        {
-            "nodeid": ids,
-            "file": [i.split("::")[0] for i in ids],
-            "function": [i.split("::")[-1] for i in ids],
-            "outcome": ["passed"] * n,
-            "duration_s": weights,
-        }
-    )
-    results["run_id"] = 1
-    runs = pd.DataFrame(
-        [[1, "p", "test", None, None, "linux", pd.NaT, 300.0 + weights.sum(), np.nan, 1, {},
-          False, 0]],
-        columns=list(RUN_COLUMNS),
-    )  # fmt: skip
-    return results, runs
+    return one_run(ids, weights)
 
 
 def peak_rss_mib() -> float:
