@@ -12,8 +12,8 @@ pipelines of history); `plan_cells` splits a matrix into its cells by run labels
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,7 @@ from analysis.split_config import (
     marker_split,
     pytest_split_durations,
 )
+from analysis.split_items import ItemCatalog
 from analysis.split_options import (
     GRANULARITIES,
     MAX_JOBS,
@@ -37,151 +38,27 @@ from analysis.split_options import (
     Objective,
     SplitOptions,
 )
+from analysis.split_result import LayoutTotals, ParetoRow, PlannedJob, SplitPlan, Verdict
 
 __all__ = [
     "GRANULARITIES",
     "MAX_JOBS",
     "OBJECTIVES",
     "Granularity",
+    "LayoutTotals",
     "Objective",
+    "ParetoRow",
+    "PlannedJob",
     "SplitOptions",
     "SplitPlan",
+    "Verdict",
     "format_duration",
     "plan_cells",
     "plan_splits",
 ]
 
-Verdict = Literal["split", "keep", "not_worth_it", "refused"]
 # Plans whose waits are within this fraction of the best count as tied; the cheaper one wins.
 WAIT_TIE_FRAC = 0.01
-
-
-@dataclass(frozen=True)
-class PlannedJob:
-    """One job of a layout: what it runs and its predicted times."""
-
-    name: str
-    members: tuple[str, ...]  # files, `file::Class` or nodeids (empty for today's jobs)
-    n_tests: int
-    test_s: float  # all phases of every member, before dividing by workers
-    overhead_s: float
-    workers: int
-    machine: str | None
-    wall_s: float
-    cost: float | None
-    pytest_args: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; cost is left out when unknown."""
-        out: dict[str, Any] = {
-            "name": self.name,
-            "members": list(self.members),
-            "n_tests": self.n_tests,
-            "predicted_test_s": round(self.test_s, 3),
-            "overhead_s": round(self.overhead_s, 3),
-            "workers": self.workers,
-            "machine": self.machine,
-            "predicted_wall_s": round(self.wall_s, 3),
-            "pytest_args": list(self.pytest_args),
-        }
-        if self.cost is not None:
-            out["cost"] = round(self.cost, 4)
-        return out
-
-
-@dataclass(frozen=True)
-class LayoutTotals:
-    """A layout's pipeline wait (longest job), machine time (sum) and cost."""
-
-    jobs: int
-    wait_s: float
-    machine_s: float
-    cost: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; cost is left out when unknown."""
-        out: dict[str, Any] = {
-            "jobs": self.jobs,
-            "wait_s": round(self.wait_s, 3),
-            "machine_s": round(self.machine_s, 3),
-        }
-        if self.cost is not None:
-            out["cost"] = round(self.cost, 4)
-        return out
-
-
-@dataclass(frozen=True)
-class ParetoRow:
-    """The best plan found for one job count."""
-
-    jobs: int
-    wait_s: float
-    machine_s: float
-    cost: float | None
-    lower_bound_wait_s: float  # overhead + max(largest item, total / jobs) / workers
-    feasible: bool  # every job within the budget
-    pareto_optimal: bool = False  # no other count is at least as good on wait and machine
-    chosen: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; cost is left out when unknown."""
-        out: dict[str, Any] = {
-            "jobs": self.jobs,
-            "wait_s": round(self.wait_s, 3),
-            "machine_s": round(self.machine_s, 3),
-            "lower_bound_wait_s": round(self.lower_bound_wait_s, 3),
-            "feasible": self.feasible,
-            "pareto_optimal": self.pareto_optimal,
-            "chosen": self.chosen,
-        }
-        if self.cost is not None:
-            out["cost"] = round(self.cost, 4)
-        return out
-
-
-@dataclass(frozen=True)
-class SplitPlan:
-    """The recommendation: today's layout, the proposed one, the verdict and the trade-offs."""
-
-    verdict: Verdict
-    reason: str
-    objective: Objective
-    granularity: Granularity
-    before_jobs: tuple[PlannedJob, ...]
-    jobs: tuple[PlannedJob, ...]  # the proposed layout (today's when the verdict says so)
-    before: LayoutTotals
-    after: LayoutTotals
-    pareto: tuple[ParetoRow, ...]
-    estimates: pd.DataFrame  # per test: file, classname, duration_s, samples, source
-    budget_s: float | None = None
-    warnings: tuple[str, ...] = ()
-    config: Mapping[str, Any] = field(default_factory=dict)
-    # False when planning stopped early (time limit, client gone): not every count was tried.
-    complete: bool = True
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: what `laptime plan --json` prints and the API returns."""
-        sources = self.estimates["source"].value_counts().to_dict()
-        return {
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "complete": self.complete,
-            "objective": self.objective,
-            "granularity": self.granularity,
-            "budget_s": self.budget_s,
-            "before": self.before.to_dict(),
-            "after": self.after.to_dict(),
-            "before_jobs": [job.to_dict() for job in self.before_jobs],
-            "jobs": [job.to_dict() for job in self.jobs],
-            "pareto": [row.to_dict() for row in self.pareto],
-            "estimates": {
-                "tests": len(self.estimates),
-                "without_history": int((self.estimates["source"] != "history").sum()),
-                "by_source": {str(k): int(v) for k, v in sources.items()},
-            },
-            "warnings": list(self.warnings),
-            "config": dict(self.config),
-        }
 
 
 @dataclass(frozen=True)
@@ -205,77 +82,6 @@ class _Candidate:
 def _text(seconds: float) -> str:
     """Durations in reasons are compared with budgets and targets: keep their seconds."""
     return format_duration(seconds, exact=True)
-
-
-# ------------------------------------------------------------------------------------- items
-
-
-def item_keys(estimates: pd.DataFrame, granularity: Granularity, max_item_s: float) -> pd.Series:
-    """The unit each test moves with (nodeid -> file, `file::Class` or nodeid).
-
-    `file`/`marker` keep files whole, `test` moves tests, `auto` keeps a file whole unless it
-    weighs more than `max_item_s` (a job's fair share, or the budget), then splits it by class,
-    and a class still too heavy by test.
-    """
-    catalog = _Catalog(estimates)
-    return pd.Series(catalog.keys(granularity, max_item_s), index=estimates.index)
-
-
-class _Catalog:
-    """Integer codes for every test's file and class, computed once per plan."""
-
-    def __init__(self, estimates: pd.DataFrame) -> None:
-        self.nodeids = estimates.index.astype(str).to_numpy(dtype=object)
-        self.weights = estimates["duration_s"].to_numpy(dtype=np.float64)
-        self.files = estimates["file"].astype(str).to_numpy(dtype=object)
-        file_codes, _ = pd.factorize(self.files)
-        self.file_s = np.bincount(file_codes, weights=self.weights)[file_codes]
-        self._cache: dict[object, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-
-    def _masks(self, max_item_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Heavy-file rows, rows moving by class, and the class key of each heavy row."""
-        heavy = np.flatnonzero(self.file_s > max_item_s)
-        # Only tests of heavy files need a class key; those are few, so this stays cheap.
-        parts = [nodeid.split("::") for nodeid in self.nodeids[heavy].tolist()]
-        has_class = np.array([len(p) >= 3 for p in parts], dtype=bool)
-        classes = np.array(
-            [
-                f"{p[0]}::{p[1]}" if len(p) >= 3 else n
-                for p, n in zip(parts, self.nodeids[heavy], strict=True)
-            ],
-            dtype=object,
-        )
-        class_codes, _ = pd.factorize(classes)
-        class_s = np.bincount(class_codes, weights=self.weights[heavy])[class_codes]
-        by_class = has_class & (class_s <= max_item_s)
-        return heavy, by_class, classes
-
-    def keys(self, granularity: Granularity, max_item_s: float) -> np.ndarray:
-        """Item label per test (see item_keys)."""
-        if granularity == "test":
-            return self.nodeids
-        if granularity in ("file", "marker"):
-            return self.files
-        heavy, by_class, classes = self._masks(max_item_s)
-        keys = self.files.copy()
-        keys[heavy] = np.where(by_class, classes, self.nodeids[heavy])
-        return keys
-
-    def items(
-        self, granularity: Granularity, max_item_s: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(names sorted, weight_s, n_tests) of the items; the same cut is computed once."""
-        signature: object = granularity
-        if granularity == "auto":
-            heavy, by_class, _ = self._masks(max_item_s)
-            signature = (heavy.tobytes(), by_class.tobytes())
-        if signature not in self._cache:
-            # Sorted names: the partition breaks ties by position, so this fixes the result.
-            codes, names = pd.factorize(self.keys(granularity, max_item_s), sort=True)
-            weights = np.bincount(codes, weights=self.weights, minlength=len(names))
-            counts = np.bincount(codes, minlength=len(names))
-            self._cache[signature] = (np.asarray(names, dtype=object), weights, counts)
-        return self._cache[signature]
 
 
 # ------------------------------------------------------------------------------------ layout
@@ -437,7 +243,7 @@ def plan_splits(
     if missing:
         warnings.append(f"{missing} tests have no duration history; their time is estimated")
     lo, hi = options.jobs
-    catalog = _Catalog(estimates)
+    catalog = ItemCatalog(estimates)
     # The table covers the asked-for counts plus one job, the reference everything pays for.
     counts = sorted({1, *range(lo, hi + 1)})
     candidates: list[_Candidate] = []
@@ -509,7 +315,7 @@ def plan_cells(
 
 def _candidate(
     estimates: pd.DataFrame,
-    catalog: _Catalog,
+    catalog: ItemCatalog,
     k: int,
     options: SplitOptions,
     ref: _Reference,
