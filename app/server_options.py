@@ -13,8 +13,10 @@ from typing import Any
 
 # Largest request head (request line + headers) the app answers; browsers send < 16 KiB.
 MAX_HEADER_BYTES = 64 * 1024
-# Largest head h11 reads before giving up on the connection (the case is 1 MiB).
-HEAD_BUFFER_BYTES = 4 * 1024 * 1024
+# Largest head h11 reads before giving up on the connection: a 1 MiB header (what a proxy or
+# a broken client may send) gets its 431. Each connection may buffer this much, so it stays
+# small: 1,000 idle connections half-way through a head hold at most ~1 GiB.
+HEAD_BUFFER_BYTES = 1024 * 1024 + MAX_HEADER_BYTES
 
 
 def uvicorn_options() -> dict[str, Any]:
