@@ -14,6 +14,17 @@ from analysis.split_options import Granularity, Objective
 Verdict = Literal["split", "keep", "not_worth_it", "refused"]
 
 
+def _with_cost(out: dict[str, Any], cost: float | None) -> dict[str, Any]:
+    """`out` with the cost added when known (never invented)."""
+    if cost is not None:
+        out["cost"] = round(cost, 4)
+    return out
+
+
+def _totals_dict(jobs: int, wait_s: float, machine_s: float) -> dict[str, Any]:
+    return {"jobs": jobs, "wait_s": round(wait_s, 3), "machine_s": round(machine_s, 3)}
+
+
 @dataclass(frozen=True)
 class PlannedJob:
     """One job of a layout: what it runs and its predicted times."""
@@ -42,9 +53,7 @@ class PlannedJob:
             "predicted_wall_s": round(self.wall_s, 3),
             "pytest_args": list(self.pytest_args),
         }
-        if self.cost is not None:
-            out["cost"] = round(self.cost, 4)
-        return out
+        return _with_cost(out, self.cost)
 
 
 @dataclass(frozen=True)
@@ -58,14 +67,7 @@ class LayoutTotals:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; cost is left out when unknown."""
-        out: dict[str, Any] = {
-            "jobs": self.jobs,
-            "wait_s": round(self.wait_s, 3),
-            "machine_s": round(self.machine_s, 3),
-        }
-        if self.cost is not None:
-            out["cost"] = round(self.cost, 4)
-        return out
+        return _with_cost(_totals_dict(self.jobs, self.wait_s, self.machine_s), self.cost)
 
 
 @dataclass(frozen=True)
@@ -84,17 +86,13 @@ class ParetoRow:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; cost is left out when unknown."""
         out: dict[str, Any] = {
-            "jobs": self.jobs,
-            "wait_s": round(self.wait_s, 3),
-            "machine_s": round(self.machine_s, 3),
+            **_totals_dict(self.jobs, self.wait_s, self.machine_s),
             "lower_bound_wait_s": round(self.lower_bound_wait_s, 3),
             "feasible": self.feasible,
             "pareto_optimal": self.pareto_optimal,
             "chosen": self.chosen,
         }
-        if self.cost is not None:
-            out["cost"] = round(self.cost, 4)
-        return out
+        return _with_cost(out, self.cost)
 
 
 @dataclass(frozen=True)
