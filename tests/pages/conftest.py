@@ -16,8 +16,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
+import httpx
+import lxml.html  # type: ignore[import-untyped]
 import psycopg
 import pytest
 from sqlalchemy import Engine
@@ -165,3 +168,24 @@ def site(live_server: LiveServer, database: Database, engine: Engine) -> Site:
     failed = wait_done(live_server, private.upload_token, response.json()["id"])
     assert failed["status"] == "failed", failed
     return Site(url=live_server.url, private=private, public=public, failed_upload_id=failed["id"])
+
+
+def sign_in_form(client: httpx.Client) -> dict[str, str]:
+    """The hidden fields of the sign-in form (its CSRF token); the client keeps the cookie."""
+    form = client.get("/signin")
+    assert form.status_code == 200, form.text[:300]
+    doc = lxml.html.fromstring(form.text)
+    return {
+        i.get("name"): i.get("value") or ""
+        for i in doc.cssselect('form.stack input[type="hidden"]')
+    }
+
+
+@cache
+def session_cookies(url: str, token: str) -> dict[str, str]:
+    """The cookies of a browser signed in with `token` through the real sign-in form."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        fields = sign_in_form(client)
+        response = client.post("/signin", data={**fields, "token": token})
+        assert response.status_code == 303, response.text[:300]
+        return dict(client.cookies)

@@ -100,10 +100,10 @@ def test_sign_in_form_lands_on_the_requested_page(signed_in: Watched, site: Site
     page = signed_in.page
     assert page.url == f"{site.url}/p/{site.private.slug}/time"  # type: ignore[attr-defined]
     cookies = page.context.cookies()  # type: ignore[attr-defined]
-    (cookie,) = [c for c in cookies if c["name"] == "laptime_token"]
+    (cookie,) = [c for c in cookies if c["name"] == "laptime_session"]
     assert cookie["httpOnly"] is True
     # Scripts cannot read it.
-    assert "laptime_token" not in page.evaluate("document.cookie")  # type: ignore[attr-defined]
+    assert "laptime_session" not in page.evaluate("document.cookie")  # type: ignore[attr-defined]
 
 
 PAGES = [
