@@ -198,9 +198,8 @@ def test_hostile_strings_show_literally_in_html_and_charts(
     values = page.locator("#fig-label-0 .ytick text").all_text_contents()  # type: ignore[attr-defined]
     assert sorted(values) == sorted(LABEL_VALUES)
     # The hover box of a label value shows the markup as text, not as a link.
-    page.evaluate(  # type: ignore[attr-defined]
-        'Plotly.Fx.hover(document.getElementById("fig-label-0"), [{curveNumber: 0, pointNumber: 0}])'
-    )
+    first_bar = "[{curveNumber: 0, pointNumber: 0}]"
+    page.evaluate(f'Plotly.Fx.hover(document.getElementById("fig-label-0"), {first_bar})')  # type: ignore[attr-defined]
     page.wait_for_selector("#fig-label-0 .hoverlayer .hovertext")  # type: ignore[attr-defined]
     hover = page.locator("#fig-label-0 .hoverlayer").text_content()  # type: ignore[attr-defined]
     assert any(value in hover for value in LABEL_VALUES)
