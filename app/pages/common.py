@@ -42,13 +42,21 @@ WINDOWS_DAYS = (7, 14, 30, 90, 365)
 TABLE_ROWS = 25
 
 
-class SignInRequired(Exception):
-    """The visitor must sign in to see this page."""
+# Why the sign-in form is shown: the link names a reason, never free text (a crafted link
+# must not put its own words on our sign-in page).
+SIGN_IN_REASONS = {
+    "private": "This project is private: sign in with a read token.",
+    "stale": "Your sign-in is no longer valid: sign in again.",
+}
 
-    def __init__(self, next_url: str, message: str, *, clear_cookie: bool = False) -> None:
-        super().__init__(message)
+
+class SignInRequired(Exception):
+    """The visitor must sign in to see this page (`reason`: a SIGN_IN_REASONS key)."""
+
+    def __init__(self, next_url: str, reason: str, *, clear_cookie: bool = False) -> None:
+        super().__init__(SIGN_IN_REASONS[reason])
         self.next_url = next_url
-        self.message = message
+        self.reason = reason
         self.clear_cookie = clear_cookie
 
 
@@ -79,7 +87,7 @@ def redirect(request: Request, exc: RedirectTo) -> Response:
 
 def redirect_to_sign_in(request: Request, exc: SignInRequired) -> Response:
     """Exception handler: 303 to the sign-in form, back to the page afterwards."""
-    query = urlencode({"next": exc.next_url, "message": exc.message})
+    query = urlencode({"next": exc.next_url, "reason": exc.reason})
     response = RedirectResponse(f"/signin?{query}", status_code=303)
     if exc.clear_cookie:
         end_session(response)
@@ -134,12 +142,8 @@ def page_project(request: Request, conn: ConnDep, slug: str) -> Project:
         return authorize_grant(visitor.grant, conn, slug, "read")
     except HTTPException as exc:
         if exc.status_code == 401:
-            message = (
-                "Your sign-in is no longer valid: sign in again."
-                if visitor.stale
-                else "This project is private: sign in with a read token."
-            )
-            raise SignInRequired(here(request), message, clear_cookie=visitor.stale) from exc
+            reason = "stale" if visitor.stale else "private"
+            raise SignInRequired(here(request), reason, clear_cookie=visitor.stale) from exc
         raise PageError(exc.status_code, str(exc.detail), exc.headers) from exc
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.api.deps import ConnDep, check_token
-from app.pages.common import render
+from app.pages.common import SIGN_IN_REASONS, render
 from app.pages.session import csrf_ok, end_session, start_session
 
 router = APIRouter(include_in_schema=False)
@@ -32,9 +32,9 @@ def _form(request: Request, next_url: str, message: str | None, status: int = 20
 
 
 @router.get("/signin", response_class=HTMLResponse)
-def sign_in_form(request: Request, next: str | None = None, message: str | None = None) -> Any:
+def sign_in_form(request: Request, next: str | None = None, reason: str | None = None) -> Any:
     """The sign-in form: paste a read (or admin) token."""
-    return _form(request, next or "", message)
+    return _form(request, next or "", SIGN_IN_REASONS.get(reason or ""))
 
 
 @router.post("/signin")

@@ -8,16 +8,25 @@ CSRF token; every page sends CSP, frame, sniffing and referrer headers.
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from urllib.parse import quote
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
+from fastapi import Request, Response
 from sqlalchemy import Engine
 
+from app.db.projects import Project, TokenGrant
 from app.db.server_secret import server_secret
-from app.pages.session import CSRF_COOKIE, SESSION_COOKIE, session_token_id, session_value
-from tests.conftest import Database, LiveServer, make_project
+from app.pages.session import (
+    CSRF_COOKIE,
+    SESSION_COOKIE,
+    session_token_id,
+    session_value,
+    set_csrf_cookie,
+    start_session,
+)
+from tests.conftest import LiveServer, make_project
 from tests.pages.conftest import AUGMIX_A, Site, session_cookies, sign_in_form
 
 
@@ -153,21 +162,23 @@ def test_pages_have_no_inline_script(site: Site) -> None:
             assert script.get("src") or script.get("type") == "application/json", path
 
 
-def test_cookies_are_secure_over_https(database: Database, engine: Engine) -> None:
-    from app.api.app import create_app
-    from app.settings import Settings
-
-    project = make_project(engine)
-    app = create_app(Settings(home=database.home, database_url=database.url), engine)
-    with TestClient(app, base_url="https://testserver") as client:
-        form = client.get("/signin")
-        assert form.headers["set-cookie"].startswith(f"{CSRF_COOKIE}=")
-        assert "secure" in form.headers["set-cookie"].lower()
-        fields = sign_in_form(client)  # the nonce cookie is kept: no new one
-        response = client.post(
-            "/signin", data={**fields, "token": project.read_token}, follow_redirects=False
-        )
-    assert response.status_code == 303
-    cookie = response.headers["set-cookie"]
-    assert cookie.startswith(f"{SESSION_COOKIE}=")
-    assert "secure" in cookie.lower()
+def test_cookies_are_secure_over_https() -> None:
+    app = SimpleNamespace(state=SimpleNamespace(session_secret=b"k" * 32))
+    scope = {
+        "type": "http",
+        "scheme": "https",
+        "app": app,
+        "headers": [(b"host", b"laptime.example")],
+        "path": "/",
+        "query_string": b"",
+    }
+    grant = TokenGrant(project=Project(1, "p", "p", False, None, None), scope="read", token_id=7)
+    response = Response()
+    start_session(Request(scope), response, grant)
+    set_csrf_cookie(Request(scope), response, "n" * 24)
+    cookies = response.headers.getlist("set-cookie")
+    assert [c.split("=", 1)[0] for c in cookies] == [SESSION_COOKIE, CSRF_COOKIE]
+    assert all("; secure" in c.lower() and "httponly" in c.lower() for c in cookies)
+    plain = Response()
+    start_session(Request({**scope, "scheme": "http"}), plain, grant)
+    assert "secure" not in plain.headers["set-cookie"].lower()

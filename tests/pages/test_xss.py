@@ -122,7 +122,7 @@ def pages(h: Hostile) -> list[str]:
         f"{base}/recommendations?{urlencode({'jobs': TEXT, 'cell': SCRIPT})}",
         f"{base}/reductions",
         f"{base}/test?{urlencode({'nodeid': TEXT + SCRIPT})}",  # a 404 page echoing it
-        f"/signin?{urlencode({'next': '/' + ATTR, 'message': TEXT + SCRIPT})}",
+        f"/signin?{urlencode({'next': '/' + ATTR, 'reason': TEXT + SCRIPT})}",
     ]
 
 

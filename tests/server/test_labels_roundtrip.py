@@ -10,6 +10,7 @@ import json
 from urllib.parse import urlencode
 
 import httpx
+import lxml.html  # type: ignore[import-untyped]
 import pandas as pd
 import pytest
 from hypothesis import given
@@ -159,3 +160,16 @@ def test_test_page_and_split_plan_of_a_labelled_cell(
         "linux,arm64",
         "macos,x86_64",
     }
+    # The page offers the cells by their key and shows their labels as written.
+    page = httpx.get(
+        f"{live_server.url}/p/{labelled.slug}/recommendations",
+        params={"cell": labels_key(RUNS[0]), "days": 3650, "jobs": "2"},
+        timeout=60,
+    )
+    assert page.status_code == 200
+    doc = lxml.html.fromstring(page.text)
+    options = {
+        o.get("value"): o.text_content() for o in doc.cssselect('select[name="cell"] option')
+    }
+    written = ", ".join(f"{k}={v}" for k, v in sorted(RUNS[0].items()))
+    assert options[labels_key(RUNS[0])] == written
