@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -45,16 +46,22 @@ def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
+_LIMITER_LOCK = threading.Lock()
+
+
 def auth_limiter(request: Request) -> FailedAuthLimiter:
-    """The app's failed-authentication limiter, made on first use."""
+    """The app's failed-authentication limiter, made on first use (once, under a lock)."""
     state = request.app.state
     limiter: FailedAuthLimiter | None = getattr(state, "auth_limiter", None)
     if limiter is None:
-        settings: Settings = state.settings
-        limiter = FailedAuthLimiter(
-            failures=settings.auth_failures, window_s=settings.auth_failure_window_s
-        )
-        state.auth_limiter = limiter
+        with _LIMITER_LOCK:
+            limiter = getattr(state, "auth_limiter", None)
+            if limiter is None:
+                settings: Settings = state.settings
+                limiter = FailedAuthLimiter(
+                    failures=settings.auth_failures, window_s=settings.auth_failure_window_s
+                )
+                state.auth_limiter = limiter
     return limiter
 
 

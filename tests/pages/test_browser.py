@@ -57,6 +57,8 @@ def test_page_loads_clean_with_its_charts(
     signed_in.problems.clear()
     response = page.goto(site.url + path.format(slug=site.private.slug))  # type: ignore[attr-defined]
     assert response.status == 200
+    # Drawn under the strict policy: a refused inline script would be a console error below.
+    assert "script-src 'self';" in response.headers["content-security-policy"]
     if charts:
         page.wait_for_selector(".plot-container .main-svg")  # type: ignore[attr-defined]
         drawn = page.locator(".plot-container").count()  # type: ignore[attr-defined]
