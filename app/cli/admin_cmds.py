@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
@@ -10,6 +9,7 @@ from typing import TypeVar
 import click
 from sqlalchemy import Connection
 
+from analysis.durations import parse_duration_s
 from app.cli.database import open_database
 from app.db.engine import make_engine
 from app.db.projects import (
@@ -121,13 +121,10 @@ def _when(moment: datetime | None) -> str:
 
 def parse_age(text: str) -> timedelta:
     """`90d`, `12w`, `36h` -> timedelta."""
-    match = re.fullmatch(r"\s*(\d+)\s*([dwh])\s*", text)
-    if not match:
-        raise click.BadParameter(f"{text!r}: use a number and d, w or h, like 90d")
-    value, unit = int(match.group(1)), match.group(2)
-    return {"d": timedelta(days=value), "w": timedelta(weeks=value), "h": timedelta(hours=value)}[
-        unit
-    ]
+    try:
+        return timedelta(seconds=parse_duration_s(text, units="wdh"))
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}: use a number and d, w or h, like 90d") from None
 
 
 @click.command()

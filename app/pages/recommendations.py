@@ -10,7 +10,7 @@ from fastapi.responses import HTMLResponse
 from sqlalchemy import Connection
 
 from analysis.filters import Filters
-from analysis.split_plan import SplitOptions, parse_duration_s
+from analysis.split_options import SplitOptions, parse_job_range, parse_plan_duration_s
 from app.api.deps import ConnDep
 from app.api.params import FiltersDep
 from app.db.projects import Project
@@ -21,18 +21,6 @@ from dashboards.split_gantt import split_gantt_figure
 from dashboards.theme import figure_html
 
 router = APIRouter(include_in_schema=False)
-
-
-def _job_range(raw: str) -> tuple[int, int]:
-    low, sep, high = raw.partition("-")
-    try:
-        return int(low), int(high) if sep else int(low)
-    except ValueError:
-        raise ValueError(f"jobs: {raw!r} is not N or N-M") from None
-
-
-def _seconds(raw: str | None) -> float | None:
-    return parse_duration_s(raw) if raw else None
 
 
 @router.get("/p/{slug}/recommendations", response_class=HTMLResponse)
@@ -55,10 +43,10 @@ def recommendations_page(
     machines_error: str | None = None
     try:
         options = SplitOptions(
-            jobs=_job_range(jobs),
+            jobs=parse_job_range(jobs),
             granularity=granularity,  # type: ignore[arg-type]
-            overhead_s=_seconds(overhead),
-            budget_s=_seconds(budget),
+            overhead_s=parse_plan_duration_s(overhead),
+            budget_s=parse_plan_duration_s(budget),
             objective=objective,  # type: ignore[arg-type]
         )
     except ValueError as exc:
@@ -74,7 +62,10 @@ def recommendations_page(
             project.catalogue_toml,
         )
         plan, error, machines, machines_error = FrameCache.for_project(conn, project.id).get(
-            key, lambda: _plan_and_machines(conn, project, filters, options, cell or None)
+            key,
+            lambda: _plan_and_machines(conn, project, filters, options, cell or None),
+            # A plan cut short by the time limit is shown but never kept.
+            keep=lambda answer: answer[0] is None or bool(answer[0].get("complete", True)),
         )
     context = project_context(
         request,

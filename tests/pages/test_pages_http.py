@@ -304,7 +304,7 @@ def test_recommendations_page_shows_the_api_plan(site: Site, query: str) -> None
 
 def test_recommendations_page_reports_bad_options_without_failing(site: Site) -> None:
     doc = page(site, f"/p/{site.public.slug}/recommendations?jobs=x")
-    assert "is not N or N-M" in doc.cssselect(".notice")[0].text_content()
+    assert "is not a job count" in doc.cssselect(".notice")[0].text_content()
 
 
 # ------------------------------------------------------------------------ the reductions page
