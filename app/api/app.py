@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine, text
 
+from app.api.header_limit import HeaderLimit
 from app.settings import Settings
 
 
@@ -24,6 +25,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     )
     app.state.settings = settings
     app.state.engine = engine
+    app.add_middleware(HeaderLimit)
 
     from app.api.projects import router as projects_router
     from app.api.recommendations import router as recommendations_router
