@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from app.cli.local_reports import read_report_file
+from app.cli.options import report_format_option
 
-FORMATS = ("auto", "junit", "durations", "laptime-json")
 # The keys every line carries, in this order.
 OUTPUT_KEYS = (
     "nodeid",
@@ -40,14 +40,7 @@ OUTPUT_KEYS = (
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="auto",
-    show_default=True,
-    help="Report format of the files.",
-)
+@report_format_option
 def parse(files: tuple[Path, ...], fmt: str) -> None:
     """Print every test result of FILES as one JSON object per line (JSON Lines)."""
     for path in files:
