@@ -266,11 +266,9 @@ def test_corpus_file(rel: str) -> None:
     assert printed_s == pytest.approx(expected_s, rel=1e-9, abs=1e-6)
 
 
-@pytest.mark.parametrize("rel", corpus_files(DURATIONS))
+@pytest.mark.parametrize("rel", [f for f in corpus_files(DURATIONS) if f.endswith(".txt")])
 def test_durations_corpus_file(rel: str) -> None:
     path = DURATIONS / rel
-    if path.suffix != ".txt":
-        return
     rows = _ROW.findall(path.read_text())
     assert rows, "the independent reading found no rows"
     lines = printed(path)
