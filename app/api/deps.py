@@ -27,7 +27,10 @@ def get_conn(request: Request) -> Iterator[Connection]:
         yield conn
 
 
-ConnDep = Annotated[Connection, Depends(get_conn)]
+# scope="function": the commit runs when the route returns, BEFORE the response is sent, so a
+# 2xx means committed and a commit failure reaches the exception handlers as a 5xx. (The
+# default, "request", commits after the response has gone out.)
+ConnDep = Annotated[Connection, Depends(get_conn, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 

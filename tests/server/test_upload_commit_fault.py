@@ -1,0 +1,65 @@
+"""A commit that fails answers 5xx and stores nothing (issue #13, item 2): the answer is sent
+only after the commit, so it cannot acknowledge a row that never exists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from sqlalchemy import Engine, text
+
+from tests.conftest import LiveServer, ProjectFixture
+
+FAULT_JOB = "fail-at-commit"
+
+
+@pytest.fixture
+def commit_fault(engine: Engine) -> Iterator[None]:
+    """A deferred constraint trigger: the INSERT succeeds, the COMMIT of an upload of
+    FAULT_JOB raises, as a commit-time failure (serialization, disk, constraint) would."""
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                f"""
+                CREATE FUNCTION test_fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF NEW.job = '{FAULT_JOB}' THEN
+                        RAISE EXCEPTION 'commit refused by the test';
+                    END IF;
+                    RETURN NULL;
+                END $$;
+                CREATE CONSTRAINT TRIGGER test_fail_commit AFTER INSERT ON upload
+                    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+                    EXECUTE FUNCTION test_fail_commit();
+                """
+            )
+        )
+    try:
+        yield
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("DROP TRIGGER test_fail_commit ON upload"))
+            conn.execute(text("DROP FUNCTION test_fail_commit()"))
+
+
+@pytest.mark.usefixtures("commit_fault")
+def test_a_failed_commit_answers_5xx_and_stores_nothing(
+    live_server: LiveServer, engine: Engine, project: ProjectFixture
+) -> None:
+    answer = httpx.post(
+        f"{live_server.url}/api/v1/uploads",
+        headers={"Authorization": f"Bearer {project.upload_token}"},
+        files=[
+            ("file", ("r.xml", b'<testsuite name="s"><testcase name="t" time="1"/></testsuite>'))
+        ],
+        data={"job": FAULT_JOB},
+        timeout=10,
+    )
+    assert answer.status_code >= 500, answer.text
+    assert answer.json()["code"] == "internal-error"
+    with engine.connect() as conn:
+        stored = conn.execute(
+            text("SELECT count(*) FROM upload WHERE project_id = :p"), {"p": project.id}
+        ).scalar_one()
+    assert stored == 0
