@@ -317,3 +317,22 @@ def wait_for_upload(
             if clock() + poll_s > deadline:
                 raise UploadError(f"upload {upload_id} not finished after {timeout_s:g} s")
             sleep(poll_s)
+
+
+def retry_upload(url: str, upload_id: int, *, token: str, timeout_s: float = 30) -> dict[str, Any]:
+    """`POST /api/v1/uploads/{id}/retry`: put a failed upload back in the queue.
+
+    Returns the server's answer; raises UploadError when refused or unreachable.
+    """
+    endpoint = f"{url.rstrip('/')}{UPLOADS_PATH}/{upload_id}/retry"
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    try:
+        response = httpx.post(endpoint, headers=headers, timeout=timeout_s)
+    except httpx.TransportError as exc:
+        raise UploadError(f"cannot reach {endpoint}: {exc}") from exc
+    if response.status_code >= 400:
+        raise UploadError(
+            f"retry refused ({response.status_code}): {_server_message(response)}",
+            status_code=response.status_code,
+        )
+    return _json_answer(response)

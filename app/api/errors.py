@@ -74,7 +74,8 @@ def validation_detail(exc: RequestValidationError) -> str:
     parts = []
     for error in exc.errors():
         loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
-        parts.append(f"{'.'.join(loc) or 'request'}: {error.get('msg', 'invalid')}")
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        parts.append(f"{'.'.join(loc) or 'request'}: {message}")
     return "; ".join(parts)
 
 

@@ -1,6 +1,6 @@
 """The upload form's text fields: typed, bounded and free of control characters.
 
-The limits live here only; docs/uploads.md lists them and a test keeps the two in step.
+The limits live here only; docs/errors.md lists them and a test keeps the two in step.
 """
 
 from __future__ import annotations

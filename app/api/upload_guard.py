@@ -12,7 +12,7 @@ from __future__ import annotations
 from fastapi import HTTPException
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import grant_of, presented_token
@@ -76,9 +76,10 @@ class UploadGuard:
         except ApiError as exc:
             return error_response(exc.status_code, exc.code, exc.detail, exc.headers), None
         except HTTPException as exc:
-            # grant_of's own refusals (unknown or revoked token, or a limit on attempts).
-            code = "token-invalid" if exc.status_code == 401 else "token-scope"
-            return error_response(exc.status_code, code, exc.detail, exc.headers), None
+            if exc.status_code == 401:  # grant_of: an unknown or revoked token
+                return error_response(401, "token-invalid", exc.detail, exc.headers), None
+            # Any other refusal grant_of learns (a limit on attempts...) keeps its own answer.
+            return JSONResponse({"detail": exc.detail}, exc.status_code, exc.headers), None
         return None, grant
 
     async def _pass_counted(self, scope: Scope, receive: Receive, send: Send) -> None:
