@@ -31,6 +31,15 @@ def get_conn(request: Request) -> Iterator[Connection]:
 # 2xx means committed and a commit failure reaches the exception handlers as a 5xx. (The
 # default, "request", commits after the response has gone out.)
 ConnDep = Annotated[Connection, Depends(get_conn, scope="function")]
+
+
+def get_engine(request: Request) -> Engine:
+    """The app's engine, for a route that opens its transaction itself (after slow work)."""
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+EngineDep = Annotated[Engine, Depends(get_engine)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 

@@ -64,7 +64,7 @@ def database_unavailable() -> JSONResponse:
     return error_response(
         503,
         "database-unavailable",
-        "the database cannot be reached; nothing was stored, retry later",
+        "the database cannot be reached; retry later (repeating an upload is safe)",
         headers={"Retry-After": str(RETRY_AFTER_S)},
     )
 

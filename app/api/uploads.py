@@ -2,8 +2,9 @@
 
 Every route here is a plain `def`: FastAPI runs it in the thread pool, so the database waits
 (a concurrent identical upload waits for the first one's commit) and the hashing of the
-decompressed reports never block the event loop. The connection dependency commits before
-the answer is sent, so a 202 means the raw files are committed.
+decompressed reports never block the event loop. Every transaction commits before the answer
+is sent (the upload's own block, the connection dependency's function scope), so a 202 means
+the raw files are committed.
 """
 
 from __future__ import annotations
@@ -14,14 +15,16 @@ from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse
 from sqlalchemy import Connection
 
-from app.api.deps import ConnDep, SettingsDep, grant_of
+from app.api.deps import ConnDep, EngineDep, SettingsDep, grant_of
 from app.api.errors import ApiError
 from app.api.upload_form import UploadForm
 from app.api.upload_guard import GRANT_STATE_KEY
+from app.db.engine import transaction
 from app.db.projects import TokenGrant
 from app.db.uploads import (
     IncomingFile,
     UploadReceipt,
+    content_digest,
     get_upload,
     insert_upload,
     requeue_upload,
@@ -88,7 +91,7 @@ def _answer(receipt: UploadReceipt) -> JSONResponse:
 )
 def create_upload(
     request: Request,
-    conn: ConnDep,
+    engine: EngineDep,
     settings: SettingsDep,
     file: Annotated[list[UploadFile], File(description="report files (gzip allowed)")],
     form: Annotated[UploadForm, Form()],
@@ -99,16 +102,21 @@ def create_upload(
     `duplicate: true`; a repeat of a failed upload puts it back in the queue
     (`requeued: true`). The raw files are committed before the answer.
     """
-    grant = _grant(request, conn, "upload")
     files = _read_files(file, settings.max_upload_bytes)
-    receipt = insert_upload(
-        conn,
-        grant.project,
-        files,
-        form.run_metadata(),
-        idempotency_key=form.idempotency_key or None,
-        max_report_bytes=settings.max_report_bytes,
-    )
+    # Hashed (inflating gzips) before the transaction, so no connection idles meanwhile.
+    digests = [content_digest(f.data, max_bytes=settings.max_report_bytes) for f in files]
+    # Committed when the block ends, before the answer: a 202 means stored.
+    with transaction(engine) as conn:
+        grant = _grant(request, conn, "upload")
+        receipt = insert_upload(
+            conn,
+            grant.project,
+            files,
+            form.run_metadata(),
+            idempotency_key=form.idempotency_key or None,
+            max_report_bytes=settings.max_report_bytes,
+            digests=digests,
+        )
     return _answer(receipt)
 
 

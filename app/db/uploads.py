@@ -84,13 +84,17 @@ def insert_upload(
     *,
     idempotency_key: str | None,
     max_report_bytes: int,
+    digests: list[bytes] | None = None,
 ) -> UploadReceipt:
     """Store the raw files and queue them, or return the earlier upload they repeat.
 
     A repeat of a failed upload puts it back in the queue (the fix may be on the server).
+    `digests` are the files' content_digest when the caller computed them already (the API
+    does, before it opens its transaction: inflating a report can take seconds).
     """
     job = str(metadata.get("job") or "")
-    digests = [content_digest(f.data, max_bytes=max_report_bytes) for f in files]
+    if digests is None:
+        digests = [content_digest(f.data, max_bytes=max_report_bytes) for f in files]
     content_hash = repeat_key(digests, metadata)
     existing = _find_existing(conn, project.id, idempotency_key, job, content_hash)
     if existing is None:
