@@ -160,7 +160,8 @@ def default_idempotency_key(files: Sequence[tuple[str, bytes]], metadata: Upload
     """A key from pipeline, job, machine, labels and the reports' content: the same upload
     retried is one upload, while matrix cells sending identical bytes stay apart."""
     digest = hashlib.sha256()
-    labels = [f"{key}={value}" for key, value in sorted(metadata.labels.items())]
+    # Keys and values as separate parts: `a=b`:`c` and `a`:`b=c` are different cells.
+    labels = [part for item in sorted(metadata.labels.items()) for part in item]
     for part in (metadata.pipeline or "", metadata.job or "", metadata.machine or "", *labels):
         digest.update(part.encode())
         digest.update(b"\0")
