@@ -47,7 +47,9 @@ class UploadGuard:
         if refusal is None:
             refusal, grant = await self._authorize(request)
         if refusal is not None:
-            # The body stays unread; the server closes the connection after this answer.
+            # The body stays unread: closing the connection after the answer keeps the server
+            # from draining (or the client from pushing) the rest of it.
+            refusal.headers["Connection"] = "close"
             await refusal(scope, receive, send)
             return
         scope.setdefault("state", {})[GRANT_STATE_KEY] = grant
@@ -111,7 +113,9 @@ class UploadGuard:
             if not cut_off:
                 raise
         if cut_off and not started:
-            await self._too_large()(scope, receive, send)
+            answer = self._too_large()
+            answer.headers["Connection"] = "close"
+            await answer(scope, receive, send)
 
 
 def _resolve_grant(request: Request) -> TokenGrant:

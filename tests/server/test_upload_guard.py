@@ -129,3 +129,13 @@ def test_a_chunked_body_is_cut_off_past_the_limit(
     assert status == 413
     assert body["code"] == "upload-too-large"
     assert sent < budget
+
+
+def test_an_early_refusal_closes_the_connection(live_server: LiveServer) -> None:
+    with _connect(live_server.url) as sock:
+        sock.sendall(_head(None, f"Content-Length: {GIB}\r\n"))
+        status, _ = _read_answer(sock)
+        assert status == 401
+        # The server hangs up at once instead of waiting for (and discarding) a GiB.
+        sock.settimeout(3)
+        assert sock.recv(1) == b""
