@@ -12,8 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from app.db.projects import Project
-
-GZIP_MAGIC = b"\x1f\x8b"
+from ingest.parsers.limits import GZIP_MAGIC
 
 
 @dataclass(frozen=True)
