@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy import Connection, Engine
 
+from app.api.errors import ApiError
 from app.db.projects import Project, TokenGrant, get_project, resolve_token
 from app.settings import Settings
 
@@ -58,7 +59,7 @@ def grant_of(request: Request, conn: Connection) -> TokenGrant | None:
         return None
     grant = resolve_token(conn, token)
     if grant is None:
-        raise HTTPException(status_code=401, detail="invalid or revoked token")
+        raise ApiError(401, "token-invalid", "invalid or revoked token")
     return grant
 
 

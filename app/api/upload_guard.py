@@ -78,9 +78,7 @@ class UploadGuard:
         except ApiError as exc:
             return error_response(exc.status_code, exc.code, exc.detail, exc.headers), None
         except HTTPException as exc:
-            if exc.status_code == 401:  # grant_of: an unknown or revoked token
-                return error_response(401, "token-invalid", exc.detail, exc.headers), None
-            # Any other refusal grant_of learns (a limit on attempts...) keeps its own answer.
+            # A refusal without a code (grant_of may learn new ones) keeps FastAPI's shape.
             return JSONResponse({"detail": exc.detail}, exc.status_code, exc.headers), None
         return None, grant
 
