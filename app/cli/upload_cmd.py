@@ -133,7 +133,11 @@ def send(
         answer = upload_reports(payload, url=url, token=token, metadata=metadata, retries=retries)
     except UploadError as exc:
         raise click.ClickException(exc.message) from exc
-    duplicate = " (already uploaded)" if answer.get("duplicate") else ""
+    duplicate = ""
+    if answer.get("requeued"):
+        duplicate = " (sent before and failed: re-queued)"
+    elif answer.get("duplicate"):
+        duplicate = " (already uploaded)"
     click.echo(f"upload {answer.get('id')}: {answer.get('status')}{duplicate} {answer.get('url')}")
     if not wait:
         return

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from app.cli.main import cli
@@ -37,3 +39,17 @@ def test_upload_help_names_both_uses() -> None:
     assert result.exit_code == 0
     assert "retry" in result.output
     assert "send" in result.output
+
+
+def test_sending_a_failed_upload_again_says_it_was_requeued(
+    live_server: LiveServer, project: ProjectFixture, tmp_path: Path
+) -> None:
+    report = tmp_path / "r.xml"
+    report.write_bytes(b"<nunit><case/></nunit>")
+    server = ["--url", live_server.url, "--token", project.upload_token, "--job", "j"]
+    first = CliRunner().invoke(cli, ["upload", str(report), *server, "--wait"])
+    assert first.exit_code == 1
+    assert "[not-junit]" in first.output
+    again = CliRunner().invoke(cli, ["upload", str(report), *server])
+    assert again.exit_code == 0, again.output
+    assert "queued (sent before and failed: re-queued)" in again.output
