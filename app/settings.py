@@ -30,6 +30,9 @@ class Settings(BaseSettings):
     # A poison upload (crashes the worker every time) fails after this many claims.
     max_attempts: int = 3
     worker_poll_s: float = 5.0
+    # Failed authentications one client address may make per window before it gets 429s.
+    auth_failures: int = 30
+    auth_failure_window_s: float = 60.0
 
     @property
     def pgdata(self) -> Path:

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine, text
 
 from app.api.errors import install_error_handlers
+from app.api.header_limit import HeaderLimit
 from app.api.projects import router as projects_router
 from app.api.recommendations import router as recommendations_router
 from app.api.upload_guard import UploadGuard
@@ -31,6 +32,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.state.engine = engine
     install_error_handlers(app)
     app.add_middleware(UploadGuard, max_upload_bytes=settings.max_upload_bytes)
+    app.add_middleware(HeaderLimit)
 
     app.include_router(uploads_router)
     app.include_router(projects_router)
