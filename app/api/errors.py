@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any
 
 import psycopg
 import sqlalchemy.exc
@@ -69,14 +70,17 @@ def database_unavailable() -> JSONResponse:
     )
 
 
-def validation_detail(exc: RequestValidationError) -> str:
-    """`field: message` for every invalid field, the input itself left out (it is hostile)."""
-    parts = []
-    for error in exc.errors():
-        loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
-        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
-        parts.append(f"{'.'.join(loc) or 'request'}: {message}")
-    return "; ".join(parts)
+def validation_detail(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """FastAPI's list of `{loc, msg, type}`, one per invalid field (`loc` names it); the
+    input itself is left out: it is hostile, and the client has it."""
+    return [
+        {
+            "loc": list(error.get("loc", ())),
+            "msg": str(error.get("msg", "invalid")).removeprefix("Value error, "),
+            "type": error.get("type", "value_error"),
+        }
+        for error in exc.errors()
+    ]
 
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
