@@ -9,7 +9,11 @@ import httpx
 import pytest
 from sqlalchemy import Engine, text
 
-from tests.conftest import LiveServer, ProjectFixture
+from app.api.app import create_app
+from app.api.deps import ConnDep
+from app.settings import Settings
+from tests.conftest import Database, LiveServer, ProjectFixture
+from tests.server.app_server import serve
 
 FAULT_JOB = "fail-at-commit"
 
@@ -57,6 +61,33 @@ def test_a_failed_commit_answers_5xx_and_stores_nothing(
         timeout=10,
     )
     assert answer.status_code >= 500, answer.text
+    assert answer.json()["code"] == "internal-error"
+    with engine.connect() as conn:
+        stored = conn.execute(
+            text("SELECT count(*) FROM upload WHERE project_id = :p"), {"p": project.id}
+        ).scalar_one()
+    assert stored == 0
+
+
+@pytest.mark.usefixtures("commit_fault")
+def test_every_route_on_the_connection_dependency_commits_before_answering(
+    database: Database, engine: Engine, project: ProjectFixture
+) -> None:
+    # Any route using ConnDep, not only uploads: its commit runs before the answer is sent,
+    # so a commit that fails is a 5xx, never a 2xx for a row that does not exist.
+    app = create_app(Settings(home=database.home, database_url=database.url), engine)
+
+    @app.post("/test-write")
+    def write(conn: ConnDep) -> dict[str, str]:
+        conn.execute(
+            text("INSERT INTO upload (project_id, job, content_hash) VALUES (:p, :j, 'x')"),
+            {"p": project.id, "j": FAULT_JOB},
+        )
+        return {"status": "written"}
+
+    with serve(app) as url:
+        answer = httpx.post(f"{url}/test-write", timeout=10)
+    assert answer.status_code == 500, answer.text
     assert answer.json()["code"] == "internal-error"
     with engine.connect() as conn:
         stored = conn.execute(
