@@ -123,8 +123,12 @@ def insert_upload(
         # A concurrent identical upload won the race (we waited for its commit); answer with it.
         existing = _find_existing(conn, project.id, idempotency_key, job, content_hash)
         assert existing is not None
-    if existing.status == "failed" and requeue_upload(conn, existing.id):
-        return UploadReceipt(id=existing.id, status="queued", duplicate=True, requeued=True)
+    if existing.status == "failed":
+        if requeue_upload(conn, existing.id):
+            return UploadReceipt(id=existing.id, status="queued", duplicate=True, requeued=True)
+        # A concurrent repeat re-queued it first (we waited for its commit): its status now.
+        existing = _find_existing(conn, project.id, idempotency_key, job, content_hash)
+        assert existing is not None
     return existing
 
 
