@@ -18,6 +18,15 @@ from tests.server.app_server import serve
 FAULT_JOB = "fail-at-commit"
 
 
+def stored_uploads(engine: Engine, project_id: int) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text("SELECT count(*) FROM upload WHERE project_id = :p"), {"p": project_id}
+            ).scalar_one()
+        )
+
+
 @pytest.fixture
 def commit_fault(engine: Engine) -> Iterator[None]:
     """A deferred constraint trigger: the INSERT succeeds, the COMMIT of an upload of
@@ -62,11 +71,7 @@ def test_a_failed_commit_answers_5xx_and_stores_nothing(
     )
     assert answer.status_code >= 500, answer.text
     assert answer.json()["code"] == "internal-error"
-    with engine.connect() as conn:
-        stored = conn.execute(
-            text("SELECT count(*) FROM upload WHERE project_id = :p"), {"p": project.id}
-        ).scalar_one()
-    assert stored == 0
+    assert stored_uploads(engine, project.id) == 0
 
 
 @pytest.mark.usefixtures("commit_fault")
@@ -89,8 +94,4 @@ def test_every_route_on_the_connection_dependency_commits_before_answering(
         answer = httpx.post(f"{url}/test-write", timeout=10)
     assert answer.status_code == 500, answer.text
     assert answer.json()["code"] == "internal-error"
-    with engine.connect() as conn:
-        stored = conn.execute(
-            text("SELECT count(*) FROM upload WHERE project_id = :p"), {"p": project.id}
-        ).scalar_one()
-    assert stored == 0
+    assert stored_uploads(engine, project.id) == 0
