@@ -4,6 +4,7 @@ unexpected error is a JSON 500 with a code (issue #13, item 9)."""
 from __future__ import annotations
 
 import httpx
+from sqlalchemy import create_engine
 
 from app.api.app import create_app
 from app.db.engine import make_engine
@@ -48,3 +49,17 @@ def test_an_unreachable_database_answers_503_json(database: Database) -> None:
         "code": "internal-error",
         "detail": "unexpected server error; it has been logged",
     }
+
+
+def test_an_exhausted_connection_pool_answers_503_json(database: Database) -> None:
+    # One connection, held by the test: the request's wait for the pool times out.
+    engine = create_engine(database.url, pool_size=1, max_overflow=0, pool_timeout=0.5)
+    app = create_app(Settings(home=database.home, database_url=database.url), engine)
+    try:
+        with serve(app) as url, engine.connect():
+            answer = httpx.get(f"{url}/api/v1/projects/p/rollups", timeout=10)
+    finally:
+        engine.dispose()
+    assert answer.status_code == 503, answer.text
+    assert answer.json()["code"] == "database-unavailable"
+    assert answer.headers["retry-after"].isdigit()
