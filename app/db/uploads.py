@@ -5,14 +5,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from app.db.projects import Project
-from ingest.parsers.limits import GZIP_MAGIC
+from ingest.model import ReportParseError
+from ingest.parsers.compression import gunzip_chunks, is_gzip
 
 
 @dataclass(frozen=True)
@@ -37,23 +37,16 @@ class UploadReceipt:
 def content_digest(data: bytes, *, max_bytes: int) -> bytes:
     """SHA-256 of the report's decompressed content, so gzip settings do not hide a repeat.
 
-    A member that inflates past max_bytes is hashed as sent; the worker then rejects it with
-    a precise error instead of the API holding a bomb in memory.
+    A member that inflates past max_bytes (or is not valid gzip) is hashed as sent; the worker
+    then rejects it with a precise error instead of the API holding a bomb in memory.
     """
-    if not data.startswith(GZIP_MAGIC):
+    if not is_gzip(data):
         return hashlib.sha256(data).digest()
     digest = hashlib.sha256()
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    seen = 0
     try:
-        chunk = inflater.decompress(data, 1 << 20)
-        while chunk:
-            seen += len(chunk)
-            if seen > max_bytes:
-                return hashlib.sha256(data).digest()
+        for chunk in gunzip_chunks(data, max_bytes, None):
             digest.update(chunk)
-            chunk = inflater.decompress(inflater.unconsumed_tail, 1 << 20)
-    except zlib.error:
+    except ReportParseError:
         return hashlib.sha256(data).digest()
     return digest.digest()
 
@@ -167,7 +160,7 @@ def _insert_files(conn: Connection, upload_id: int, files: list[IncomingFile]) -
                 "u": upload_id,
                 "i": i,
                 "f": f.filename,
-                "r": f.data if f.data.startswith(GZIP_MAGIC) else gzip.compress(f.data, 1),
+                "r": f.data if is_gzip(f.data) else gzip.compress(f.data, 1),
                 "n": len(f.data),
             }
             for i, f in enumerate(files)
