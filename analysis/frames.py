@@ -10,6 +10,7 @@ facts: one row per (test, run cell, day) with additive sums: what daily rollup t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -85,18 +86,37 @@ FACT_VALUE_COLUMNS: tuple[str, ...] = (
 FACT_COLUMNS = FACT_KEY_COLUMNS + FACT_VALUE_COLUMNS
 
 
+# labels_key separates pairs with "," and key from value with "=": those two and the escape
+# character itself are percent-escaped inside keys and values, so any label set has exactly
+# one key and the key parses back to exactly that set (a value may hold "linux,arm64").
+_KEY_ESCAPES = str.maketrans({"%": "%25", ",": "%2C", "=": "%3D"})
+_KEY_UNESCAPE = re.compile("%(25|2C|3D)")
+_KEY_UNESCAPED = {"25": "%", "2C": ",", "3D": "="}
+
+
+def _unescape(part: str) -> str:
+    return _KEY_UNESCAPE.sub(lambda m: _KEY_UNESCAPED[m.group(1)], part)
+
+
+def label_pair(key: str, value: str) -> str:
+    """One `k=v` element of a labels_key, escaped."""
+    return f"{key.translate(_KEY_ESCAPES)}={value.translate(_KEY_ESCAPES)}"
+
+
 def labels_key(labels: dict[str, str] | None) -> str:
-    """Canonical text form of a label set, used as a grouping key."""
+    """Canonical text form of a label set, used as a grouping key: "os=linux,python=3.11"
+    (sorted; "%", "," and "=" inside keys and values escaped as %25, %2C, %3D)."""
     if not labels:
         return ""
-    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+    return ",".join(label_pair(k, str(labels[k])) for k in sorted(labels))
 
 
 def parse_labels_key(key: str) -> dict[str, str]:
     """Inverse of labels_key."""
     if not key:
         return {}
-    return dict(part.split("=", 1) for part in key.split(","))
+    pairs = (part.partition("=") for part in key.split(","))
+    return {_unescape(k): _unescape(v) for k, _, v in pairs}
 
 
 def label_values(labels_keys: pd.Series, key: str) -> pd.Series:

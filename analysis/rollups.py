@@ -255,10 +255,15 @@ def function_keys(nodeids: pd.Series, params: pd.Series) -> np.ndarray:
 
 
 def _strip_params(nodeid: str, params: object) -> str:
-    if isinstance(params, str) and nodeid.endswith(f"[{params}]"):
-        return nodeid[: -len(params) - 2]
-    if nodeid.endswith("]") and "[" in nodeid:
-        return nodeid[: nodeid.index("[")]
+    if isinstance(params, str):
+        return nodeid[: -len(params) - 2] if nodeid.endswith(f"[{params}]") else nodeid
+    # No params recorded: only a pytest-style "::function[...]" ending is a parametrize id;
+    # Ginkgo's "[k8s.io] Pods ... [Conformance]" and "renders [x]" are names, kept whole.
+    bracket = nodeid.find("[")
+    if bracket > 0 and nodeid.endswith("]"):
+        base = nodeid[:bracket]
+        if base.rpartition("::")[2].isidentifier():
+            return base
     return nodeid
 
 

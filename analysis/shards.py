@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.estimate import estimate_new_tests
 from analysis.partition import partition_items
-from analysis.split_plan import item_keys
+from analysis.split_items import item_keys
 
 
 @dataclass(frozen=True)

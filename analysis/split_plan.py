@@ -11,16 +11,16 @@ pipelines of history); `plan_cells` splits a matrix into its cells by run labels
 
 from __future__ import annotations
 
-import math
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal, get_args
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.estimate import DEFAULT_WINDOW_RUNS, estimate_durations, result_durations
+from analysis.durations import format_duration
+from analysis.durations import parse_duration_s as parse_duration_s  # app.pages imports it here
+from analysis.estimate import estimate_durations, result_durations
 from analysis.frames import labels_key
 from analysis.partition import Partition, lower_bound, partition_items
 from analysis.split_config import (
@@ -29,172 +29,36 @@ from analysis.split_config import (
     marker_split,
     pytest_split_durations,
 )
+from analysis.split_items import ItemCatalog
+from analysis.split_options import (
+    GRANULARITIES,
+    MAX_JOBS,
+    OBJECTIVES,
+    Granularity,
+    Objective,
+    SplitOptions,
+)
+from analysis.split_result import LayoutTotals, ParetoRow, PlannedJob, SplitPlan, Verdict
 
-Granularity = Literal["file", "marker", "test", "auto"]
-Objective = Literal["wait", "machine", "cost"]
-Verdict = Literal["split", "keep", "not_worth_it", "refused"]
-GRANULARITIES: tuple[str, ...] = get_args(Granularity)
-OBJECTIVES: tuple[str, ...] = get_args(Objective)
+__all__ = [
+    "GRANULARITIES",
+    "MAX_JOBS",
+    "OBJECTIVES",
+    "Granularity",
+    "LayoutTotals",
+    "Objective",
+    "ParetoRow",
+    "PlannedJob",
+    "SplitOptions",
+    "SplitPlan",
+    "Verdict",
+    "format_duration",
+    "plan_cells",
+    "plan_splits",
+]
+
 # Plans whose waits are within this fraction of the best count as tied; the cheaper one wins.
 WAIT_TIE_FRAC = 0.01
-
-
-@dataclass(frozen=True)
-class SplitOptions:
-    """What the caller asks for. `jobs` is an inclusive (min, max) range of job counts."""
-
-    jobs: tuple[int, int] = (2, 2)
-    granularity: Granularity = "auto"
-    overhead_s: float | None = None  # per-job setup; None = measured from the runs
-    budget_s: float | None = None  # per-job wall limit (a CI timeout), overhead included
-    objective: Objective = "wait"
-    wait_target_s: float | None = None  # for objective "machine"; None = today's wait
-    window_runs: int = DEFAULT_WINDOW_RUNS
-    marker: str = "slow"
-    # Splitting is worth it when it saves at least this fraction of the wait...
-    min_gain_frac: float = 0.10
-    # ...and costs at most this many extra machine seconds per second of wait saved.
-    max_machine_per_wait: float = 1.0
-
-    def __post_init__(self) -> None:
-        lo, hi = self.jobs
-        if lo < 1 or hi < lo:
-            raise ValueError(f"job range must be 1 <= min <= max, got {lo}-{hi}")
-        if self.granularity not in GRANULARITIES:
-            raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}")
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
-        for name in ("overhead_s", "budget_s", "wait_target_s"):
-            value = getattr(self, name)
-            if value is not None and (not math.isfinite(value) or value < 0):
-                raise ValueError(f"{name} must be a non-negative number of seconds")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.marker):
-            raise ValueError(f"marker {self.marker!r} is not a valid Python identifier")
-
-
-@dataclass(frozen=True)
-class PlannedJob:
-    """One job of a layout: what it runs and its predicted times."""
-
-    name: str
-    members: tuple[str, ...]  # files, `file::Class` or nodeids (empty for today's jobs)
-    n_tests: int
-    test_s: float  # all phases of every member, before dividing by workers
-    overhead_s: float
-    workers: int
-    machine: str | None
-    wall_s: float
-    cost: float | None
-    pytest_args: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; cost is left out when unknown."""
-        out: dict[str, Any] = {
-            "name": self.name,
-            "members": list(self.members),
-            "n_tests": self.n_tests,
-            "predicted_test_s": round(self.test_s, 3),
-            "overhead_s": round(self.overhead_s, 3),
-            "workers": self.workers,
-            "machine": self.machine,
-            "predicted_wall_s": round(self.wall_s, 3),
-            "pytest_args": list(self.pytest_args),
-        }
-        if self.cost is not None:
-            out["cost"] = round(self.cost, 4)
-        return out
-
-
-@dataclass(frozen=True)
-class LayoutTotals:
-    """A layout's pipeline wait (longest job), machine time (sum) and cost."""
-
-    jobs: int
-    wait_s: float
-    machine_s: float
-    cost: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; cost is left out when unknown."""
-        out: dict[str, Any] = {
-            "jobs": self.jobs,
-            "wait_s": round(self.wait_s, 3),
-            "machine_s": round(self.machine_s, 3),
-        }
-        if self.cost is not None:
-            out["cost"] = round(self.cost, 4)
-        return out
-
-
-@dataclass(frozen=True)
-class ParetoRow:
-    """The best plan found for one job count."""
-
-    jobs: int
-    wait_s: float
-    machine_s: float
-    cost: float | None
-    lower_bound_wait_s: float  # overhead + max(largest item, total / jobs) / workers
-    feasible: bool  # every job within the budget
-    pareto_optimal: bool = False  # no other count is at least as good on wait and machine
-    chosen: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; cost is left out when unknown."""
-        out: dict[str, Any] = {
-            "jobs": self.jobs,
-            "wait_s": round(self.wait_s, 3),
-            "machine_s": round(self.machine_s, 3),
-            "lower_bound_wait_s": round(self.lower_bound_wait_s, 3),
-            "feasible": self.feasible,
-            "pareto_optimal": self.pareto_optimal,
-            "chosen": self.chosen,
-        }
-        if self.cost is not None:
-            out["cost"] = round(self.cost, 4)
-        return out
-
-
-@dataclass(frozen=True)
-class SplitPlan:
-    """The recommendation: today's layout, the proposed one, the verdict and the trade-offs."""
-
-    verdict: Verdict
-    reason: str
-    objective: Objective
-    granularity: Granularity
-    before_jobs: tuple[PlannedJob, ...]
-    jobs: tuple[PlannedJob, ...]  # the proposed layout (today's when the verdict says so)
-    before: LayoutTotals
-    after: LayoutTotals
-    pareto: tuple[ParetoRow, ...]
-    estimates: pd.DataFrame  # per test: file, classname, duration_s, samples, source
-    budget_s: float | None = None
-    warnings: tuple[str, ...] = ()
-    config: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: what `laptime plan --json` prints and the API returns."""
-        sources = self.estimates["source"].value_counts().to_dict()
-        return {
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "objective": self.objective,
-            "granularity": self.granularity,
-            "budget_s": self.budget_s,
-            "before": self.before.to_dict(),
-            "after": self.after.to_dict(),
-            "before_jobs": [job.to_dict() for job in self.before_jobs],
-            "jobs": [job.to_dict() for job in self.jobs],
-            "pareto": [row.to_dict() for row in self.pareto],
-            "estimates": {
-                "tests": len(self.estimates),
-                "without_history": int((self.estimates["source"] != "history").sum()),
-                "by_source": {str(k): int(v) for k, v in sources.items()},
-            },
-            "warnings": list(self.warnings),
-            "config": dict(self.config),
-        }
 
 
 @dataclass(frozen=True)
@@ -215,106 +79,9 @@ class _Candidate:
     groups: tuple[np.ndarray, ...]  # item positions per job
 
 
-# ---------------------------------------------------------------------------- durations text
-
-_DURATION_RE = re.compile(r"(\d+(?:\.\d+)?)\s*(h|m|s)", re.IGNORECASE)
-
-
-def parse_duration_s(text: str) -> float:
-    """Seconds from `300`, `90s`, `5m`, `1h30m`, `1.5h`, `2m30s`; ValueError otherwise."""
-    cleaned = text.strip().lower().replace(" ", "")
-    if not cleaned:
-        raise ValueError("empty duration")
-    if re.fullmatch(r"\d+(\.\d+)?", cleaned):
-        return float(cleaned)
-    if not re.fullmatch(r"(\d+(\.\d+)?(h|m|s))+", cleaned):
-        raise ValueError(f"not a duration: {text!r} (use e.g. 300, 90s, 5m, 1h30m)")
-    scale = {"h": 3600.0, "m": 60.0, "s": 1.0}
-    units = [unit for _, unit in _DURATION_RE.findall(cleaned)]
-    if len(set(units)) != len(units) or units != sorted(units, key="hms".index):
-        raise ValueError(f"not a duration: {text!r} (units must be h, m, s in that order)")
-    return sum(float(num) * scale[unit] for num, unit in _DURATION_RE.findall(cleaned))
-
-
-def format_duration(seconds: float) -> str:
-    """Compact human text: `45s`, `5m 03s`, `1h 02m`."""
-    s = round(seconds)
-    if s < 60:
-        return f"{seconds:.0f}s" if seconds >= 1 else f"{seconds:.2f}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    return f"{s // 3600}h {(s % 3600) // 60:02d}m"
-
-
-# ------------------------------------------------------------------------------------- items
-
-
-def item_keys(estimates: pd.DataFrame, granularity: Granularity, max_item_s: float) -> pd.Series:
-    """The unit each test moves with (nodeid -> file, `file::Class` or nodeid).
-
-    `file`/`marker` keep files whole, `test` moves tests, `auto` keeps a file whole unless it
-    weighs more than `max_item_s` (a job's fair share, or the budget), then splits it by class,
-    and a class still too heavy by test.
-    """
-    catalog = _Catalog(estimates)
-    return pd.Series(catalog.keys(granularity, max_item_s), index=estimates.index)
-
-
-class _Catalog:
-    """Integer codes for every test's file and class, computed once per plan."""
-
-    def __init__(self, estimates: pd.DataFrame) -> None:
-        self.nodeids = estimates.index.astype(str).to_numpy(dtype=object)
-        self.weights = estimates["duration_s"].to_numpy(dtype=np.float64)
-        self.files = estimates["file"].astype(str).to_numpy(dtype=object)
-        file_codes, _ = pd.factorize(self.files)
-        self.file_s = np.bincount(file_codes, weights=self.weights)[file_codes]
-        self._cache: dict[object, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-
-    def _masks(self, max_item_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Heavy-file rows, rows moving by class, and the class key of each heavy row."""
-        heavy = np.flatnonzero(self.file_s > max_item_s)
-        # Only tests of heavy files need a class key; those are few, so this stays cheap.
-        parts = [nodeid.split("::") for nodeid in self.nodeids[heavy].tolist()]
-        has_class = np.array([len(p) >= 3 for p in parts], dtype=bool)
-        classes = np.array(
-            [
-                f"{p[0]}::{p[1]}" if len(p) >= 3 else n
-                for p, n in zip(parts, self.nodeids[heavy], strict=True)
-            ],
-            dtype=object,
-        )
-        class_codes, _ = pd.factorize(classes)
-        class_s = np.bincount(class_codes, weights=self.weights[heavy])[class_codes]
-        by_class = has_class & (class_s <= max_item_s)
-        return heavy, by_class, classes
-
-    def keys(self, granularity: Granularity, max_item_s: float) -> np.ndarray:
-        """Item label per test (see item_keys)."""
-        if granularity == "test":
-            return self.nodeids
-        if granularity in ("file", "marker"):
-            return self.files
-        heavy, by_class, classes = self._masks(max_item_s)
-        keys = self.files.copy()
-        keys[heavy] = np.where(by_class, classes, self.nodeids[heavy])
-        return keys
-
-    def items(
-        self, granularity: Granularity, max_item_s: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(names sorted, weight_s, n_tests) of the items; the same cut is computed once."""
-        signature: object = granularity
-        if granularity == "auto":
-            heavy, by_class, _ = self._masks(max_item_s)
-            signature = (heavy.tobytes(), by_class.tobytes())
-        if signature not in self._cache:
-            # Sorted names: the partition breaks ties by position, so this fixes the result.
-            codes, names = pd.factorize(self.keys(granularity, max_item_s), sort=True)
-            weights = np.bincount(codes, weights=self.weights, minlength=len(names))
-            counts = np.bincount(codes, minlength=len(names))
-            self._cache[signature] = (np.asarray(names, dtype=object), weights, counts)
-        return self._cache[signature]
+def _text(seconds: float) -> str:
+    """Durations in reasons are compared with budgets and targets: keep their seconds."""
+    return format_duration(seconds, exact=True)
 
 
 # ------------------------------------------------------------------------------------ layout
@@ -454,8 +221,12 @@ def plan_splits(
     options: SplitOptions,
     *,
     price_per_min: Mapping[str, float] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SplitPlan:
-    """Plan how to split one cell's tests into jobs (see the module docstring for the model)."""
+    """Plan how to split one cell's tests into jobs (see the module docstring for the model).
+
+    `should_stop` is asked before each further job count once one asked-for count is planned;
+    when it says stop, the plan is made of the counts done and says so (`complete` False)."""
     if options.objective == "cost" and price_per_min is None:
         raise ValueError("objective 'cost' needs a price per minute for the machine type")
     runs = runs[runs["run_id"].isin(results["run_id"].unique())]
@@ -472,10 +243,20 @@ def plan_splits(
     if missing:
         warnings.append(f"{missing} tests have no duration history; their time is estimated")
     lo, hi = options.jobs
-    catalog = _Catalog(estimates)
+    catalog = ItemCatalog(estimates)
     # The table covers the asked-for counts plus one job, the reference everything pays for.
     counts = sorted({1, *range(lo, hi + 1)})
-    candidates = [_candidate(estimates, catalog, k, options, ref, price_per_min) for k in counts]
+    candidates: list[_Candidate] = []
+    for k in counts:
+        # Checked before committing to the next count, never before the first asked-for one,
+        # so there is always a plan to answer with.
+        if k > lo and should_stop is not None and should_stop():
+            warnings.append(
+                f"planning stopped early (time limit): job counts {k}-{hi} were not tried; "
+                "ask for a narrower range"
+            )
+            break
+        candidates.append(_candidate(estimates, catalog, k, options, ref, price_per_min))
     allowed = [c for c in candidates if lo <= c.row.jobs <= hi]
     chosen = _choose(allowed, options, before)
     pareto = _pareto_rows([c.row for c in candidates], chosen.row.jobs if chosen else None)
@@ -503,6 +284,7 @@ def plan_splits(
         budget_s=options.budget_s,
         warnings=tuple(warnings),
         config=config,
+        complete=len(candidates) == len(counts),
     )
 
 
@@ -512,6 +294,7 @@ def plan_cells(
     options: SplitOptions,
     *,
     price_per_min: Mapping[str, float] | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, SplitPlan]:
     """One plan per matrix cell (runs grouped by their labels, e.g. `os=linux,python=3.11`)."""
     keys = runs["labels"].map(lambda labels: labels_key(labels if isinstance(labels, dict) else {}))
@@ -520,13 +303,19 @@ def plan_cells(
         cell_runs = runs[keys == key]
         cell_results = results[results["run_id"].isin(cell_runs["run_id"])]
         if len(cell_results):
-            plans[key] = plan_splits(cell_results, cell_runs, options, price_per_min=price_per_min)
+            plans[key] = plan_splits(
+                cell_results,
+                cell_runs,
+                options,
+                price_per_min=price_per_min,
+                should_stop=should_stop,
+            )
     return plans
 
 
 def _candidate(
     estimates: pd.DataFrame,
-    catalog: _Catalog,
+    catalog: ItemCatalog,
     k: int,
     options: SplitOptions,
     ref: _Reference,
@@ -553,9 +342,9 @@ def _candidate(
     for job in jobs:
         if not fits_budget(job, options.budget_s):
             overflow = (
-                f"{job.name} would take {format_duration(job.wall_s)} "
-                f"({format_duration(job.overhead_s)} setup + "
-                f"{format_duration(job.test_s / job.workers)} tests)"
+                f"{job.name} would take {_text(job.wall_s)} "
+                f"({_text(job.overhead_s)} setup + "
+                f"{_text(job.test_s / job.workers)} tests)"
             )
             break
     bound = ref.overhead_s + lower_bound(weights, k) / ref.workers
@@ -630,7 +419,7 @@ def _verdict(
         span = f"{lo}" if lo == hi else f"{lo}-{hi}"
         return "refused", (
             f"no plan with {span} jobs keeps every job within the "
-            f"{format_duration(options.budget_s or 0.0)} budget: even the best, "
+            f"{_text(options.budget_s or 0.0)} budget: even the best, "
             f"{worst.overflow}; allow more jobs or a finer granularity"
         )
     after = chosen.row
@@ -641,9 +430,9 @@ def _verdict(
     )
     over_budget = [job.name for job in before_jobs if not fits_budget(job, options.budget_s)]
     summary = (
-        f"{after.jobs} jobs: wait {format_duration(before.wait_s)} -> "
-        f"{format_duration(after.wait_s)}, machine time {format_duration(before.machine_s)} -> "
-        f"{format_duration(after.machine_s)}"
+        f"{after.jobs} jobs: wait {_text(before.wait_s)} -> "
+        f"{_text(after.wait_s)}, machine time {_text(before.machine_s)} -> "
+        f"{_text(after.machine_s)}"
     )
     if over_budget:
         return "split", f"today's {', '.join(over_budget)} exceeds the budget; {summary}"
@@ -651,10 +440,10 @@ def _verdict(
         target = options.wait_target_s if options.wait_target_s is not None else before.wait_s
         if after.wait_s > target + 1e-9:
             return "refused", (
-                f"no plan meets the {format_duration(target)} wait target; the best, {summary}"
+                f"no plan meets the {_text(target)} wait target; the best, {summary}"
             )
         if before.wait_s > target + 1e-9:
-            return "split", f"today's wait misses the {format_duration(target)} target; {summary}"
+            return "split", f"today's wait misses the {_text(target)} target; {summary}"
         if extra_machine < -1e-9:
             return "split", summary
         return "keep", "no layout within the wait target needs less machine time than today's"
@@ -665,16 +454,16 @@ def _verdict(
     if saved <= max(options.min_gain_frac * before.wait_s, 1e-9):
         if after.jobs > before.jobs and extra_machine > 0:
             return "not_worth_it", (
-                f"{summary}: saves only {format_duration(max(saved, 0.0))} "
+                f"{summary}: saves only {_text(max(saved, 0.0))} "
                 f"({saved / before.wait_s:.0%}) because each job pays "
-                f"{format_duration(chosen.jobs[0].overhead_s)} of setup"
+                f"{_text(chosen.jobs[0].overhead_s)} of setup"
             )
         return "keep", f"today's layout is already within {options.min_gain_frac:.0%} of the best"
     if extra_machine > options.max_machine_per_wait * saved:
         return "not_worth_it", (
-            f"{summary}: {format_duration(saved)} less wait costs "
-            f"{format_duration(extra_machine)} more machine time, because each extra job pays "
-            f"{format_duration(chosen.jobs[0].overhead_s)} of setup"
+            f"{summary}: {_text(saved)} less wait costs "
+            f"{_text(extra_machine)} more machine time, because each extra job pays "
+            f"{_text(chosen.jobs[0].overhead_s)} of setup"
         )
     return "split", summary
 

@@ -69,14 +69,21 @@ class SharedFrames:
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[object, ...], load: Callable[[], T]) -> T:
-        """The value under `key`, loading it when absent."""
+    def get(
+        self,
+        key: tuple[object, ...],
+        load: Callable[[], T],
+        keep: Callable[[T], bool] | None = None,
+    ) -> T:
+        """The value under `key`, loading it when absent (and keeping it unless `keep` says
+        no, e.g. for an answer cut short by a time limit)."""
         with self._lock:
             if key in self._frames:
                 self._frames.move_to_end(key)
                 return cast(T, self._frames[key][0])
         value = load()
-        self._put(key, value)
+        if keep is None or keep(value):
+            self._put(key, value)
         return value
 
     def get_many(
@@ -203,14 +210,23 @@ class FrameCache:
         """A cache backed by `shared` under the project's current data version."""
         return cls(shared, data_version(conn, project_id))
 
-    def get(self, key: tuple[object, ...], load: Callable[[], T]) -> T:
-        """The value (frame or result) under `key`, loading it on first use."""
-        if key not in self._frames:
-            if self._shared is not None:
-                self._frames[key] = self._shared.get((self._version, *key), load)
-            else:
-                self._frames[key] = load()
-        return cast(T, self._frames[key])
+    def get(
+        self,
+        key: tuple[object, ...],
+        load: Callable[[], T],
+        keep: Callable[[T], bool] | None = None,
+    ) -> T:
+        """The value (frame or result) under `key`, loading it on first use; a value `keep`
+        refuses is returned but not kept."""
+        if key in self._frames:
+            return cast(T, self._frames[key])
+        if self._shared is not None:
+            value = self._shared.get((self._version, *key), load, keep)
+        else:
+            value = load()
+        if keep is None or keep(value):
+            self._frames[key] = value
+        return value
 
     def get_settled(
         self,

@@ -5,7 +5,7 @@ The REST API and the dashboard both call these functions and return/render their
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,10 +25,12 @@ from analysis.machine_fit import fit_machines, job_specs
 from analysis.matrix_reduce import reduce_matrix
 from analysis.parametrize import find_explosions, propose_covering
 from analysis.shards import assign_shards
-from analysis.split_plan import SplitOptions, SplitPlan, plan_splits
+from analysis.split_options import SplitOptions
+from analysis.split_plan import SplitPlan, plan_splits
 from app.db.projects import Project
 from app.db.queries import load_run_results, load_runs, run_days, with_tests
 from app.project_reads import kept_test_dictionary, run_results
+from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 
 # Recommendations look at the latest runs of each job; older history only slows them down.
 RUNS_PER_JOB = 10
@@ -128,10 +130,12 @@ def split_recommendation(
     cell: str | None = None,
     price_per_min: dict[str, float] | None = None,
     history: History | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
     """The split plan for one matrix cell (default: the heaviest), plus the cells available.
 
-    Pass `history` (from load_history) to reuse one read for several recommendations."""
+    Pass `history` (from load_history) to reuse one read for several recommendations;
+    planning stops when `should_stop()` says so (default: after PLAN_TIME_LIMIT_S)."""
     loaded = (
         history
         if history is not None
@@ -139,7 +143,7 @@ def split_recommendation(
     )
     cell_key, cells, history = _pick_cell(loaded, cell)
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
-    plan = _plan(loaded, cell_key, history, options, prices)
+    plan = _plan(loaded, cell_key, history, options, prices, should_stop)
     return {"cell": cell_key, "cells": cells, **plan.to_dict()}
 
 
@@ -149,14 +153,23 @@ def _plan(
     history: History,
     options: SplitOptions,
     prices: dict[str, float] | None,
+    should_stop: Callable[[], bool] | None,
 ) -> SplitPlan:
-    """plan_splits of one cell's `history`, made once per question from `loaded`."""
+    """plan_splits of one cell's `history`, made once per question from `loaded` (an
+    incomplete plan, stopped by `should_stop`, is not kept)."""
     key = (cell_key, repr(options), repr(sorted(prices.items())) if prices else "")
-    if key not in loaded.plans:
-        loaded.plans[key] = plan_splits(
-            history.results, history.runs, options, price_per_min=prices
-        )
-    return loaded.plans[key]
+    if key in loaded.plans:
+        return loaded.plans[key]
+    plan = plan_splits(
+        history.results,
+        history.runs,
+        options,
+        price_per_min=prices,
+        should_stop=should_stop or stop_after(PLAN_TIME_LIMIT_S),
+    )
+    if plan.complete:
+        loaded.plans[key] = plan
+    return plan
 
 
 def project_catalogue(project: Project, machines: Sequence[str | None] = ()) -> Catalogue | None:
@@ -200,8 +213,10 @@ def machines_recommendation(
     cell: str | None = None,
     split_options: SplitOptions | None = None,
     history: History | None = None,
+    should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, Any]:
-    """The cheapest machine for each job of a cell today, and for each job of a split plan."""
+    """The cheapest machine for each job of a cell today, and for each job of a split plan
+    (`complete` False when that plan stopped early, see split_recommendation)."""
     loaded = (
         history
         if history is not None
@@ -222,8 +237,9 @@ def machines_recommendation(
     answer: dict[str, Any] = {"cell": cell_key, "cells": cells, "today": today.to_dict()}
     if split_options is not None:
         prices = machine_prices(catalogue, machines) or None
-        plan = _plan(loaded, cell_key, history, split_options, prices)
+        plan = _plan(loaded, cell_key, history, split_options, prices, should_stop)
         answer["split_verdict"] = plan.verdict
+        answer["complete"] = plan.complete
         if plan.verdict == "split":
             answer["after_split"] = fit_machines(
                 history.runs,

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     worker_stop_grace_s: float = 3.0
     # /readyz fails when no worker has beaten for this long.
     ready_heartbeat_max_age_s: float = 30.0
+    # Failed authentications one client address may make per window before it gets 429s.
+    auth_failures: int = 30
+    auth_failure_window_s: float = 60.0
 
     @property
     def pgdata(self) -> Path:

@@ -19,13 +19,11 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from pytest_split.algorithms import Algorithms
 
-from analysis.frames import RUN_COLUMNS
 from analysis.partition import lower_bound, partition_items
 from analysis.split_plan import Granularity, SplitOptions, plan_splits
-from ingest.model import results_frame
+from bench.common import one_run
 
 
 class _Item:
@@ -95,21 +93,7 @@ def speed(n: int, k: int) -> None:
         f"ratio {t_ours / t_theirs:.2f}x"
     )
     ids = [f"tests/test_m{i % 500:03d}.py::test_{i}" for i in range(n)]
-    results = results_frame(
-        {
-            "nodeid": ids,
-            "file": [i.split("::")[0] for i in ids],
-            "function": [i.split("::")[1] for i in ids],
-            "outcome": ["passed"] * n,
-            "duration_s": weights,
-        }
-    )
-    results["run_id"] = 1
-    runs = pd.DataFrame(
-        [[1, "p", "test", None, None, "linux", pd.NaT, 300.0 + weights.sum(), np.nan, 1, {},
-          False, 0]],
-        columns=list(RUN_COLUMNS),
-    )  # fmt: skip
+    results, runs = one_run(ids, weights)
     cases: list[tuple[Granularity, tuple[int, int]]] = [
         ("test", (k, k)),
         ("auto", (k, k)),

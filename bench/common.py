@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 
 @contextlib.contextmanager
@@ -85,3 +86,30 @@ def store_upload(dsn: str, project_id: int) -> None:
             merged=merge_reports([report]),
         )
         conn.commit()
+
+
+def one_run(ids: list[str], weights: Any) -> tuple[Any, Any]:
+    """(results, runs) frames of one job's run of the tests `ids` taking `weights` seconds,
+    its wall 300 s of setup more than its tests (what the split planner reads)."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis.frames import RUN_COLUMNS
+    from ingest.model import results_frame
+
+    results = results_frame(
+        {
+            "nodeid": ids,
+            "file": [i.split("::")[0] for i in ids],
+            "function": [i.split("::")[-1] for i in ids],
+            "outcome": ["passed"] * len(ids),
+            "duration_s": weights,
+        }
+    )
+    results["run_id"] = 1
+    runs = pd.DataFrame(
+        [[1, "p", "test", None, None, "linux", pd.NaT, 300.0 + float(np.sum(weights)), np.nan,
+          1, {}, False, 0]],
+        columns=list(RUN_COLUMNS),
+    )  # fmt: skip
+    return results, runs

@@ -1,42 +1,30 @@
 """Numbers as people read them: "38 min", "2 h 5 min", "1.2 s", "34.4%".
 
-Pure (stdlib only) so the figure builders and the page templates share one spelling.
+Pure (stdlib and analysis.durations) so the figure builders and the page templates share
+one spelling.
 """
 
 from __future__ import annotations
 
 import math
 
-MISSING = "–"
+# Durations have one spelling everywhere (CLI, API reasons, pages): it lives in analysis.
+from analysis.durations import MISSING
+from analysis.durations import format_duration as duration_text
+
+__all__ = [
+    "MISSING",
+    "count_text",
+    "duration_text",
+    "memory_text",
+    "money_text",
+    "percent_text",
+    "time_scale",
+]
 
 
 def _missing(value: float | None) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def duration_text(seconds: float | None) -> str:
-    """A duration at the precision that matters at its size; "–" when unknown."""
-    if _missing(seconds):
-        return MISSING
-    assert seconds is not None
-    sign = "-" if seconds < 0 else ""
-    s = abs(float(seconds))
-    if s < 0.01 and s > 0:
-        return f"{sign}<0.01 s"
-    if s < 1:
-        return f"{sign}{s:.2f} s"
-    if s < 59.95:
-        return f"{sign}{s:.1f} s"
-    if s < 600:
-        # Under ten minutes the seconds still matter: "4 min 12 s".
-        whole = round(s)
-        minutes, rest = divmod(whole, 60)
-        return f"{sign}{minutes} min {rest} s" if rest else f"{sign}{minutes} min"
-    minutes = round(s / 60)
-    if minutes < 60:
-        return f"{sign}{minutes} min"
-    hours, rest = divmod(minutes, 60)
-    return f"{sign}{hours} h {rest} min" if rest else f"{sign}{hours} h"
 
 
 def percent_text(fraction: float | None, digits: int = 1) -> str:

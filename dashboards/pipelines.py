@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboards.humanize import duration_text, time_scale
+from dashboards.plot_text import plot_texts
 from dashboards.theme import SETUP_COLOUR, TEST_COLOUR, empty_figure, styled
 
 # A browser draws a few thousand markers comfortably; older pipelines add nothing readable.
@@ -47,8 +48,8 @@ def pipeline_time_figure(pipelines: pd.DataFrame) -> go.Figure:
             customdata=np.column_stack(
                 [
                     dated["wait_s"].map(duration_text),
-                    dated["critical_job"].astype(str),
-                    dated["pipeline"].astype(str),
+                    plot_texts(dated["critical_job"]),
+                    plot_texts(dated["pipeline"]),
                 ]
             ),
             hovertemplate="%{x|%b %d %H:%M}<br>wait %{customdata[0]}"
@@ -88,7 +89,7 @@ def job_time_figure(jobs: pd.DataFrame) -> go.Figure:
     setup = ordered["setup_overhead_p50_s"].astype(float).clip(lower=0)
     tests = ordered["test_wall_p50_s"].astype(float)
     scale, unit = time_scale(float((setup.fillna(0) + tests).max()))
-    labels = ordered["job"].astype(str)
+    labels = plot_texts(ordered["job"])
     fig = go.Figure()
     for name, values, colour in (
         ("tests", tests, TEST_COLOUR),

@@ -8,12 +8,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboards.humanize import duration_text, time_scale
+from dashboards.plot_text import plot_text
 from dashboards.theme import SETUP_COLOUR, TEST_COLOUR, empty_figure, styled
 
 
 def _job_label(job: dict[str, Any], index: int) -> str:
     name = str(job.get("name") or f"job {index + 1}")
-    return name if len(name) <= 40 else name[:39] + "…"
+    return plot_text(name if len(name) <= 40 else name[:39] + "…")
 
 
 def _wait_s(plan: dict[str, Any], side: str, jobs: list[dict[str, Any]]) -> float:
@@ -67,7 +68,7 @@ def split_gantt_figure(plan: dict[str, Any]) -> go.Figure:
                     showlegend=row == 1,
                     marker={"color": colour},
                     customdata=[
-                        [duration_text(v), duration_text(w), str(j.get("n_tests", ""))]
+                        [duration_text(v), duration_text(w), plot_text(j.get("n_tests", ""))]
                         for v, w, j in zip(values, walls, jobs, strict=True)
                     ],
                     hovertemplate=f"%{{y}}<br>{name} %{{customdata[0]}}"

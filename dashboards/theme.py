@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -21,7 +21,6 @@ OUTCOME_COLOURS = {
     "error": "#CC79A7",
     "skipped": "#999999",
 }
-PLOT_CONFIG: dict[str, Any] = {"displaylogo": False, "responsive": True}
 
 
 def _house_template() -> go.layout.Template:
@@ -71,12 +70,35 @@ def empty_figure(message: str, *, height: int = 200) -> go.Figure:
     return styled(fig, height=height)
 
 
+# Figure element ids come from code (an index, never a name from a report): they end up in
+# HTML attributes and in the script that draws the figure.
+_FIGURE_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+# JSON inside <script> ends at the first "</script"; "<!--" changes how the element is parsed;
+# U+2028/9 end lines in older JS parsers. Escaped, the JSON means the same.
+_SCRIPT_SAFE = str.maketrans(
+    {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def script_safe_json(json_text: str) -> str:
+    """JSON text that can sit inside a <script> element without ending or changing it."""
+    return json_text.translate(_SCRIPT_SAFE)
+
+
 def figure_html(fig: go.Figure, div_id: str) -> str:
-    """The figure as an HTML fragment; plotly.js itself is loaded once by the page."""
-    html: str = fig.to_html(
-        full_html=False, include_plotlyjs=False, div_id=div_id, config=PLOT_CONFIG
+    """The figure as an HTML fragment: an empty element and its data as inert JSON.
+
+    No inline script: the page's static script draws every figure (see app/pages/static), so
+    the Content-Security-Policy can refuse inline scripts. plotly.js is loaded once per page.
+    """
+    if not _FIGURE_ID.fullmatch(div_id):
+        raise ValueError(f"figure id {div_id!r} must be a plain identifier")
+    data = script_safe_json(fig.to_json())
+    return (
+        f'<div id="{div_id}" class="figure"></div>'
+        f'<script type="application/json" class="figure-data" data-figure="{div_id}">'
+        f"{data}</script>"
     )
-    return html
 
 
 def warm_up() -> None:

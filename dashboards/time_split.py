@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboards.humanize import duration_text, percent_text, time_scale
+from dashboards.plot_text import plot_text, plot_texts
 from dashboards.theme import (
     SETUP_COLOUR,
     TEARDOWN_COLOUR,
@@ -47,7 +48,7 @@ def treemap_nodes(
             pd.DataFrame(
                 {
                     "id": file_ids,
-                    "label": files["key"].astype(str),
+                    "label": plot_texts(files["key"]),
                     "parent": "",
                     "value_s": file_own,
                     "total_s": files["total_s"],
@@ -56,7 +57,7 @@ def treemap_nodes(
             pd.DataFrame(
                 {
                     "id": fn_ids,
-                    "label": fn["key"].astype(str).str.rsplit("::", n=1).str[-1],
+                    "label": plot_texts(fn["key"].astype(str).str.rsplit("::", n=1).str[-1]),
                     "parent": "file:" + fn["parent"].astype(str),
                     "value_s": fn_own,
                     "total_s": fn["total_s"],
@@ -65,7 +66,7 @@ def treemap_nodes(
             pd.DataFrame(
                 {
                     "id": "test:" + leaf["key"].astype(str),
-                    "label": leaf["key"].astype(str).str.rsplit("::", n=1).str[-1],
+                    "label": plot_texts(leaf["key"].astype(str).str.rsplit("::", n=1).str[-1]),
                     "parent": "fn:" + leaf["parent"].astype(str),
                     "value_s": leaf["total_s"],
                     "total_s": leaf["total_s"],
@@ -123,7 +124,7 @@ def pareto_figure(files: pd.DataFrame, *, grand_total_s: float, top: int = 30) -
     fig = go.Figure()
     fig.add_trace(
         go.Bar(
-            x=head["key"],
+            x=plot_texts(head["key"]),
             y=head["total_s"] / scale,
             name="test time",
             marker={"color": TEST_COLOUR},
@@ -135,7 +136,7 @@ def pareto_figure(files: pd.DataFrame, *, grand_total_s: float, top: int = 30) -
     )
     fig.add_trace(
         go.Scatter(
-            x=head["key"],
+            x=plot_texts(head["key"]),
             y=cumulative.head(top) * 100,
             name="cumulative share",
             yaxis="y2",
@@ -169,7 +170,7 @@ def share_figure(rows: pd.DataFrame, *, title: str, top: int = 15) -> go.Figure:
     head = rows.sort_values("total_s", ascending=False).head(top).iloc[::-1]
     fig = go.Figure(
         go.Bar(
-            y=head["key"].astype(str),
+            y=plot_texts(head["key"]),
             x=head["share"] * 100,
             orientation="h",
             marker={"color": TEST_COLOUR},
@@ -184,7 +185,7 @@ def share_figure(rows: pd.DataFrame, *, title: str, top: int = 15) -> go.Figure:
     fig.update_xaxes(
         title_text="share of test time (%)", range=[0, float(head["share"].max()) * 118]
     )
-    return styled(fig, title=title, height=max(200, 70 + 26 * len(head)))
+    return styled(fig, title=plot_text(title), height=max(200, 70 + 26 * len(head)))
 
 
 def phase_figure(files: pd.DataFrame, *, top: int = 12) -> go.Figure:
@@ -203,7 +204,7 @@ def phase_figure(files: pd.DataFrame, *, top: int = 12) -> go.Figure:
     ):
         fig.add_trace(
             go.Bar(
-                y=head["key"].astype(str),
+                y=plot_texts(head["key"]),
                 x=phases[column] / scale,
                 name=name,
                 orientation="h",
@@ -226,7 +227,7 @@ def within_file_figure(functions: pd.DataFrame, *, top: int = 25) -> go.Figure:
     head = functions.sort_values("total_s", ascending=False).head(top).iloc[::-1]
     fig = go.Figure(
         go.Bar(
-            y=head["key"].astype(str).str.rsplit("::", n=1).str[-1],
+            y=plot_texts(head["key"].astype(str).str.rsplit("::", n=1).str[-1]),
             x=head["parent_share"] * 100,
             orientation="h",
             marker={"color": TEST_COLOUR},

@@ -2,6 +2,12 @@
 
 A job may upload a JUnit file and a `--durations` log together: outcomes come from JUnit (or
 laptime JSON), per-phase times from the durations report. Identity is the nodeid.
+
+Executions, not names: two reports of one format in one job are two runs (two tox
+environments, two pytest invocations), so a nodeid already seen in an earlier report of that
+format is another execution and gets the same " #k" suffix as inside a report. Reports of
+different formats (the JUnit and the laptime JSON of one pytest run) describe the same
+executions: the first report's row is kept.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ingest.model import ParsedReport, SessionInfo, empty_results
+from ingest.parsers.executions import number_executions
 
 PHASES = ("setup_s", "call_s", "teardown_s")
 
@@ -30,7 +37,7 @@ class MergedRun:
 def merge_reports(reports: list[ParsedReport]) -> MergedRun:
     """Combine reports of one job: outcome reports first, durations fill in the phases."""
     warnings = [w for r in reports for w in r.warnings]
-    outcome_frames = [r.results for r in reports if r.format != "durations"]
+    outcome_frames = _executions_by_format([r for r in reports if r.format != "durations"])
     duration_frames = [r.results for r in reports if r.format == "durations"]
     base = _concat(outcome_frames)
     timings = _concat(duration_frames)
@@ -54,6 +61,22 @@ def merge_reports(reports: list[ParsedReport]) -> MergedRun:
         partial=any(r.partial for r in reports),
         hidden_rows=sum(r.hidden_rows or 0 for r in reports),
     )
+
+
+def _executions_by_format(reports: list[ParsedReport]) -> list[pd.DataFrame]:
+    """One frame per format, its reports' repeated nodeids numbered as separate executions."""
+    by_format: dict[str, list[pd.DataFrame]] = {}
+    for report in reports:
+        by_format.setdefault(report.format, []).append(report.results)
+    frames = []
+    for same_format in by_format.values():
+        frame = _concat(same_format)
+        if len(same_format) > 1 and not frame["nodeid"].is_unique:
+            nodeids = frame["nodeid"].to_numpy(dtype=object, copy=True)
+            number_executions(nodeids, np.zeros(len(nodeids), dtype=bool))
+            frame = frame.assign(nodeid=nodeids)
+        frames.append(frame)
+    return frames
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

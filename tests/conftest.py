@@ -116,6 +116,7 @@ def live_server(database: Database, engine: Engine) -> Iterator[LiveServer]:
     import uvicorn
 
     from app.api.app import create_app
+    from app.server_options import uvicorn_options
     from app.settings import Settings
     from ingest.parsers.limits import ParseLimits
     from ingest.worker import WorkerConfig, run_worker
@@ -124,7 +125,11 @@ def live_server(database: Database, engine: Engine) -> Iterator[LiveServer]:
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(settings, engine), host="127.0.0.1", port=port, log_level="warning"
+            create_app(settings, engine),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            **uvicorn_options(),
         )
     )
     thread = threading.Thread(target=server.run, daemon=True)
@@ -138,7 +143,6 @@ def live_server(database: Database, engine: Engine) -> Iterator[LiveServer]:
                 poll_s=0.5,
                 name=f"test-{os.getpid()}",
                 limits=ParseLimits(
-                    max_compressed_bytes=settings.max_upload_bytes,
                     max_decompressed_bytes=TEST_MAX_REPORT_BYTES,
                 ),
             ),

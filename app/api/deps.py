@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from sqlalchemy import Connection, Engine
 
+from app.api.auth_limit import FailedAuthLimiter
+from app.api.errors import ApiError
 from app.db.projects import Project, TokenGrant, get_project, resolve_token
 from app.settings import Settings
-
-TOKEN_COOKIE = "laptime_token"
 
 
 def get_settings(request: Request) -> Settings:
@@ -27,16 +28,80 @@ def get_conn(request: Request) -> Iterator[Connection]:
         yield conn
 
 
-ConnDep = Annotated[Connection, Depends(get_conn)]
+# scope="function": the commit runs when the route returns, BEFORE the response is sent, so a
+# 2xx means committed and a commit failure reaches the exception handlers as a 5xx. (The
+# default, "request", commits after the response has gone out.)
+ConnDep = Annotated[Connection, Depends(get_conn, scope="function")]
+
+
+def get_engine(request: Request) -> Engine:
+    """The app's engine, for a route that opens its transaction itself (after slow work)."""
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+EngineDep = Annotated[Engine, Depends(get_engine)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
 def presented_token(request: Request) -> str | None:
-    """The bearer token of the request, or the dashboard's sign-in cookie."""
+    """The bearer token of the request. Cookies are never credentials for the API: the
+    dashboard's signed session cookie is read by the pages alone (app.pages.session)."""
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip() or None
-    return request.cookies.get(TOKEN_COOKIE) or None
+    return None
+
+
+def client_address(request: Request) -> str:
+    """The address failed authentications are counted against (the proxy's behind a proxy
+    unless uvicorn runs with --proxy-headers)."""
+    return request.client.host if request.client else "unknown"
+
+
+_LIMITER_LOCK = threading.Lock()
+
+
+def auth_limiter(request: Request) -> FailedAuthLimiter:
+    """The app's failed-authentication limiter, made on first use (once, under a lock)."""
+    state = request.app.state
+    limiter: FailedAuthLimiter | None = getattr(state, "auth_limiter", None)
+    if limiter is None:
+        with _LIMITER_LOCK:
+            limiter = getattr(state, "auth_limiter", None)
+            if limiter is None:
+                settings: Settings = state.settings
+                limiter = FailedAuthLimiter(
+                    failures=settings.auth_failures, window_s=settings.auth_failure_window_s
+                )
+                state.auth_limiter = limiter
+    return limiter
+
+
+def refuse_if_limited(request: Request) -> None:
+    """429 with Retry-After when this address failed authentication too often lately."""
+    wait_s = auth_limiter(request).retry_after_s(client_address(request))
+    if wait_s is not None:
+        raise HTTPException(
+            status_code=429,
+            detail="too many failed authentications from this address: retry later",
+            headers={"Retry-After": str(wait_s)},
+        )
+
+
+def record_auth_failure(request: Request) -> None:
+    """Count one failed authentication against this request's address."""
+    auth_limiter(request).record_failure(client_address(request))
+
+
+def check_token(request: Request, conn: Connection, token: str) -> TokenGrant | None:
+    """The grant of `token` (None when unknown, revoked or expired, counted as a failure);
+    429 when this address is over its failure budget."""
+    refuse_if_limited(request)
+    grant = resolve_token(conn, token)
+    if grant is None:
+        record_auth_failure(request)
+    return grant
 
 
 def grant_of(request: Request, conn: Connection) -> TokenGrant | None:
@@ -44,15 +109,14 @@ def grant_of(request: Request, conn: Connection) -> TokenGrant | None:
     token = presented_token(request)
     if token is None:
         return None
-    grant = resolve_token(conn, token)
+    grant = check_token(request, conn, token)
     if grant is None:
-        raise HTTPException(status_code=401, detail="invalid or revoked token")
+        raise ApiError(401, "token-invalid", "invalid, expired or revoked token")
     return grant
 
 
-def authorize(request: Request, conn: Connection, slug: str, action: str) -> Project:
-    """The project `slug` if the request may do `action` on it; 401/403/404 otherwise."""
-    grant = grant_of(request, conn)
+def authorize_grant(grant: TokenGrant | None, conn: Connection, slug: str, action: str) -> Project:
+    """The project `slug` if `grant` (None: anonymous) may do `action` on it; 401/403/404."""
     project = get_project(conn, slug)
     if project is None:
         if grant is None:
@@ -69,6 +133,11 @@ def authorize(request: Request, conn: Connection, slug: str, action: str) -> Pro
             status_code=403, detail=f"this token's scope ({grant.scope}) does not allow {action}"
         )
     return project
+
+
+def authorize(request: Request, conn: Connection, slug: str, action: str) -> Project:
+    """The project `slug` if the request's bearer token may do `action` on it."""
+    return authorize_grant(grant_of(request, conn), conn, slug, action)
 
 
 def read_project(request: Request, conn: ConnDep, slug: str) -> Project:

@@ -1,39 +1,108 @@
-"""Query parameters shared by every read endpoint (and the dashboard's URLs)."""
+"""Query parameters shared by every read endpoint (and the dashboard's URLs), with their bounds.
+
+Every parameter is checked here, before any work: text without NUL bytes (Postgres cannot
+store them) and of bounded length, dates within the years a CI run can have, and a 422 that
+names the parameter (FastAPI's detail list, `loc: ["query", name]`) for anything else.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Query
+import anyio.from_thread
+from fastapi import Depends, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import StringConstraints
 
+from analysis.durations import MAX_DURATION_CHARS
 from analysis.filters import Filters
+from analysis.split_options import parse_job_range, parse_plan_duration_s
+from app.labels import split_label
 from app.project_reads import window_filters
+
+# Longest value of one text parameter (a branch, a glob, a cell key...).
+MAX_TEXT_CHARS = 1000
+# Most values of one repeatable filter (`?job=a&job=b...`).
+MAX_VALUES = 100
+# Dates a filter may name: before 1970 or past 2999 no CI run exists, and date arithmetic on
+# the window (`until - days`) must not leave Python's date range (year 1..9999).
+DATE_MIN = date(1970, 1, 1)
+DATE_MAX = date(2999, 12, 31)
+
+# Text without NUL bytes: the pattern is in the OpenAPI schema, so clients (and schemathesis)
+# see the rule; pydantic enforces it before the route runs.
+Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS, pattern=r"^[^\x00]*$")]
+DurationText = Annotated[
+    str, StringConstraints(max_length=MAX_DURATION_CHARS, pattern=r"^[0-9hmsHMS. ]*$")
+]
+JobRangeText = Annotated[str, StringConstraints(max_length=15, pattern=r"^[0-9 -]+$")]
+TextList = Annotated[list[Text] | None, Query(max_length=MAX_VALUES)]
+
+
+def invalid(name: str, message: str, value: object = None) -> RequestValidationError:
+    """A 422 naming query parameter `name`, shaped like FastAPI's own validation errors."""
+    return RequestValidationError(
+        [{"type": "value_error", "loc": ("query", name), "msg": message, "input": value}]
+    )
+
+
+def job_range(name: str, raw: str) -> tuple[int, int]:
+    """`N` or `N-M` job counts (at most MAX_JOBS) from query parameter `name`; 422 otherwise."""
+    try:
+        return parse_job_range(raw)
+    except ValueError as exc:
+        raise invalid(name, str(exc), raw) from exc
+
+
+def duration_s(name: str, raw: str | None) -> float | None:
+    """A per-job duration (`5m`, `1h30m`) from query parameter `name`; 422 when malformed."""
+    try:
+        return parse_plan_duration_s(raw)
+    except ValueError as exc:
+        raise invalid(name, str(exc), raw) from exc
+
+
+def _check_date(name: str, value: date | None) -> None:
+    if value is not None and not DATE_MIN <= value <= DATE_MAX:
+        raise invalid(name, f"must be between {DATE_MIN} and {DATE_MAX}", value.isoformat())
 
 
 def parse_label_filters(pairs: list[str]) -> dict[str, tuple[str, ...]]:
     """`os=linux`, `os=macos`, `python=3.11` -> {os: (linux, macos), python: (3.11,)}."""
     found: dict[str, list[str]] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise HTTPException(status_code=422, detail=f"label filter {pair!r} is not key=value")
+        try:
+            key, value = split_label(pair)
+        except ValueError as exc:
+            raise HTTPException(status_code=422, detail=f"label filter: {exc}") from None
         found.setdefault(key, []).append(value)
     return {k: tuple(v) for k, v in found.items()}
 
 
 def query_filters(
     days: Annotated[int | None, Query(ge=1, le=3650, description="window in days")] = 30,
-    since: Annotated[date | None, Query(description="first day (overrides days)")] = None,
-    until: Annotated[date | None, Query(description="last day (default today)")] = None,
-    branch: Annotated[list[str] | None, Query()] = None,
-    job: Annotated[list[str] | None, Query()] = None,
-    label: Annotated[list[str] | None, Query(description="k=v, repeatable")] = None,
-    marker: Annotated[list[str] | None, Query()] = None,
-    exclude_marker: Annotated[list[str] | None, Query()] = None,
-    file: Annotated[list[str] | None, Query(description="file glob, repeatable")] = None,
+    since: Annotated[
+        date | None, Query(description=f"first day (overrides days), {DATE_MIN} to {DATE_MAX}")
+    ] = None,
+    until: Annotated[
+        date | None, Query(description=f"last day (default today), {DATE_MIN} to {DATE_MAX}")
+    ] = None,
+    branch: TextList = None,
+    job: TextList = None,
+    label: Annotated[
+        list[Text] | None, Query(max_length=MAX_VALUES, description="k=v, repeatable")
+    ] = None,
+    marker: TextList = None,
+    exclude_marker: TextList = None,
+    file: Annotated[
+        list[Text] | None, Query(max_length=MAX_VALUES, description="file glob, repeatable")
+    ] = None,
 ) -> Filters:
     """The Filters a request's query string describes."""
+    _check_date("since", since)
+    _check_date("until", until)
     return window_filters(
         days,
         since=since,
@@ -48,3 +117,32 @@ def query_filters(
 
 
 FiltersDep = Annotated[Filters, Depends(query_filters)]
+
+
+async def client_gone_probe(request: Request) -> Callable[[], bool]:
+    """Dependency: a check, callable from a sync route's worker thread, that says whether the
+    client has disconnected (so long work can stop instead of computing for no one)."""
+
+    def gone() -> bool:
+        try:
+            return bool(anyio.from_thread.run(request.is_disconnected))
+        except RuntimeError:
+            # Not in an anyio worker thread (a direct call in a test): nobody to ask.
+            return False
+
+    return gone
+
+
+ClientGoneDep = Annotated[Callable[[], bool], Depends(client_gone_probe)]
+
+__all__ = [
+    "ClientGoneDep",
+    "DurationText",
+    "FiltersDep",
+    "JobRangeText",
+    "Text",
+    "duration_s",
+    "invalid",
+    "job_range",
+    "query_filters",
+]

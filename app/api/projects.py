@@ -1,16 +1,19 @@
-"""Read endpoints of a project: rollups, pipelines, jobs, trend, uploads."""
+"""Endpoints of a project: rollups, pipelines, jobs, trend, uploads; its tokens (admin)."""
 
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 from fastapi.responses import Response
+from pydantic import BaseModel, Field
 
 from analysis.rollups import records_from_frame
-from app.api.deps import ConnDep, ReadProject
-from app.api.params import FiltersDep
+from app.api.deps import AdminProject, ConnDep, ReadProject
+from app.api.params import FiltersDep, Text
+from app.db.projects import SCOPES, issue_token, list_tokens, revoke_token
 from app.db.uploads import recent_uploads
 from app.project_reads import project_pipelines, project_rollup
 
@@ -22,9 +25,9 @@ def rollups(
     project: ReadProject,
     conn: ConnDep,
     filters: FiltersDep,
-    by: Annotated[str, Query(description="file|function|test|marker|job|label:<key>")] = "file",
-    within: Annotated[str | None, Query(description="parent dimension for parent_share")] = None,
-    sort: str = "total_s",
+    by: Annotated[Text, Query(description="file|function|test|marker|job|label:<key>")] = "file",
+    within: Annotated[Text | None, Query(description="parent dimension for parent_share")] = None,
+    sort: Annotated[Text, Query(description="column to sort rows by")] = "total_s",
     desc: bool = True,
     limit: Annotated[int | None, Query(ge=1, le=100_000)] = 100,
     format: Literal["json", "csv"] = "json",
@@ -89,3 +92,38 @@ def uploads(
 ) -> dict[str, Any]:
     """The latest uploads and their status (failed ones with their error)."""
     return {"uploads": recent_uploads(conn, project.id, limit=limit)}
+
+
+class TokenRequest(BaseModel):
+    """A token to create."""
+
+    scope: Literal["upload", "read", "admin"] = "read"
+    expires_in_days: int | None = Field(
+        default=None, ge=1, le=3650, description="lifetime in days; none: never expires"
+    )
+
+
+@router.get("/tokens")
+def tokens(project: AdminProject, conn: ConnDep) -> dict[str, Any]:
+    """The project's tokens (admin token): id, scope, first characters, expiry, revocation.
+    Never the secrets: only their hashes are stored."""
+    return {"tokens": [t.to_dict() for t in list_tokens(conn, project)]}
+
+
+@router.post("/tokens", status_code=201)
+def create_token(project: AdminProject, conn: ConnDep, body: TokenRequest) -> dict[str, Any]:
+    """Create a token (admin token). The answer holds the secret, this once."""
+    assert body.scope in SCOPES
+    expires_at = (
+        datetime.now(UTC) + timedelta(days=body.expires_in_days) if body.expires_in_days else None
+    )
+    info, secret = issue_token(conn, project, body.scope, expires_at=expires_at)
+    return {**info.to_dict(), "token": secret}
+
+
+@router.delete("/tokens/{token_id}")
+def revoke(project: AdminProject, conn: ConnDep, token_id: int) -> dict[str, Any]:
+    """Revoke a token by id (admin token): it answers 401 from the next request on."""
+    if not revoke_token(conn, project, token_id):
+        raise HTTPException(status_code=404, detail=f"no active token {token_id} in this project")
+    return {"revoked": token_id}

@@ -5,11 +5,21 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, HTTPException, Query
+from pydantic import StringConstraints
 
 from analysis.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
-from analysis.split_plan import SplitOptions, parse_duration_s
+from analysis.split_options import MAX_JOBS, SplitOptions
 from app.api.deps import AdminProject, ConnDep, ReadProject
-from app.api.params import FiltersDep
+from app.api.params import (
+    ClientGoneDep,
+    DurationText,
+    FiltersDep,
+    JobRangeText,
+    Text,
+    duration_s,
+    invalid,
+    job_range,
+)
 from app.db.projects import Project, set_catalogue
 from app.project_reads import FrameCache
 from app.recommend import (
@@ -21,8 +31,18 @@ from app.recommend import (
     shard_assignment,
     split_recommendation,
 )
+from app.work_limits import MAX_TOP_EXPLOSIONS, PLAN_TIME_LIMIT_S, stop_after
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["recommendations"])
+
+# Most shards a suite may be cut into.
+MAX_SHARDS = 1000
+JOBS_TEXT = f"job count N or range N-M, at most {MAX_JOBS} jobs"
+# Nodeids a shard request may carry, and their length: a big monorepo collects ~100k tests.
+MAX_COLLECTED = 200_000
+MAX_NODEID_CHARS = 4096
+# A machine catalogue is a page of TOML; past this it is not a catalogue.
+MAX_CATALOGUE_CHARS = 256 * 1024
 
 
 def _catalogue_key(project: Project) -> tuple[str | None, str | None]:
@@ -30,62 +50,67 @@ def _catalogue_key(project: Project) -> tuple[str | None, str | None]:
     return project.catalogue, project.catalogue_toml
 
 
-def _seconds(name: str, raw: str | None) -> float | None:
-    if raw is None or raw == "":
-        return None
-    try:
-        return parse_duration_s(raw)
-    except ValueError as exc:
-        raise HTTPException(status_code=422, detail=f"{name}: {exc}") from exc
-
-
-def _job_range(raw: str) -> tuple[int, int]:
-    lo, sep, hi = raw.partition("-")
-    try:
-        low = int(lo)
-        high = int(hi) if sep else low
-    except ValueError:
-        raise HTTPException(status_code=422, detail=f"jobs: {raw!r} is not N or N-M") from None
-    return low, high
-
-
 @router.get("/recommendations/split")
 def split(
     project: ReadProject,
     conn: ConnDep,
     filters: FiltersDep,
-    jobs: Annotated[str, Query(description="job count N or range N-M")] = "2-6",
+    client_gone: ClientGoneDep,
+    jobs: Annotated[JobRangeText, Query(description=JOBS_TEXT)] = "2-6",
     granularity: Literal["file", "marker", "test", "auto"] = "auto",
-    overhead: Annotated[str | None, Query(description="per-job setup, e.g. 5m")] = None,
-    budget: Annotated[str | None, Query(description="per-job wall limit, e.g. 30m")] = None,
+    overhead: Annotated[DurationText | None, Query(description="per-job setup, e.g. 5m")] = None,
+    budget: Annotated[
+        DurationText | None, Query(description="per-job wall limit, e.g. 30m")
+    ] = None,
     objective: Literal["wait", "machine", "cost"] = "wait",
-    wait_target: Annotated[str | None, Query()] = None,
-    cell: Annotated[str | None, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
+    wait_target: Annotated[DurationText | None, Query()] = None,
+    cell: Annotated[Text | None, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
 ) -> dict[str, Any]:
     """Which files or markers to move into their own jobs, with wait and machine time before
-    and after, a verdict (including "not worth it") and the config to copy."""
+    and after, a verdict (including "not worth it") and the config to copy.
+
+    Planning stops at a time limit (or when the client leaves); the answer then holds the job
+    counts done and says `"complete": false`."""
+    options = _options(
+        jobs=job_range("jobs", jobs),
+        granularity=granularity,
+        overhead_s=duration_s("overhead", overhead),
+        budget_s=duration_s("budget", budget),
+        objective=objective,
+        wait_target_s=duration_s("wait_target", wait_target),
+    )
+    should_stop = stop_after(PLAN_TIME_LIMIT_S, also=client_gone)
     try:
-        options = SplitOptions(
-            jobs=_job_range(jobs),
-            granularity=granularity,
-            overhead_s=_seconds("overhead", overhead),
-            budget_s=_seconds("budget", budget),
-            objective=objective,
-            wait_target_s=_seconds("wait_target", wait_target),
-        )
-        # Computed once per question and data version (see app.project_reads.FrameCache).
+        # Computed once per question and data version (see app.project_reads.FrameCache);
+        # an incomplete plan is not kept, the next asker gets a fresh try.
         key = ("split", repr(filters), repr(options), cell, *_catalogue_key(project))
         return FrameCache.for_project(conn, project.id).get(
             key,
-            lambda: split_recommendation(conn, project, filters, options=options, cell=cell),
+            lambda: split_recommendation(
+                conn, project, filters, options=options, cell=cell, should_stop=should_stop
+            ),
+            keep=_complete,
         )
     except (RecommendationError, ValueError) as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc
 
 
+def _options(**kwargs: Any) -> SplitOptions:
+    try:
+        return SplitOptions(**kwargs)
+    except ValueError as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from exc
+
+
+def _complete(answer: dict[str, Any]) -> bool:
+    return bool(answer.get("complete", True))
+
+
 def _shards(
     conn: ConnDep, project: Any, filters: Any, total: int, index: int | None, collected: Any
 ) -> dict[str, Any]:
+    if index is not None and index > total:
+        raise invalid("index", f"must be between 1 and total ({total})", index)
     try:
         return shard_assignment(
             conn, project, filters, total=total, index=index, collected=collected
@@ -99,8 +124,10 @@ def shards(
     project: ReadProject,
     conn: ConnDep,
     filters: FiltersDep,
-    total: Annotated[int, Query(ge=1, le=1000)],
-    index: Annotated[int | None, Query(ge=1, description="1-based shard index")] = None,
+    total: Annotated[int, Query(ge=1, le=MAX_SHARDS)],
+    index: Annotated[
+        int | None, Query(ge=1, le=MAX_SHARDS, description="1-based shard index, <= total")
+    ] = None,
 ) -> dict[str, Any]:
     """The tests of shard `index` (every shard without it), balanced by measured durations."""
     return _shards(conn, project, filters, total, index, None)
@@ -111,9 +138,12 @@ def shards_for_collected(
     project: ReadProject,
     conn: ConnDep,
     filters: FiltersDep,
-    total: Annotated[int, Query(ge=1, le=1000)],
-    collected: Annotated[list[str], Body(description="nodeids collected by pytest")],
-    index: Annotated[int | None, Query(ge=1)] = None,
+    total: Annotated[int, Query(ge=1, le=MAX_SHARDS)],
+    collected: Annotated[
+        list[Annotated[Text, StringConstraints(max_length=MAX_NODEID_CHARS)]],
+        Body(max_length=MAX_COLLECTED, description="nodeids collected by pytest"),
+    ],
+    index: Annotated[int | None, Query(ge=1, le=MAX_SHARDS)] = None,
 ) -> dict[str, Any]:
     """Shards of exactly the collected tests: new ones are placed by estimate, none is lost."""
     return _shards(conn, project, filters, total, index, collected)
@@ -125,7 +155,7 @@ def parametrize(
     conn: ConnDep,
     filters: FiltersDep,
     strength: Annotated[int, Query(ge=1, le=2)] = 2,
-    top: Annotated[int, Query(ge=1, le=100)] = 10,
+    top: Annotated[int, Query(ge=1, le=MAX_TOP_EXPLOSIONS)] = 10,
 ) -> dict[str, Any]:
     """The costliest parametrize explosions and covering sets that keep their coverage."""
     try:
@@ -140,7 +170,7 @@ def matrix(
     conn: ConnDep,
     filters: FiltersDep,
     by: Literal["file", "marker"] = "file",
-    threshold: Annotated[float, Query(gt=1.0)] = 1.5,
+    threshold: Annotated[float, Query(gt=1.0, le=1000.0, allow_inf_nan=False)] = 1.5,
 ) -> dict[str, Any]:
     """Per file or marker and label dimension: keep all values, or one per PR and all on main."""
     try:
@@ -154,18 +184,21 @@ def machines(
     project: ReadProject,
     conn: ConnDep,
     filters: FiltersDep,
-    headroom: Annotated[float, Query(ge=1.0, le=10.0)] = 1.25,
-    wait_target: Annotated[str | None, Query(description="e.g. 40m; default today's wait")] = None,
-    cell: Annotated[str | None, Query()] = None,
+    client_gone: ClientGoneDep,
+    headroom: Annotated[float, Query(ge=1.0, le=10.0, allow_inf_nan=False)] = 1.25,
+    wait_target: Annotated[
+        DurationText | None, Query(description="e.g. 40m; default today's wait")
+    ] = None,
+    cell: Annotated[Text | None, Query()] = None,
     split_jobs: Annotated[
-        str | None, Query(description="also size the jobs of a split into N or N-M jobs")
+        JobRangeText | None, Query(description=f"also size the jobs of a split: {JOBS_TEXT}")
     ] = None,
 ) -> dict[str, Any]:
     """The cheapest machine each job fits (memory measured, CPU from xdist), today and after a
     split, with cost per run and per month; jobs without memory data get no advice."""
+    options = _options(jobs=job_range("split_jobs", split_jobs)) if split_jobs else None
+    wait_target_s = duration_s("wait_target", wait_target)
     try:
-        options = SplitOptions(jobs=_job_range(split_jobs)) if split_jobs else None
-        wait_target_s = _seconds("wait_target", wait_target)
         key = (
             "machines",
             repr(filters),
@@ -185,7 +218,9 @@ def machines(
                 wait_target_s=wait_target_s,
                 cell=cell,
                 split_options=options,
+                should_stop=stop_after(PLAN_TIME_LIMIT_S, also=client_gone),
             ),
+            keep=_complete,
         )
     except (RecommendationError, CatalogueError, ValueError) as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from exc
@@ -210,8 +245,13 @@ def read_catalogue(project: ReadProject) -> dict[str, Any]:
 def write_catalogue(
     project: AdminProject,
     conn: ConnDep,
-    name: Annotated[str | None, Body(description="catalogue to use: circleci, github, ...")] = None,
-    toml: Annotated[str | None, Body(description="your own catalogue (TOML), merged over")] = None,
+    name: Annotated[
+        Text | None, Body(max_length=200, description="catalogue to use: circleci, github, ...")
+    ] = None,
+    toml: Annotated[
+        str | None,
+        Body(max_length=MAX_CATALOGUE_CHARS, description="your own catalogue (TOML), merged over"),
+    ] = None,
 ) -> dict[str, Any]:
     """Declare the project's catalogue and/or store its own; validated before it is kept."""
     if toml:
@@ -220,6 +260,9 @@ def write_catalogue(
         except CatalogueError as exc:
             raise HTTPException(status_code=422, detail=str(exc)) from exc
         name = name or custom.name
+        if "\x00" in toml or "\x00" in name:
+            # TOML may spell a NUL (`"\u0000"`); Postgres text cannot hold one.
+            raise HTTPException(status_code=422, detail="the catalogue holds a NUL character")
     if name is not None and name not in resolve_catalogues(
         [load_catalogue_text(toml, source="upload")] if toml else []
     ):

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 import click
+from sqlalchemy import Connection
 
+from analysis.durations import parse_duration_s
 from app.cli.database import open_database
 from app.db.engine import make_engine
-from app.db.projects import ProjectError, create_project, create_token, get_project
+from app.db.projects import (
+    Project,
+    ProjectError,
+    create_project,
+    create_token,
+    get_project,
+    list_tokens,
+    revoke_token,
+)
 from app.settings import Settings
+
+T = TypeVar("T")
 
 
 @click.group()
@@ -44,13 +57,8 @@ def token() -> None:
     """Manage API tokens."""
 
 
-@token.command("create")
-@click.option("--project", "slug", required=True, help="Project slug.")
-@click.option(
-    "--scope", type=click.Choice(["upload", "read", "admin"]), default="read", show_default=True
-)
-def token_create(slug: str, scope: str) -> None:
-    """Create a token for a project; prints it once, alone on the last line."""
+def _on_project(slug: str, action: Callable[[Connection, Project], T]) -> T:
+    """Run `action` on project `slug` in one transaction of the configured database."""
     settings = Settings()
     with open_database(settings) as url:
         engine = make_engine(url, pool_size=1)
@@ -59,22 +67,64 @@ def token_create(slug: str, scope: str) -> None:
                 found = get_project(conn, slug)
                 if found is None:
                     raise click.ClickException(f"no project {slug!r}")
-                value = create_token(conn, found, scope)
+                return action(conn, found)
+        except ProjectError as exc:
+            raise click.ClickException(str(exc)) from exc
         finally:
             engine.dispose()
-    click.echo(f"{scope} token for {slug} (shown once):")
+
+
+@token.command("create")
+@click.option("--project", "slug", required=True, help="Project slug.")
+@click.option(
+    "--scope", type=click.Choice(["upload", "read", "admin"]), default="read", show_default=True
+)
+@click.option("--expires", help="Lifetime like 90d, 12w or 36h (default: never expires).")
+def token_create(slug: str, scope: str, expires: str | None) -> None:
+    """Create a token for a project; prints it once, alone on the last line."""
+    expires_at = datetime.now(UTC) + parse_age(expires) if expires else None
+    value = _on_project(
+        slug, lambda conn, found: create_token(conn, found, scope, expires_at=expires_at)
+    )
+    until = f", expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else ""
+    click.echo(f"{scope} token for {slug}{until} (shown once):")
     click.echo(value)
+
+
+@token.command("list")
+@click.option("--project", "slug", required=True, help="Project slug.")
+def token_list(slug: str) -> None:
+    """List a project's tokens: id, scope, the first characters, state (never the secret)."""
+    tokens = _on_project(slug, list_tokens)
+    click.echo(f"{'id':>6}  {'scope':<7} {'prefix':<13} {'created':<17} {'expires':<17} state")
+    for t in tokens:
+        state = "revoked" if t.revoked_at else "active" if t.to_dict()["active"] else "expired"
+        click.echo(
+            f"{t.id:>6}  {t.scope:<7} {t.prefix:<13} {_when(t.created_at):<17} "
+            f"{_when(t.expires_at):<17} {state}"
+        )
+
+
+@token.command("revoke")
+@click.option("--project", "slug", required=True, help="Project slug.")
+@click.argument("token_id", type=int)
+def token_revoke(slug: str, token_id: int) -> None:
+    """Revoke a token by id (see `laptime token list`): it answers 401 from now on."""
+    if not _on_project(slug, lambda conn, found: revoke_token(conn, found, token_id)):
+        raise click.ClickException(f"project {slug!r} has no active token {token_id}")
+    click.echo(f"revoked token {token_id} of {slug}")
+
+
+def _when(moment: datetime | None) -> str:
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M}" if moment else "never"
 
 
 def parse_age(text: str) -> timedelta:
     """`90d`, `12w`, `36h` -> timedelta."""
-    match = re.fullmatch(r"\s*(\d+)\s*([dwh])\s*", text)
-    if not match:
-        raise click.BadParameter(f"{text!r}: use a number and d, w or h, like 90d")
-    value, unit = int(match.group(1)), match.group(2)
-    return {"d": timedelta(days=value), "w": timedelta(weeks=value), "h": timedelta(hours=value)}[
-        unit
-    ]
+    try:
+        return timedelta(seconds=parse_duration_s(text, units="wdh"))
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}: use a number and d, w or h, like 90d") from None
 
 
 @click.command()

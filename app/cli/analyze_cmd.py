@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import json
-import math
 
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from analysis.durations import format_duration
 from analysis.filters import Filters, filter_facts, filter_runs
 from analysis.frames import facts_from_results
 from analysis.rollups import ROLLUP_DIMENSIONS, Rollup, check_dimension, rollup
 from app.cli.local_reports import load_local
-
-FORMATS = ("auto", "junit", "durations", "laptime-json")
+from app.cli.options import report_format_option
 
 
 @click.command()
@@ -29,10 +29,7 @@ FORMATS = ("auto", "junit", "durations", "laptime-json")
 @click.option("--limit", type=int, default=20, show_default=True, help="Rows to show; 0 = all.")
 @click.option("--sort", default="total_s", show_default=True, help="Column to sort rows by.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
-@click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True,
-    help="Report format of the files.",
-)  # fmt: skip
+@report_format_option
 @click.option("--job", "jobs", multiple=True, help="Keep only this job (file stem); repeatable.")
 @click.option("--marker", "markers", multiple=True, help="Keep tests with this marker.")
 @click.option("--exclude-marker", "exclude_markers", multiple=True, help="Drop these markers.")
@@ -86,8 +83,9 @@ def _print_table(result: Rollup) -> None:
     if result.within is not None:
         table.add_column(f"share of {result.within}", justify="right", no_wrap=True)
     for row in result.to_records():
-        cells = [
-            str(row["key"]),
+        cells: list[str | Text] = [
+            # Text, not markup: "[sig-network]" in a test name is not a rich style tag.
+            Text(str(row["key"])),
             str(row["runs"]),
             format_duration(row["total_s"]),
             _percent(row["share"]),
@@ -108,22 +106,6 @@ def _print_table(result: Rollup) -> None:
         f"{result.completeness.describe()}",
         highlight=False,
     )
-
-
-def format_duration(seconds: float | None) -> str:
-    """Human units: '4 ms', '0.42 s', '12.3 s', '2 min 5 s', '1 h 3 min'; '-' when unknown."""
-    if seconds is None or math.isnan(seconds):
-        return "-"
-    if seconds < 0.1:
-        return f"{seconds * 1000:.0f} ms" if seconds >= 0.0005 or seconds == 0 else "<1 ms"
-    if seconds < 10:
-        return f"{seconds:.2f} s"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    whole = round(seconds)
-    if whole < 3600:
-        return f"{whole // 60} min {whole % 60} s"
-    return f"{whole // 3600} h {(whole % 3600) // 60} min"
 
 
 def _percent(share: float | None) -> str:

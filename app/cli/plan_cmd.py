@@ -3,72 +3,41 @@
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from analysis.split_plan import (
+from analysis.durations import format_duration
+from analysis.split_options import (
     GRANULARITIES,
+    MAX_WINDOW_RUNS,
     OBJECTIVES,
     Granularity,
     Objective,
     SplitOptions,
-    SplitPlan,
-    format_duration,
-    parse_duration_s,
-    plan_splits,
 )
+from analysis.split_plan import SplitPlan, plan_splits
 from app.cli.local_reports import load_local
+from app.cli.options import DURATION, JOB_RANGE, JOBS_HELP, report_format_option
+from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 
-FORMATS = ("auto", "junit", "durations", "laptime-json")
 MEMBERS_SHOWN = 6
 COMMAND_SHOWN = 300
-
-
-def parse_job_range(text: str) -> tuple[int, int]:
-    """`4` -> (4, 4); `2-6` -> (2, 6); click.BadParameter otherwise."""
-    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
-    if not match:
-        raise click.BadParameter(f"{text!r} is not a job count like 4 or a range like 2-6")
-    lo = int(match.group(1))
-    hi = int(match.group(2)) if match.group(2) else lo
-    if lo < 1 or hi < lo:
-        raise click.BadParameter(f"{text!r}: need 1 <= min <= max")
-    return lo, hi
-
-
-class DurationParam(click.ParamType):  # type: ignore[type-arg]
-    """A click parameter for `300`, `90s`, `5m`, `1h30m` (to seconds)."""
-
-    name = "duration"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> float:
-        if isinstance(value, float):
-            return value
-        try:
-            return parse_duration_s(str(value))
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-DURATION = DurationParam()
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True)
 @click.option(
     "--jobs",
-    "jobs_text",
+    type=JOB_RANGE,
     default="2",
     show_default=True,
-    help="Number of jobs, or a range like 2-6 to let the planner pick.",
+    help=f"Number of jobs, or a range like 2-6 to let the planner pick ({JOBS_HELP}).",
 )
 @click.option(
     "--granularity",
@@ -109,7 +78,7 @@ DURATION = DurationParam()
 @click.option(
     "--window",
     "window_runs",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_WINDOW_RUNS),
     default=20,
     show_default=True,
     help="Recent results per test the median is taken over.",
@@ -136,17 +105,18 @@ DURATION = DurationParam()
     help="Write pytest-split's .test_durations (JSON nodeid -> seconds) here.",
 )
 @click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="auto",
+    "--time-limit",
+    "time_limit_s",
+    type=DURATION,
+    default=PLAN_TIME_LIMIT_S,
     show_default=True,
-    help="Report format of the files.",
+    help="Stop planning further job counts after this long; the plan says what was tried.",
 )
+@report_format_option
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
 def plan(
     files: tuple[str, ...],
-    jobs_text: str,
+    jobs: tuple[int, int],
     granularity: str,
     overhead_s: float | None,
     budget_s: float | None,
@@ -158,11 +128,11 @@ def plan(
     machine: str | None,
     price_per_min: float | None,
     durations_out: Path | None,
+    time_limit_s: float,
     fmt: str,
     as_json: bool,
 ) -> None:
     """Plan how to split the tests in FILE... into CI jobs: wait, machine time, verdict."""
-    jobs = parse_job_range(jobs_text)
     data = load_local(files, fmt)
     if data.results.empty:
         raise click.ClickException("the reports hold no test results")
@@ -183,7 +153,13 @@ def plan(
             window_runs=window_runs,
             marker=marker,
         )
-        result = plan_splits(data.results, runs, options, price_per_min=prices)
+        result = plan_splits(
+            data.results,
+            runs,
+            options,
+            price_per_min=prices,
+            should_stop=stop_after(time_limit_s),
+        )
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     if durations_out is not None:
@@ -228,8 +204,9 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
         jobs.add_column(col, justify="left" if col in ("job", "members") else "right")
     for job in result.jobs:
         jobs.add_row(
-            job.name,
-            _members_text(job.members),
+            # Text, not markup: names from reports may hold "[sig-network]".
+            Text(job.name),
+            Text(_members_text(job.members)),
             str(job.n_tests),
             format_duration(job.test_s / job.workers),
             format_duration(job.overhead_s),

@@ -13,6 +13,7 @@ import pandas as pd
 from analysis.matrix_reduce import GROUP_BYS, MatrixVerdict, reduce_matrix
 from analysis.parametrize import CoveringProposal, Explosion, find_explosions, propose_covering
 from app.cli.local_reports import LocalData, load_local
+from app.work_limits import MAX_TOP_EXPLOSIONS
 
 # A label given with FILE@k=v under this key sets the run's commit instead of a label.
 COMMIT_KEY = "commit"
@@ -40,7 +41,13 @@ def reduce() -> None:
     show_default=True,
     help="1: every value of every argument once; 2: every pair of values.",
 )
-@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1, max=MAX_TOP_EXPLOSIONS),
+    default=10,
+    show_default=True,
+    help=f"Costliest parametrized tests to propose for (at most {MAX_TOP_EXPLOSIONS}).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def parametrize(files: tuple[str, ...], strength: str, top: int, as_json: bool) -> None:
     """Rank the costliest parametrized tests in FILE... and propose covering sets."""
@@ -93,7 +100,7 @@ def parametrize(files: tuple[str, ...], strength: str, top: int, as_json: bool) 
 )
 @click.option(
     "--threshold",
-    type=click.FloatRange(min=1.0),
+    type=click.FloatRange(min=1.0, max=1000.0),
     default=1.5,
     show_default=True,
     help="Durations differ when one value's median is this many times another's.",

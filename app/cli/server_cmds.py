@@ -29,7 +29,6 @@ def _worker_config(settings: Settings) -> WorkerConfig:
         heartbeat_s=settings.worker_heartbeat_s,
         lease_s=settings.worker_lease_s,
         limits=ParseLimits(
-            max_compressed_bytes=settings.max_upload_bytes,
             max_decompressed_bytes=settings.max_report_bytes,
         ),
     )

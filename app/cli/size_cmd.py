@@ -20,12 +20,11 @@ from analysis.catalogue import (
     load_catalogue_text,
     resolve_catalogues,
 )
+from analysis.durations import format_duration
 from analysis.machine_fit import DEFAULT_HEADROOM, SizingReport, fit_machines
-from analysis.split_plan import format_duration
 from app.cli.local_reports import load_local
-from app.cli.plan_cmd import DURATION
+from app.cli.options import DURATION, report_format_option
 
-FORMATS = ("auto", "junit", "durations", "laptime-json")
 ENV_CATALOGUES = "LAPTIME_CATALOGUES"
 
 
@@ -100,14 +99,14 @@ def choose_catalogue(
 @click.option("--machine", help="Today's machine type (local reports do not carry it).")
 @click.option(
     "--headroom",
-    type=click.FloatRange(min=1.0),
+    type=click.FloatRange(min=1.0, max=10.0),
     default=DEFAULT_HEADROOM,
     show_default=True,
     help="Memory need = peak RSS x workers x this.",
 )
 @click.option(
     "--workers",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=1024),
     help="xdist workers the tests ran with, when the reports do not say.",
 )
 @click.option(
@@ -116,7 +115,7 @@ def choose_catalogue(
     type=DURATION,
     help="Longest acceptable job wall (300, 5m, 1h); default: today's longest job.",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True)
+@report_format_option
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def size(
     files: tuple[str, ...],

@@ -6,6 +6,8 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, text
 
@@ -17,6 +19,12 @@ SCOPE_GRANTS: dict[str, frozenset[str]] = {
     "read": frozenset({"read"}),
     "admin": frozenset({"upload", "read", "admin"}),
 }
+
+
+# Names show in every page's header and menus: long enough for any real name, short enough
+# not to break the layout. Slugs match the database CHECK (63 characters).
+MAX_PROJECT_NAME = 100
+MAX_SLUG = 63
 
 
 class ProjectError(ValueError):
@@ -41,10 +49,46 @@ class TokenGrant:
 
     project: Project
     scope: str
+    token_id: int
 
     def allows(self, action: str) -> bool:
         """True when this token's scope includes `action`."""
         return action in SCOPE_GRANTS[self.scope]
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    """A token as listed to an admin: everything but the secret (only its first characters)."""
+
+    id: int
+    project: str
+    scope: str
+    prefix: str
+    created_at: datetime
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields (timestamps in ISO 8601)."""
+        return {
+            "id": self.id,
+            "project": self.project,
+            "scope": self.scope,
+            "prefix": self.prefix,
+            "created_at": self.created_at.isoformat(),
+            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
+            "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None,
+            "active": self.revoked_at is None
+            and (self.expires_at is None or self.expires_at > datetime.now(self.created_at.tzinfo)),
+        }
+
+
+def check_project_name(name: str) -> str:
+    """The name stripped, or ProjectError when it is empty, too long or not printable."""
+    name = name.strip()
+    if not name or len(name) > MAX_PROJECT_NAME or not name.isprintable():
+        raise ProjectError(f"a project name must be 1 to {MAX_PROJECT_NAME} printable characters")
+    return name
 
 
 def slugify(name: str) -> str:
@@ -52,7 +96,7 @@ def slugify(name: str) -> str:
     slug = re.sub(r"[^a-z0-9._-]+", "-", name.strip().lower()).strip("-")
     if not slug:
         raise ProjectError(f"cannot make a project slug from {name!r}")
-    return slug[:63]
+    return slug[:MAX_SLUG]
 
 
 def hash_token(token: str) -> bytes:
@@ -65,6 +109,7 @@ _PROJECT_COLUMNS = "id, slug, name, public, catalogue, catalogue_toml"
 
 def create_project(conn: Connection, name: str, *, public: bool = False) -> Project:
     """Insert a project; the slug is derived from the name and must be new."""
+    name = check_project_name(name)
     slug = slugify(name)
     exists = conn.execute(text("SELECT 1 FROM project WHERE slug = :s"), {"s": slug}).first()
     if exists:
@@ -93,33 +138,79 @@ def list_projects(conn: Connection) -> list[Project]:
     return [Project(*r) for r in rows]
 
 
-def create_token(conn: Connection, project: Project, scope: str) -> str:
+def create_token(
+    conn: Connection, project: Project, scope: str, *, expires_at: datetime | None = None
+) -> str:
     """Create a token and return it; only its hash is kept, so this is the one chance to see it."""
+    return issue_token(conn, project, scope, expires_at=expires_at)[1]
+
+
+def issue_token(
+    conn: Connection, project: Project, scope: str, *, expires_at: datetime | None = None
+) -> tuple[TokenInfo, str]:
+    """Create a token: its listing and its secret (shown this once, never stored)."""
     if scope not in SCOPES:
         raise ProjectError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
     token = f"lt_{scope}_{secrets.token_urlsafe(32)}"
-    conn.execute(
+    row = conn.execute(
         text(
-            "INSERT INTO api_token (project_id, scope, token_hash, prefix) VALUES (:p, :s, :h, :x)"
+            "INSERT INTO api_token (project_id, scope, token_hash, prefix, expires_at) "
+            "VALUES (:p, :s, :h, :x, :e) RETURNING id, created_at"
         ),
-        {"p": project.id, "s": scope, "h": hash_token(token), "x": token[:12]},
-    )
-    return token
+        {"p": project.id, "s": scope, "h": hash_token(token), "x": token[:12], "e": expires_at},
+    ).one()
+    info = TokenInfo(row[0], project.slug, scope, token[:12], row[1], expires_at, None)
+    return info, token
+
+
+_GRANT_SELECT = (
+    f"SELECT t.id, t.scope, {', '.join('p.' + c for c in _PROJECT_COLUMNS.split(', '))} "
+    "FROM api_token t JOIN project p ON p.id = t.project_id "
+    # Checked on every request (no cache): revoking or expiring takes effect at once.
+    "WHERE t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AND "
+)
+
+
+def _grant(row: Any) -> TokenGrant | None:
+    if row is None:
+        return None
+    return TokenGrant(project=Project(*row[2:]), scope=row[1], token_id=int(row[0]))
 
 
 def resolve_token(conn: Connection, token: str) -> TokenGrant | None:
-    """The grant behind a presented token, or None when it is unknown or revoked."""
+    """The grant behind a presented token, or None when it is unknown, revoked or expired."""
+    row = conn.execute(text(_GRANT_SELECT + "t.token_hash = :h"), {"h": hash_token(token)})
+    return _grant(row.first())
+
+
+def grant_of_token_id(conn: Connection, token_id: int) -> TokenGrant | None:
+    """The grant of a token by id (a signed-in session names its token), None when gone."""
+    row = conn.execute(text(_GRANT_SELECT + "t.id = :i"), {"i": token_id})
+    return _grant(row.first())
+
+
+def list_tokens(conn: Connection, project: Project) -> list[TokenInfo]:
+    """A project's tokens, newest first, without their secrets."""
+    rows = conn.execute(
+        text(
+            "SELECT id, scope, prefix, created_at, expires_at, revoked_at FROM api_token "
+            "WHERE project_id = :p ORDER BY id DESC"
+        ),
+        {"p": project.id},
+    ).all()
+    return [TokenInfo(r[0], project.slug, r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+
+def revoke_token(conn: Connection, project: Project, token_id: int) -> bool:
+    """Revoke one token of the project; False when the project has no such active token."""
     row = conn.execute(
         text(
-            f"SELECT t.scope, {', '.join('p.' + c for c in _PROJECT_COLUMNS.split(', '))} "
-            "FROM api_token t JOIN project p ON p.id = t.project_id "
-            "WHERE t.token_hash = :h AND t.revoked_at IS NULL"
+            "UPDATE api_token SET revoked_at = now() "
+            "WHERE id = :i AND project_id = :p AND revoked_at IS NULL RETURNING id"
         ),
-        {"h": hash_token(token)},
+        {"i": token_id, "p": project.id},
     ).first()
-    if row is None:
-        return None
-    return TokenGrant(project=Project(*row[1:]), scope=row[0])
+    return row is not None
 
 
 def set_catalogue(

@@ -16,7 +16,7 @@ import psycopg
 from sqlalchemy import Connection, text
 
 from analysis.filters import Filters, filter_facts
-from analysis.frames import FACT_COLUMNS, OUTCOMES, RUN_COLUMNS, parse_labels_key
+from analysis.frames import FACT_COLUMNS, OUTCOMES, RUN_COLUMNS, label_pair, parse_labels_key
 from pgcodec.binary_copy import PgType, decode_binary_array
 
 WEEKLY_AFTER_DAYS = 14
@@ -97,9 +97,10 @@ def _cell_where(
         clauses.append(f"{prefix}job = ANY(:jobs)")
         params["jobs"] = list(filters.jobs)
     for i, (key, values) in enumerate(sorted(filters.labels.items())):
-        # labels_key is "k=v,k2=v2" sorted; a run matches when one of the pairs is present.
-        clauses.append(f"(',' || {prefix}labels_key || ',') LIKE ANY(:label{i})")
-        params[f"label{i}"] = [f"%,{key}={value},%" for value in values]
+        # labels_key is "k=v,k2=v2" with "," and "=" escaped inside keys and values, so its
+        # pairs split exactly; a run matches when one of the wanted pairs is among them.
+        clauses.append(f"string_to_array({prefix}labels_key, ',') && CAST(:label{i} AS text[])")
+        params[f"label{i}"] = [label_pair(key, value) for value in values]
     return " AND ".join(clauses), params
 
 

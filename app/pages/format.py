@@ -12,6 +12,7 @@ from typing import Any
 
 from jinja2 import Environment, Undefined
 
+from analysis.frames import parse_labels_key
 from dashboards.humanize import (
     MISSING,
     count_text,
@@ -25,6 +26,7 @@ __all__ = [
     "ago_text",
     "count_text",
     "duration_text",
+    "labels_text",
     "memory_text",
     "money_text",
     "percent_text",
@@ -76,6 +78,12 @@ def ago_text(value: Any, *, now: datetime | None = None) -> str:
     return f"{days} day ago" if days == 1 else f"{days} days ago"
 
 
+def labels_text(key: Any) -> str:
+    """A labels key as people read it: "os=linux, platform=linux,arm64"; "(no labels)"."""
+    labels = parse_labels_key(str(key or ""))
+    return ", ".join(f"{k}={v}" for k, v in labels.items()) if labels else "(no labels)"
+
+
 def _known(formatter: Callable[..., str]) -> Callable[..., str]:
     """The formatter with a missing template value (a dict key a result left out) as None."""
 
@@ -95,5 +103,6 @@ def register_filters(env: Environment) -> None:
         "money": money_text,
         "timestamp": timestamp_text,
         "ago": ago_text,
+        "labels": labels_text,
     }
     env.filters.update({name: _known(f) for name, f in formatters.items()})

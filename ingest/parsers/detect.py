@@ -30,3 +30,35 @@ def detect_format(data: bytes) -> ReportFormat:
     if head.startswith(b"{"):
         return "laptime-json"
     return "durations"
+
+
+def sniff_xml(chunk: bytes, *, at_start: bool = True) -> str | None:
+    """ "xml" or "utf-16" when the content starts an XML document, "other" when it does not,
+    None while `chunk` holds only blanks (the next chunk must tell). `at_start`: `chunk` is
+    the content's beginning (UTF-16 and BOMs are looked for there only)."""
+    if at_start:
+        if chunk.startswith((b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<")):
+            return "utf-16"
+        if chunk.startswith(b"\xef\xbb\xbf"):
+            chunk = chunk[3:]
+    stripped = chunk.lstrip(_WHITESPACE)
+    if not stripped:
+        return None
+    return "xml" if stripped.startswith(b"<") else "other"
+
+
+def utf16_as_utf8(data: bytes, filename: str | None) -> bytes:
+    """A UTF-16 document (with or without BOM) re-encoded as UTF-8, its BOM dropped."""
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        codec = "utf-16"
+    else:  # no BOM: the NUL byte's side of the first "<" tells the byte order
+        codec = "utf-16-le" if data[1:2] == b"\x00" else "utf-16-be"
+    try:
+        decoded = data.decode(codec)
+    except UnicodeDecodeError as exc:
+        raise ReportParseError(
+            "encoding-invalid",
+            f"bytes are not valid UTF-16 at offset {exc.start}: {exc.reason}",
+            filename=filename,
+        ) from None
+    return decoded.lstrip("\ufeff").encode("utf-8")

@@ -16,8 +16,12 @@ Format history (pytest `_pytest/runner.py::pytest_terminal_summary`):
 - hidden line: none (< 3.9), `(0.00 durations hidden.  Use -vv ...)` with a literal 0.00
   instead of a count (3.9 - 5.4), `(N durations < Xs hidden.  Use -vv ...)` (6.0+), the same
   without the hint when `--durations-min` is given explicitly (8.4+).
-Every line may carry a CI prefix (GitHub Actions or Bamboo timestamps, indentation): the
-header's prefix gives the shape that each row's prefix must have.
+Every line may carry a CI prefix (GitHub Actions, Azure, GitLab or Jenkins Timestamper
+timestamps, Bamboo's "build\t<date>\t" fields, indentation): the header's prefix gives the
+shape (digit, letter and blank runs may vary) that each row's prefix must have. ANSI escapes
+are dropped and a lone carriage return ends a line (GitLab's section markers); lines holding
+only the prefix may sit between the header and the rows (pytest 5 era). Every pattern is
+possessive or a string operation, so a hostile log costs linear time.
 """
 
 from __future__ import annotations
@@ -52,7 +56,10 @@ LEGACY_HIDDEN_THRESHOLD_S = 0.005
 _TITLE_RE = re.compile(
     r"slowest (?:(?P<limit>\d+) )?(?:test )?durations =+[ \t]*$", re.MULTILINE | re.ASCII
 )
-_LEFT_RE = re.compile(r"(?P<prefix>.*?)=+ ", re.DOTALL)
+# A CI prefix longer than this is not a log decoration but some other text ending in "= ".
+_MAX_PREFIX_CHARS = 200
+# ANSI escape sequences (colours, GitLab's "\e[0K" erase-line): CSI and two-byte escapes.
+_ANSI_RE = re.compile(r"\x1b(?:\[[0-?]*+[ -/]*+[@-~]|[@-Z\\-_])")
 _PREFIX_TOKEN_RE = re.compile(r"\d+|[A-Za-z]+|[ \t]+|.", re.DOTALL | re.ASCII)
 _HIDDEN_BODY = (
     r"[ \t]*\((?P<count>\d+(?:\.\d+)?) durations?"
@@ -70,28 +77,35 @@ def _prefix_pattern(prefix: str) -> str:
         return ""  # indentation only: the row pattern allows leading blanks anyway
     parts: list[str] = []
     for token in _PREFIX_TOKEN_RE.findall(prefix):
+        # Possessive: the classes do not overlap, so nothing is lost and nothing backtracks.
         if token[0].isdigit():
-            parts.append(r"\d+")
+            parts.append(r"\d++")
         elif token[0].isalpha():
-            parts.append(r"[A-Za-z]+")
+            parts.append(r"[A-Za-z]++")
         elif token[0] in " \t":
-            parts.append(r"[ \t]*")  # CI logs often strip trailing blanks
+            parts.append(r"[ \t]*+")  # CI logs often strip trailing blanks
         else:
             parts.append(re.escape(token))
     return "".join(parts)
 
 
 @lru_cache(maxsize=64)
-def _section_patterns(prefix_re: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """(row splitter, hidden-line matcher) for one prefix shape."""
+def _section_patterns(
+    prefix_re: str,
+) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """(row splitter, hidden-line matcher, blank-lines matcher) for one prefix shape."""
     # Splitting on "newline + prefix + duration + phase" leaves the nodeids as the pieces in
     # between: one C-level pass, and the literal "\n" lets the engine skip along the text.
     # The phase is captured by its first letter: one-character strings are shared objects.
     rows = re.compile(
-        rf"\n{prefix_re}[ \t]*(\d+\.\d+)s[ \t]+([sct])(?:etup|all|eardown)[ \t]+", re.ASCII
+        rf"\n{prefix_re}[ \t]*+(\d++\.\d++)s[ \t]++([sct])(?:etup|all|eardown)[ \t]++",
+        re.ASCII,
     )
-    hidden = re.compile(rf"(?:\n{prefix_re}[ \t]*)*\n{prefix_re}{_HIDDEN_BODY}", re.ASCII)
-    return rows, hidden
+    # Lines holding only the prefix: between the header and the rows (pytest 5 era), and
+    # before the hidden line.
+    blanks = rf"(?:\n{prefix_re}[ \t]*+(?=\n))*+"
+    hidden = re.compile(rf"{blanks}\n{prefix_re}{_HIDDEN_BODY}", re.ASCII)
+    return rows, hidden, re.compile(blanks, re.ASCII)
 
 
 def split_nodeids(nodeids: list[str]) -> pd.DataFrame:
@@ -141,8 +155,11 @@ def _split_one(nodeid: str) -> tuple[str, str, str | None]:
 def parse_durations(data: bytes, *, filename: str | None = None) -> ParsedReport:
     """Parse every pytest `--durations` section found in `data` into a ParsedReport."""
     text = data.decode("utf-8", errors="replace").lstrip("\ufeff")
+    if "\x1b" in text:
+        text = _ANSI_RE.sub("", text)  # colours and GitLab's erase-line codes
     if "\r" in text:
-        text = text.replace("\r\n", "\n")
+        # A lone "\r" ends a line too (GitLab's "section_start:...\r", progress output).
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     if "\x00" in text:
         text = text.replace("\x00", "")  # NUL is the piece separator used below
     headers = _find_headers(text)
@@ -159,8 +176,12 @@ def parse_durations(data: bytes, *, filename: str | None = None) -> ParsedReport
     hidden_threshold_s: float | None = None
     hidden_unknown = False
     for number, (prefix, limit, start, stop) in enumerate(headers, start=1):
-        rows_re, hidden_re = _section_patterns(_prefix_pattern(prefix))
-        sec_durations, sec_phases, sec_ids, after = _section_rows(rows_re, text[start:stop])
+        rows_re, hidden_re, blanks_re = _section_patterns(_prefix_pattern(prefix))
+        section = text[start:stop]
+        blank = blanks_re.match(section)
+        if blank is not None and blank.end():
+            section = section[blank.end() :]
+        sec_durations, sec_phases, sec_ids, after = _section_rows(rows_re, section)
         sections.append((sec_durations, sec_phases, sec_ids))
         hidden = hidden_re.match(after)
         count: int | None = None
@@ -186,11 +207,11 @@ def parse_durations(data: bytes, *, filename: str | None = None) -> ParsedReport
         durations, phases, nodeids = (
             [r for section in sections for r in section[i]] for i in range(3)
         )
-    results, duplicates = _results_from_rows(durations, phases, nodeids)
-    if duplicates:
+    results, repeated = _results_from_rows(durations, phases, nodeids)
+    if repeated:
         warnings.append(
-            f"{duplicates} duplicate durations rows (same nodeid and phase) ignored; "
-            "kept the first of each"
+            f"{repeated} durations rows repeat a nodeid and phase (rerun attempts, e.g. "
+            "pytest-rerunfailures): their times are summed into one result"
         )
     if results.empty:
         warnings.append("the durations section has no rows")
@@ -210,11 +231,15 @@ def _find_headers(text: str) -> list[tuple[str, int | None, int, int]]:
     found: list[tuple[str, int | None, int, int]] = []
     for title in _TITLE_RE.finditer(text):
         line_start = text.rfind("\n", 0, title.start()) + 1
-        left = _LEFT_RE.fullmatch(text, line_start, title.start())
-        if left is None:
+        left = text[line_start : title.start()]
+        if not left.endswith("= "):
             continue  # "slowest durations" in prose, not a pytest separator line
+        # The prefix is what precedes the "=" run (a string operation: linear, no regex).
+        prefix = left[:-1].rstrip("=")
+        if len(prefix) > _MAX_PREFIX_CHARS:
+            continue
         limit = int(title["limit"]) if title["limit"] else None
-        found.append((left["prefix"], limit, title.end(), line_start))
+        found.append((prefix, limit, title.end(), line_start))
     if not found:
         return []
     # Each section runs from its header's end to the next header's line (or the end).
@@ -258,25 +283,26 @@ def _section_rows(
 def _results_from_rows(
     durations: list[str], phases: list[str], nodeids: list[str]
 ) -> tuple[pd.DataFrame, int]:
-    """One result per nodeid from (duration, phase, nodeid) rows, plus the duplicate count."""
+    """One result per nodeid from (duration, phase, nodeid) rows, plus the repeated-row count.
+
+    A nodeid is unique in a pytest session, so a (nodeid, phase) printed again is another
+    attempt (pytest-rerunfailures reports every attempt's phases): phase times are SUMMED,
+    the machine paid for every attempt, and `attempts` is the most rows of any one phase.
+    """
     codes, uniques = pd.factorize(np.array(nodeids, dtype=object))
     letter_codes, letters = pd.factorize(np.array(phases, dtype=object))
     phase_index = np.array([_PHASE_LETTERS.index(letter) for letter in letters], dtype=np.int64)
     phase_of_row = phase_index[letter_codes] if len(phases) else np.zeros(0, np.int64)
     seconds = np.array(durations, dtype=np.float64)
-    key = codes.astype(np.int64) * len(PHASES) + phase_of_row
-    first = ~pd.Series(key).duplicated(keep="first").to_numpy(bool)
-    duplicates = int(len(key) - first.sum())
     n = len(uniques)
-    columns: dict[str, np.ndarray] = {}
-    for index, phase in enumerate(PHASES):
-        values = np.full(n, np.nan)
-        rows = first & (phase_of_row == index)
-        values[codes[rows]] = seconds[rows]
-        columns[f"{phase}_s"] = values
-    stacked = np.vstack([columns[f"{p}_s"] for p in PHASES]) if n else np.zeros((3, 0))
-    known = ~np.isnan(stacked)
-    total = np.where(known.any(axis=0), np.nansum(stacked, axis=0), np.nan)
+    key = codes.astype(np.int64) * len(PHASES) + phase_of_row
+    sums = np.bincount(key, weights=seconds, minlength=n * len(PHASES)).reshape(n, len(PHASES))
+    counts = np.bincount(key, minlength=n * len(PHASES)).reshape(n, len(PHASES))
+    repeated = int(len(key) - np.count_nonzero(counts))
+    known = counts > 0
+    stacked = np.where(known, sums, np.nan).T if n else np.zeros((3, 0))
+    columns = {f"{phase}_s": stacked[index] for index, phase in enumerate(PHASES)}
+    total = np.where(known.any(axis=1), np.nansum(stacked, axis=0), np.nan) if n else np.zeros(0)
     names = list(uniques)
     parts = split_nodeids(names)
     frame = results_frame(
@@ -288,7 +314,8 @@ def _results_from_rows(
             "params": parts["params"].to_numpy(),
             "outcome": ["passed"] * n,
             "duration_s": total,
+            "attempts": counts.max(axis=1) if n else np.zeros(0, np.int64),
             **columns,
         }
     )
-    return frame, duplicates
+    return frame, repeated

@@ -10,9 +10,12 @@ from __future__ import annotations
 ERROR_CODES: dict[str, str] = {
     # Generic (any format)
     "empty-report": "the file is empty or only whitespace",
-    "too-large": "the upload is larger than the compressed-size limit",
-    "decompressed-too-large": "the gzip stream expands past the decompressed-size limit",
+    "too-large": "retired: the upload was larger than a compressed-size limit (older uploads)",
+    "decompressed-too-large": "the report's content (plain or gunzipped) is over the size limit",
     "gzip-invalid": "the file starts with the gzip magic but is not a valid gzip stream",
+    "nested-compression": "the gzip stream holds another compressed file (gzip, zip, xz...)",
+    "zip-not-supported": "the file is a zip archive; reports are read plain or gzipped",
+    "compression-not-supported": "the file is bzip2, xz, zstd or 7z compressed",
     "format-unknown": "the format could not be detected, or an unknown format was requested",
     # XML / JUnit
     "xml-malformed": "the XML is not well-formed",
@@ -21,6 +24,7 @@ ERROR_CODES: dict[str, str] = {
     "xml-entity-forbidden": "the XML declares or references an entity that is not predefined",
     "encoding-invalid": "the bytes are not valid in the declared (or default UTF-8) encoding",
     "not-junit": "well-formed XML whose root is neither <testsuites> nor <testsuite>",
+    "node-too-large": "one XML text run, tag, comment, CDATA section or PI is over the node limit",
     # pytest --durations text
     "durations-missing": "no pytest --durations section found in the text",
     # laptime JSON

@@ -2,8 +2,8 @@
 
 Speed matters (reports of 200k testcases): expat callbacks append to plain lists, one per
 column, and the results frame is built once from them. Identity (nodeid, file, function,
-params) is derived per distinct classname, not per row; repeated testcases are collapsed
-in a vectorised pass that runs only when duplicates exist.
+params) is derived per distinct classname, not per row; repeated testcases are handled in
+a vectorised pass that runs only when duplicates exist (see executions.py).
 
 Dialect rules (see docs/errors.md for the error codes):
 - roots `<testsuites>` or `<testsuite>`, suites nested to any depth; `suite` is the innermost;
@@ -11,8 +11,10 @@ Dialect rules (see docs/errors.md for the error codes):
   or a `status`/`result` attribute such as disabled/notrun/skipped) > passed;
 - Surefire `<flakyFailure>`/`<flakyError>`: extra failed attempts of a test that then passed
   (flaky); `<rerunFailure>`/`<rerunError>`: extra failed attempts of a test that failed;
-- repeated testcases with the same identity are reruns: one result, the LAST attempt's
-  outcome and duration, `attempts` the count, `flaky` when it failed before a final pass;
+- repeated testcases with the same identity are reruns only in pytest reports (one result,
+  durations summed, the LAST attempt's outcome, `attempts` the count, `flaky` when it failed
+  before a final pass); in any other dialect each is its own execution, nodeid " #k";
+- Surefire's rerun children are attempts inside one testcase, whose `time` is kept as written;
 - `time` (or `duration`): empty/missing is unknown; "1,234.5" and "0,5" are understood;
   negative or unparseable values become NaN with a warning. When every time is an integer
   and one is above 1e6 s (11.6 days, not a plausible test), the report is in nanoseconds
@@ -26,7 +28,7 @@ import gc
 import operator
 import re
 from itertools import repeat
-from typing import Any, NoReturn
+from typing import Any
 from xml.parsers import expat
 
 import numpy as np
@@ -34,23 +36,18 @@ import pandas as pd
 
 from analysis.frames import RESULT_COLUMNS
 from ingest.model import ParsedReport, ReportParseError, SessionInfo
-from ingest.parsers.nodeid import (
-    PYTEST_SUITE_NAME,
-    pytest_nodeid,
-    split_pytest_classname,
+from ingest.parsers.detect import sniff_xml, utf16_as_utf8
+from ingest.parsers.executions import merge_reruns, number_executions
+from ingest.parsers.junit_expat import (
+    ENCODING_DECL,
+    Columns,
+    Forbidden,
+    make_parser,
 )
+from ingest.parsers.junit_fast import collect_fast
+from ingest.parsers.junit_times import durations_s, wall_s
+from ingest.parsers.nodeid import pytest_nodeid, split_pytest_classname
 
-MAX_MESSAGE_CHARS = 500
-NANOSECOND_THRESHOLD_S = 1e6
-_SEVERITY = {"passed": 0, "skipped": 1, "failed": 2, "error": 3}
-_CHILD_OUTCOME = {
-    "failure": "failed",
-    "error": "error",
-    "skipped": "skipped",
-    "skip": "skipped",
-    "ignored": "skipped",
-    "disabled": "skipped",
-}
 _STATUS_OUTCOME = {
     "disabled": "skipped",
     "notrun": "skipped",
@@ -64,56 +61,8 @@ _STATUS_OUTCOME = {
     "errored": "error",
     "error": "error",
 }
-_FLAKY_CHILDREN = frozenset({"flakyFailure", "flakyError"})
-_RERUN_CHILDREN = frozenset({"rerunFailure", "rerunError"})
-_THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
 _UNDEFINED_ENTITY = expat.errors.codes[expat.errors.XML_ERROR_UNDEFINED_ENTITY]
 _INVALID_TOKEN = expat.errors.codes[expat.errors.XML_ERROR_INVALID_TOKEN]
-_ENCODING_DECL = re.compile(rb"""^<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9._-]+)["']""")
-
-
-class _Forbidden(Exception):
-    """Raised from inside an expat handler to stop parsing a hostile or foreign document."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-class _Columns:
-    """What the expat handlers collect: each testcase's attribute dict plus sparse extras."""
-
-    def __init__(self) -> None:
-        # One entry per testcase element: its attributes and the index of its <testsuite>.
-        self.cases: list[dict[str, str]] = []
-        self.case_suites: list[int] = []
-        # Per <testsuite>, index 0 being "no suite": (name, file, is_pytest, hostname).
-        self.suites: list[tuple[str | None, str | None, bool, str | None]] = [
-            (None, None, False, None)
-        ]
-        # Sparse, row index -> value: only rows with children or a status attribute.
-        self.outcomes: dict[int, str] = {}
-        self.messages: dict[int, str] = {}
-        self.reruns: dict[int, int] = {}
-        self.flaky_runs: dict[int, int] = {}
-        self.properties: dict[str, str] = {}
-        self.timestamp: str | None = None
-        self.hostname: str | None = None
-        self.root_time: str | None = None
-
-    @property
-    def count(self) -> int:
-        """How many testcase rows were collected."""
-        return len(self.case_suites)
-
-    def column(self, key: str) -> list[str | None]:
-        """One attribute of every testcase, None where absent (a new list: callers fill it)."""
-        return _column(self.cases, key)
-
-    def split_names(self) -> tuple[list[str | None], list[str | None]] | None:
-        """(function, params) of names "f[p]", (None, None) for the others, if already split."""
-        return None
 
 
 def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) -> ParsedReport:
@@ -121,8 +70,6 @@ def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) 
 
     `fast=False` skips the bulk scanner (junit_fast) and runs expat over every element.
     """
-    from ingest.parsers.junit_fast import collect_fast
-
     text, encoding, line_offset = _prepare(data, filename)
     # Hundreds of thousands of attribute dicts are kept alive while parsing; the cyclic
     # collector would rescan them over and over (quadratic) and they form no cycles.
@@ -133,7 +80,7 @@ def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) 
         # expat then parses the original and reports the error with its exact position.
         cols = collect_fast(text, encoding) if fast else None
         if cols is None:
-            cols = _Columns()
+            cols = Columns()
             _parse_into(cols, text, encoding, line_offset, filename)
         return _build_report(cols)
     finally:
@@ -142,10 +89,10 @@ def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) 
 
 
 def _parse_into(
-    cols: _Columns, text: bytes, encoding: str | None, line_offset: int, filename: str | None
+    cols: Columns, text: bytes, encoding: str | None, line_offset: int, filename: str | None
 ) -> None:
     """Run expat over the whole document, mapping every failure to a ReportParseError."""
-    parser = _make_parser(cols, encoding)
+    parser = make_parser(cols, encoding)
     try:
         try:
             parser.Parse(text, False)
@@ -155,7 +102,7 @@ def _parse_into(
             parser.Parse(b"", True)
         except expat.ExpatError as exc:
             raise _xml_error(exc, text, encoding, line_offset, filename, at_end=True) from None
-    except _Forbidden as exc:
+    except Forbidden as exc:
         line, column = parser.CurrentLineNumber, parser.CurrentColumnNumber + 1
         if exc.code == "xml-dtd-forbidden":
             # expat reports the DOCTYPE after reading its name; point at its "<!" instead.
@@ -175,152 +122,15 @@ def _prepare(data: bytes, filename: str | None) -> tuple[bytes, str | None, int]
     how many lines were dropped, so error positions still point into the original file.
     """
     encoding: str | None = None
-    if data.startswith((b"\xff\xfe", b"\xfe\xff", b"<\x00", b"\x00<")):
-        codec = "utf-16" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else _utf16_codec(data)
-        try:
-            decoded = data.decode(codec)
-        except UnicodeDecodeError as exc:
-            raise ReportParseError(
-                "encoding-invalid",
-                f"bytes are not valid UTF-16 at offset {exc.start}: {exc.reason}",
-                filename=filename,
-            ) from None
+    if sniff_xml(data[:4]) == "utf-16":
         # expat is told UTF-8, overriding the document's own "UTF-16" declaration.
-        data = decoded.lstrip("\ufeff").encode("utf-8")
+        data = utf16_as_utf8(data, filename)
         encoding = "utf-8"
     elif data.startswith(codecs.BOM_UTF8):
         data = data[3:]
     stripped = data.lstrip(b" \t\r\n")
     line_offset = data.count(b"\n", 0, len(data) - len(stripped))
     return stripped, encoding, line_offset
-
-
-def _utf16_codec(data: bytes) -> str:
-    """The UTF-16 byte order of a BOM-less document from where its NUL bytes sit."""
-    return "utf-16-le" if data[1:2] == b"\x00" else "utf-16-be"
-
-
-def _make_parser(cols: _Columns, encoding: str | None) -> Any:
-    """An expat parser that refuses DTDs and entities and fills `cols` as it goes."""
-    parser = expat.ParserCreate(encoding)
-    parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
-    parser.buffer_text = True
-    parser.buffer_size = 1 << 16
-
-    def forbid_doctype(*_args: object) -> NoReturn:
-        raise _Forbidden(
-            "xml-dtd-forbidden", "DOCTYPE declarations are not allowed in test reports"
-        )
-
-    def forbid_entity(*_args: object) -> NoReturn:
-        raise _Forbidden("xml-entity-forbidden", "entity declarations are not allowed")
-
-    parser.StartDoctypeDeclHandler = forbid_doctype
-    parser.EntityDeclHandler = forbid_entity
-    parser.UnparsedEntityDeclHandler = forbid_entity
-    parser.ExternalEntityRefHandler = forbid_entity
-
-    # The hot path is one call per testcase: keep it to two appends (the attribute dict
-    # expat already built, and the suite index); everything else is derived afterwards.
-    cases = cols.cases
-    cases_append = cases.append
-    case_suites_append = cols.case_suites.append
-    suites = cols.suites
-    outcomes = cols.outcomes
-    messages = cols.messages
-    properties = cols.properties
-    suite_stack = [0]
-    depth = 0  # 0 outside a testcase, 1 on the testcase, 2 on its children...
-    in_properties = 0
-    collecting: list[str] | None = None
-
-    def collect_text(chunk: str) -> None:
-        if collecting is not None:
-            collecting.append(chunk)
-
-    def start(name: str, attrs: dict[str, str]) -> None:
-        nonlocal depth, in_properties, collecting
-        if depth:
-            depth += 1
-            if depth == 2:
-                _case_child(name, attrs)
-            return
-        if name == "testcase":
-            depth = 1
-            cases_append(attrs)
-            case_suites_append(suite_stack[-1])
-        elif name == "testsuite":
-            parent = suites[suite_stack[-1]]
-            suite_name = attrs.get("name")
-            suite_stack.append(len(suites))
-            suites.append(
-                (
-                    suite_name,
-                    attrs.get("file") or parent[1],
-                    suite_name == PYTEST_SUITE_NAME,
-                    attrs.get("hostname") or parent[3],
-                )
-            )
-            if cols.timestamp is None:
-                cols.timestamp = attrs.get("timestamp")
-            if cols.hostname is None:
-                cols.hostname = attrs.get("hostname")
-            if cols.root_time is None and suite_name == PYTEST_SUITE_NAME:
-                cols.root_time = attrs.get("time")
-        elif name == "properties":
-            in_properties += 1
-        elif name == "property" and in_properties:
-            key = attrs.get("name")
-            if key:
-                properties.setdefault(key, attrs.get("value", ""))
-
-    def _case_child(name: str, attrs: dict[str, str]) -> None:
-        nonlocal collecting
-        row = len(cases) - 1
-        outcome = _CHILD_OUTCOME.get(name)
-        if outcome is not None:
-            if _SEVERITY[outcome] >= _SEVERITY[outcomes.get(row, "passed")]:
-                outcomes[row] = outcome
-                message = attrs.get("message")
-                if message:
-                    messages[row] = message[:MAX_MESSAGE_CHARS]
-                else:
-                    messages.pop(row, None)
-                    collecting = []
-                    parser.CharacterDataHandler = collect_text
-        elif name in _FLAKY_CHILDREN:
-            cols.flaky_runs[row] = cols.flaky_runs.get(row, 0) + 1
-        elif name in _RERUN_CHILDREN:
-            cols.reruns[row] = cols.reruns.get(row, 0) + 1
-
-    def end(name: str) -> None:
-        nonlocal depth, in_properties, collecting
-        if depth:
-            if depth == 2 and collecting is not None:
-                parser.CharacterDataHandler = None
-                message = "".join(collecting).strip()[:MAX_MESSAGE_CHARS]
-                if message:
-                    messages[len(cases) - 1] = message
-                collecting = None
-            depth -= 1
-            return
-        if name == "testsuite":
-            suite_stack.pop()
-        elif name == "properties":
-            in_properties -= 1
-
-    def first_start(name: str, attrs: dict[str, str]) -> None:
-        if name not in ("testsuites", "testsuite"):
-            raise _Forbidden(
-                "not-junit",
-                f"root element is <{name}>, not <testsuites> or <testsuite>: not a JUnit report",
-            )
-        parser.StartElementHandler = start
-        start(name, attrs)
-
-    parser.StartElementHandler = first_start
-    parser.EndElementHandler = end
-    return parser
 
 
 def _xml_error(
@@ -377,7 +187,7 @@ def _encoding_error(text: bytes, forced: str | None) -> tuple[int, int, str] | N
     """(line, column, message) of the first byte invalid in the declared encoding, if any."""
     declared = forced
     if declared is None:
-        match = _ENCODING_DECL.match(text)
+        match = ENCODING_DECL.match(text)
         declared = match.group(1).decode("ascii") if match else "utf-8"
     try:
         codecs.lookup(declared)
@@ -392,12 +202,7 @@ def _encoding_error(text: bytes, forced: str | None) -> tuple[int, int, str] | N
     return None
 
 
-def _column(cases: list[dict[str, str]], key: str) -> list[str | None]:
-    """One attribute of every testcase (None where absent), looked up without a Python loop."""
-    return list(map(dict.get, cases, repeat(key)))
-
-
-def _fill(values: list[str | None], cols: _Columns, key: str) -> None:
+def _fill(values: list[str | None], cols: Columns, key: str) -> None:
     """Fill the gaps of `values` from a second attribute name (`class`, `duration`)."""
     gaps = [i for i, v in enumerate(values) if not v]
     other = cols.column(key)
@@ -405,7 +210,7 @@ def _fill(values: list[str | None], cols: _Columns, key: str) -> None:
         values[row] = other[row] or values[row]
 
 
-def _build_report(cols: _Columns) -> ParsedReport:
+def _build_report(cols: Columns) -> ParsedReport:
     """Turn the collected testcases into the results frame, collapsing reruns."""
     warnings: list[str] = []
     n = cols.count
@@ -415,8 +220,8 @@ def _build_report(cols: _Columns) -> ParsedReport:
     times = cols.column("time")
     if not all(times):
         _fill(times, cols, "duration")
-    durations = _durations(times, warnings)
-    nodeids, files, classnames, functions, params, suite_names = _identities(
+    durations = durations_s(times, warnings)
+    nodeids, files, classnames, functions, params, suite_names, pytest_rows = _identities(
         cols,
         names,  # type: ignore[arg-type]
     )
@@ -455,11 +260,11 @@ def _build_report(cols: _Columns) -> ParsedReport:
         "message": messages,
     }
     if n and len(set(nodeids.tolist())) != n:
-        columns = _collapse_reruns(columns, flaky_marks=flaky_marks)
+        columns = _executions(columns, pytest_rows, flaky_marks, warnings)
     session = SessionInfo(
         started_at=cols.timestamp or None,
         hostname=cols.hostname or None,
-        wall_s=_wall_s(cols.root_time),
+        wall_s=wall_s(cols.root_time),
     )
     return ParsedReport(
         format="junit",
@@ -470,85 +275,45 @@ def _build_report(cols: _Columns) -> ParsedReport:
     )
 
 
-def _wall_s(raw: str | None) -> float | None:
-    """The pytest session's wall time from its <testsuite time>, when it is a number."""
-    if raw is None:
-        return None
-    value = _parse_time(raw)
-    return value if np.isfinite(value) and value >= 0 else None
-
-
-def _durations(raw: list[str | None], warnings: list[str]) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """Seconds per testcase: vectorised for plain numbers, a careful parse for the rest."""
-    try:
-        values = _floats(raw)
-    except (ValueError, TypeError):
-        values = np.array([_parse_time(s) if s else np.nan for s in raw], dtype=np.float64)
-        bad = [
-            s
-            for s, v in zip(raw, values, strict=True)
-            if s and np.isnan(v) and s.strip().lower() not in ("", "nan")
-        ]
-        if bad:
-            warnings.append(
-                f"{len(bad)} testcase time(s) are not numbers (first: {bad[0]!r}); "
-                "treated as unknown"
-            )
-    negative = values < 0
-    if negative.any():
-        warnings.append(f"{int(negative.sum())} testcase time(s) are negative; treated as unknown")
-        values[negative] = np.nan
-    known = values[~np.isnan(values)]
-    if (
-        known.size
-        and known.max() > NANOSECOND_THRESHOLD_S
-        and np.all(known == np.floor(known))
-        and all("." not in s for s in raw if s)
-    ):
+def _executions(
+    columns: dict[str, Any],
+    pytest_rows: np.ndarray[Any, np.dtype[np.bool_]],
+    flaky_marks: np.ndarray[Any, np.dtype[np.bool_]],
+    warnings: list[str],
+) -> dict[str, Any]:
+    """Repeated nodeids: pytest's are attempts of one test (merged), others' are executions."""
+    renamed = number_executions(columns["nodeid"], pytest_rows)
+    if renamed:
         warnings.append(
-            f"testcase times are integers up to {known.max():.0f}: read as nanoseconds "
-            "(container-structure-test writes nanoseconds) and divided by 1e9"
+            f"{renamed} testcase(s) repeat the name of an earlier one: kept as separate "
+            "executions, their nodeids suffixed ' #2', ' #3'... in document order"
         )
-        values = values / 1e9
-    return values
-
-
-def _floats(raw: list[str | None]) -> np.ndarray[Any, np.dtype[np.float64]]:
-    """float() of every string, None (no time) being NaN; each distinct string is parsed
-    once, as times repeat (pytest writes milliseconds)."""
-    first: dict[str | None, int] = {}
-    rows = np.fromiter(map(first.setdefault, raw, range(len(raw))), dtype=np.int64, count=len(raw))
-    by_row = np.empty(len(raw), dtype=np.float64)
-    by_row[list(first.values())] = [np.nan if s is None else float(s) for s in first]
-    return by_row[rows]
-
-
-def _parse_time(raw: str) -> float:
-    """One `time` attribute in seconds: NaN when empty or unreadable, commas understood."""
-    s = raw.strip().replace("\u00a0", "").replace(" ", "")
-    if not s:
-        return float("nan")
-    if "," in s:
-        # "1,234.5" and "1,234,567" are thousands separators; otherwise a locale decimal
-        # comma ("0,012", also "1,234": a single group is read as decimals).
-        if "." in s or (s.count(",") > 1 and _THOUSANDS.match(s)):
-            s = s.replace(",", "")
-        else:
-            s = s.replace(",", ".", 1)
-    try:
-        return float(s)
-    except ValueError:
-        return float("nan")
+    before = len(columns["nodeid"])
+    if len(set(columns["nodeid"].tolist())) != before:
+        columns = merge_reruns(columns, flaky_marks=flaky_marks)
+        warnings.append(
+            f"{before - len(columns['nodeid'])} repeated pytest testcase(s) merged into their "
+            "test as rerun attempts (a pytest nodeid is unique in a session); times summed"
+        )
+    return columns
 
 
 _ObjectArray = np.ndarray[Any, np.dtype[np.object_]]
 
 
 def _identities(
-    cols: _Columns, names: list[str]
-) -> tuple[_ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray, _ObjectArray]:
-    """(nodeid, file, classname, function, params, suite) arrays, one identity computation
-    per distinct (classname, file, suite) rather than per row."""
+    cols: Columns, names: list[str]
+) -> tuple[
+    _ObjectArray,
+    _ObjectArray,
+    _ObjectArray,
+    _ObjectArray,
+    _ObjectArray,
+    _ObjectArray,
+    np.ndarray[Any, np.dtype[np.bool_]],
+]:
+    """(nodeid, file, classname, function, params, suite, is-pytest) arrays, one identity
+    computation per distinct (classname, file, suite) rather than per row."""
     n = cols.count
     classname_column = cols.column("classname")
     if not all(classname_column):
@@ -606,7 +371,15 @@ def _identities(
         unsplit = pd.isna(params) | ~is_pytest[combined]
         functions[unsplit] = names_array[unsplit]
         params[unsplit] = None
-    return nodeids, file_out[combined], class_out[combined], functions, params, suite_out[combined]
+    return (
+        nodeids,
+        file_out[combined],
+        class_out[combined],
+        functions,
+        params,
+        suite_out[combined],
+        is_pytest[combined],
+    )
 
 
 def _split_names(
@@ -687,30 +460,6 @@ def _prefix(
 _SOURCE_PATH = re.compile(
     r"^[\w./@+-]*[\w-]\.(?:[cm]?[jt]sx?|py|rb|go|php|java|kt|scala|rs|cs|swift|ex|exs)$"
 )
-
-
-def _collapse_reruns(
-    columns: dict[str, Any], *, flaky_marks: np.ndarray[Any, Any]
-) -> dict[str, Any]:
-    """One row per nodeid: the last attempt, attempts summed, flaky if it failed then passed."""
-    codes, _uniques = pd.factorize(columns["nodeid"])
-    n = len(codes)
-    k = int(codes.max()) + 1
-    # factorize numbers codes by first appearance, so code order is first-appearance order;
-    # unique over the reversed codes finds each code's last occurrence.
-    _, first_reversed = np.unique(codes[::-1], return_index=True)
-    last = n - 1 - first_reversed
-    outcomes = columns["outcome"]
-    failed = (outcomes == "failed") | (outcomes == "error") | flaky_marks
-    failures = np.bincount(codes, weights=failed.astype(np.float64), minlength=k)
-    attempts = np.bincount(codes, weights=columns["attempts"].astype(np.float64), minlength=k)
-    collapsed = {name: values[last] for name, values in columns.items()}
-    earlier_failures = failures - failed[last]
-    collapsed["attempts"] = attempts.astype(np.int64)
-    collapsed["flaky"] = ((collapsed["outcome"] == "passed") & (earlier_failures > 0)) | columns[
-        "flaky"
-    ][last]
-    return collapsed
 
 
 def _frame(columns: dict[str, Any]) -> pd.DataFrame:

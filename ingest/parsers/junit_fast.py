@@ -34,13 +34,13 @@ from xml.parsers import expat
 
 import numpy as np
 
-from ingest.parsers.junit import (
-    _CHILD_OUTCOME,
-    _ENCODING_DECL,
+from ingest.parsers.junit_expat import (
+    CHILD_OUTCOME,
+    ENCODING_DECL,
     MAX_MESSAGE_CHARS,
-    _Columns,
-    _Forbidden,
-    _make_parser,
+    Columns,
+    Forbidden,
+    make_parser,
 )
 from ingest.parsers.nodeid import split_params
 
@@ -79,8 +79,8 @@ _CHILD_ATTRIBUTES = " child attributes"
 _TEXT = " text"
 
 
-class _BulkColumns(_Columns):
-    """`_Columns` whose testcases are residual rows (parsed by expat) and scanned runs."""
+class _BulkColumns(Columns):
+    """`Columns` whose testcases are residual rows (parsed by expat) and scanned runs."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -138,14 +138,14 @@ _REAL = (-1, -1)
 
 def collect_fast(
     text: bytes, encoding: str | None, *, min_cases: int = MIN_BULK_CASES
-) -> _Columns | None:
+) -> Columns | None:
     """The parser's columns for a document in the common shape, or None to use expat alone.
 
     `text` and `encoding` are what `junit._prepare` returns; under `min_cases` childless
     testcases the scan is not worth it and None is returned.
     """
     if encoding is None:
-        declared = _ENCODING_DECL.match(text)
+        declared = ENCODING_DECL.match(text)
         if declared is not None and declared.group(1).lower() not in (b"utf-8", b"utf8"):
             return None
     try:
@@ -173,10 +173,10 @@ def collect_fast(
     if residual.count(MARKER_ATTRIBUTE) != len(starts):
         return None
     cols = _BulkColumns()
-    parser = _make_parser(cols, "utf-8")
+    parser = make_parser(cols, "utf-8")
     try:
         parser.Parse(residual.encode("utf-8"), True)
-    except (expat.ExpatError, _Forbidden):
+    except (expat.ExpatError, Forbidden):
         return None
     children = _children(values.pop(_CHILD), values.pop(_CHILD_ATTRIBUTES), values.pop(_TEXT))
     if children is None or not _expand(cols, starts, tags, *children):
@@ -228,7 +228,7 @@ def _layout(document: str) -> tuple[re.Pattern[str], list[str]] | None:
         pattern.append(re.escape(sep + key + equals + quote) + value + quote)
     if len(set(names)) != len(names):
         return None
-    children = "|".join(sorted(_CHILD_OUTCOME, key=len, reverse=True))
+    children = "|".join(sorted(CHILD_OUTCOME, key=len, reverse=True))
     pattern.append(_END.format(children=children, name=_NAME))
     return re.compile("".join(pattern)), [*groups, _CHILD, _CHILD_ATTRIBUTES, _TEXT]
 
@@ -249,7 +249,7 @@ def _children(
         text = texts[index]
         if len(given) != len(pairs) or (text is not None and "]]>" in text):
             return None
-        outcomes[index] = _CHILD_OUTCOME[children[index] or ""]
+        outcomes[index] = CHILD_OUTCOME[children[index] or ""]
         message = given.get("message") or (text or "").strip()
         if message:
             messages[index] = message[:MAX_MESSAGE_CHARS]

@@ -18,6 +18,7 @@ import numpy as np
 from analysis.frames import OUTCOMES
 from ingest.model import ParsedReport, ReportParseError, SessionInfo, results_frame
 from ingest.parsers.durations import split_nodeids
+from ingest.parsers.executions import merge_reruns
 from ingest.parsers.laptime_json_schema import (
     FORMAT_NAME,
     SCHEMA_VERSION,
@@ -280,12 +281,6 @@ def _build(columns: dict[str, list[Any]], session: SessionInfo) -> ParsedReport:
     """The results frame from validated columns, deriving what the report left out."""
     nodeids: list[str] = columns["nodeid"]
     warnings: list[str] = []
-    keep = _last_of_each(nodeids)
-    if keep is not None:
-        dropped = len(nodeids) - len(keep)
-        warnings.append(f"{dropped} duplicate nodeids in tests; kept the last entry of each")
-        columns = {key: [values[i] for i in keep] for key, values in columns.items()}
-        nodeids = columns["nodeid"]
     parts = split_nodeids(nodeids)
     derived = {key: parts[key].tolist() for key in ("file", "classname", "function", "params")}
     for key, fallback in derived.items():
@@ -325,6 +320,18 @@ def _build(columns: dict[str, list[Any]], session: SessionInfo) -> ParsedReport:
             "message": messages,
         }
     )
+    if len(set(nodeids)) != len(nodeids):
+        # A pytest nodeid is unique in a session: a repeated entry is another attempt.
+        before = len(frame)
+        merged = merge_reruns(
+            {key: frame[key].to_numpy() for key in frame.columns},
+            flaky_marks=np.zeros(before, dtype=bool),
+        )
+        frame = results_frame(merged)
+        warnings.append(
+            f"{before - len(frame)} repeated nodeid(s) in tests merged as rerun attempts: "
+            "durations summed, the last entry's outcome and phases kept"
+        )
     xfails = sum(1 for x in columns["xfail"] if x is True)
     properties = {"xfail_tests": str(xfails)} if xfails else {}
     return ParsedReport(
@@ -334,11 +341,3 @@ def _build(columns: dict[str, list[Any]], session: SessionInfo) -> ParsedReport:
         session=session,
         properties=properties,
     )
-
-
-def _last_of_each(nodeids: list[str]) -> list[int] | None:
-    """Indexes keeping the last entry per nodeid, in first-seen order; None without duplicates."""
-    last = {nodeid: index for index, nodeid in enumerate(nodeids)}
-    if len(last) == len(nodeids):
-        return None
-    return [last[nodeid] for nodeid in dict.fromkeys(nodeids)]

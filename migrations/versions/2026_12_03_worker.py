@@ -1,14 +1,14 @@
 """Worker heartbeats: liveness for /readyz and leases for taking over a dead worker's claim.
 
 Revision ID: worker
-Revises: 0001
+Revises: security
 Create Date: 2026-12-03
 """
 
 from alembic import op
 
 revision = "worker"
-down_revision = "0001"
+down_revision = "security"
 branch_labels = None
 depends_on = None
 

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from app.cli.analyze_cmd import format_duration
 from app.cli.main import cli
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
@@ -133,15 +132,3 @@ def test_errors_are_one_line_with_exit_1(junit: Path, tmp_path: Path):
     code, out = run(str(tmp_path / "missing.xml"))
     assert code == 1
     assert "cannot read" in out
-
-
-def test_format_duration_human_units():
-    assert format_duration(0.004) == "4 ms"
-    assert format_duration(0.0001) == "<1 ms"
-    assert format_duration(0.0) == "0 ms"
-    assert format_duration(0.4212) == "0.42 s"
-    assert format_duration(12.34) == "12.3 s"
-    assert format_duration(125.0) == "2 min 5 s"
-    assert format_duration(3780.0) == "1 h 3 min"
-    assert format_duration(None) == "-"
-    assert format_duration(float("nan")) == "-"

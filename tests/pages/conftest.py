@@ -14,10 +14,15 @@ In the second pipeline test_augmix[a] passed on its second attempt (flaky).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cache
+from pathlib import Path
 from typing import Any
 
+import httpx
+import lxml.html  # type: ignore[import-untyped]
 import psycopg
 import pytest
 from sqlalchemy import Engine
@@ -165,3 +170,94 @@ def site(live_server: LiveServer, database: Database, engine: Engine) -> Site:
     failed = wait_done(live_server, private.upload_token, response.json()["id"])
     assert failed["status"] == "failed", failed
     return Site(url=live_server.url, private=private, public=public, failed_upload_id=failed["id"])
+
+
+def sign_in_form(client: httpx.Client) -> dict[str, str]:
+    """The hidden fields of the sign-in form (its CSRF token); the client keeps the cookie."""
+    form = client.get("/signin")
+    assert form.status_code == 200, form.text[:300]
+    doc = lxml.html.fromstring(form.text)
+    return {
+        i.get("name"): i.get("value") or ""
+        for i in doc.cssselect('form.stack input[type="hidden"]')
+    }
+
+
+@cache
+def session_cookies(url: str, token: str) -> dict[str, str]:
+    """The cookies of a browser signed in with `token` through the real sign-in form."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        fields = sign_in_form(client)
+        response = client.post("/signin", data={**fields, "token": token})
+        assert response.status_code == 303, response.text[:300]
+        return dict(client.cookies)
+
+
+# ------------------------------------------------------------------- real Chromium
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    """One Chromium for the whole session."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        pytest.fail("Chromium is missing: apt-get install -y chromium")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@dataclass
+class Watched:
+    """A page plus everything that went wrong while it was used."""
+
+    page: object
+    problems: list[str] = field(default_factory=list)
+
+
+def watch(context: object, base_url: str) -> Watched:
+    page = context.new_page()  # type: ignore[attr-defined]
+    watched = Watched(page)
+    page.on(
+        "console",
+        lambda m: (
+            watched.problems.append(f"console {m.type}: {m.text}")
+            if m.type in ("error", "warning")
+            else None
+        ),
+    )
+    page.on("pageerror", lambda e: watched.problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: watched.problems.append(f"failed: {r.url} {r.failure}"))
+
+    def on_response(response: object) -> None:
+        status = response.status  # type: ignore[attr-defined]
+        if status >= 400:
+            watched.problems.append(f"HTTP {status}: {response.url}")  # type: ignore[attr-defined]
+
+    page.on("response", on_response)
+
+    def local_only(route: object) -> None:
+        # Everything must come from the app itself: the pages work with no internet.
+        url = route.request.url  # type: ignore[attr-defined]
+        if url.startswith(base_url):
+            route.continue_()  # type: ignore[attr-defined]
+        else:
+            watched.problems.append(f"off-site: {url}")
+            route.abort()  # type: ignore[attr-defined]
+
+    page.route("**/*", local_only)
+    return watched

@@ -4,82 +4,14 @@ drawn, filters that change the data, sign-in, and refusal of anonymous visitors.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
-from tests.pages.conftest import AUGMIX_A, Site
+from tests.pages.conftest import AUGMIX_A, Site, Watched, watch
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
-    """One Chromium for the whole session."""
-    from playwright.sync_api import sync_playwright
-
-    if not CHROMIUM.exists():
-        pytest.fail("Chromium is missing: apt-get install -y chromium")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@dataclass
-class Watched:
-    """A page plus everything that went wrong while it was used."""
-
-    page: object
-    problems: list[str] = field(default_factory=list)
-
-
-def watch(context: object, base_url: str) -> Watched:
-    page = context.new_page()  # type: ignore[attr-defined]
-    watched = Watched(page)
-    page.on(
-        "console",
-        lambda m: (
-            watched.problems.append(f"console {m.type}: {m.text}")
-            if m.type in ("error", "warning")
-            else None
-        ),
-    )
-    page.on("pageerror", lambda e: watched.problems.append(f"page error: {e}"))
-    page.on("requestfailed", lambda r: watched.problems.append(f"failed: {r.url} {r.failure}"))
-
-    def on_response(response: object) -> None:
-        status = response.status  # type: ignore[attr-defined]
-        if status >= 400:
-            watched.problems.append(f"HTTP {status}: {response.url}")  # type: ignore[attr-defined]
-
-    page.on("response", on_response)
-
-    def local_only(route: object) -> None:
-        # Everything must come from the app itself: the pages work with no internet.
-        url = route.request.url  # type: ignore[attr-defined]
-        if url.startswith(base_url):
-            route.continue_()  # type: ignore[attr-defined]
-        else:
-            watched.problems.append(f"off-site: {url}")
-            route.abort()  # type: ignore[attr-defined]
-
-    page.route("**/*", local_only)
-    return watched
 
 
 @pytest.fixture(scope="module")
@@ -100,10 +32,10 @@ def test_sign_in_form_lands_on_the_requested_page(signed_in: Watched, site: Site
     page = signed_in.page
     assert page.url == f"{site.url}/p/{site.private.slug}/time"  # type: ignore[attr-defined]
     cookies = page.context.cookies()  # type: ignore[attr-defined]
-    (cookie,) = [c for c in cookies if c["name"] == "laptime_token"]
+    (cookie,) = [c for c in cookies if c["name"] == "laptime_session"]
     assert cookie["httpOnly"] is True
     # Scripts cannot read it.
-    assert "laptime_token" not in page.evaluate("document.cookie")  # type: ignore[attr-defined]
+    assert "laptime_session" not in page.evaluate("document.cookie")  # type: ignore[attr-defined]
 
 
 PAGES = [
@@ -125,6 +57,8 @@ def test_page_loads_clean_with_its_charts(
     signed_in.problems.clear()
     response = page.goto(site.url + path.format(slug=site.private.slug))  # type: ignore[attr-defined]
     assert response.status == 200
+    # Drawn under the strict policy: a refused inline script would be a console error below.
+    assert "script-src 'self';" in response.headers["content-security-policy"]
     if charts:
         page.wait_for_selector(".plot-container .main-svg")  # type: ignore[attr-defined]
         drawn = page.locator(".plot-container").count()  # type: ignore[attr-defined]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
+from dashboards.history_figures import duration_history_figure, variants_figure
 from dashboards.pipelines import job_time_figure, pipeline_time_figure
+from dashboards.plot_text import plot_text
 from dashboards.split_gantt import split_gantt_figure
-from dashboards.test_history import duration_history_figure, variants_figure
 from dashboards.theme import figure_html
 from dashboards.time_split import (
     pareto_figure,
@@ -209,4 +212,31 @@ def test_figure_html_does_not_inline_plotly_js() -> None:
     html = figure_html(share_figure(FILES, title="x"), "fig-x")
     assert 'id="fig-x"' in html
     assert len(html) < 20_000  # plotly.min.js alone is megabytes
-    assert '"displaylogo": false' in html
+    # No inline script: the figure is inert JSON the page's static script draws.
+    assert '<script type="application/json" class="figure-data" data-figure="fig-x">' in html
+    assert "newPlot" not in html
+
+
+HOSTILE = '</script><script>alert(1)</script><a href="https://evil.example">x</a>&amp;\u2028'
+
+
+def test_figure_json_cannot_end_its_script_element() -> None:
+    frame = FILES.assign(key=[HOSTILE, "b.py"])
+    html = figure_html(share_figure(frame, title=HOSTILE), "fig-x")
+    body = html.split('data-figure="fig-x">', 1)[1].removesuffix("</script>")
+    for raw in ("<", ">", "&", "\u2028", "\u2029"):
+        assert raw not in body
+    # The JSON still means the same, and plotly gets the text escaped for its HTML renderer.
+    figure = json.loads(body)
+    assert figure["layout"]["title"]["text"] == plot_text(HOSTILE)
+    assert plot_text(HOSTILE) in figure["data"][0]["y"]
+
+
+@pytest.mark.parametrize("bad_id", ['x"><script>', "fig label", "fig-\u2028", ""])
+def test_figure_ids_must_be_plain(bad_id: str) -> None:
+    with pytest.raises(ValueError, match="plain identifier"):
+        figure_html(share_figure(FILES, title="x"), bad_id)
+
+
+def test_plot_text_escapes_what_plotly_renders_as_html() -> None:
+    assert plot_text('<b>&"x"</b>') == '&lt;b&gt;&amp;"x"&lt;/b&gt;'

@@ -16,15 +16,23 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.api.deps import TOKEN_COOKIE
+from app.pages.session import SESSION_COOKIE
 from tests.conftest import Database, ProjectFixture, make_project
-from tests.pages.conftest import AUGMIX_A, RESIZE, Site, result_row, store_rows
+from tests.pages.conftest import (
+    AUGMIX_A,
+    RESIZE,
+    Site,
+    result_row,
+    session_cookies,
+    sign_in_form,
+    store_rows,
+)
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 
 
 def fetch(site: Site, path: str, *, token: str | None = None) -> httpx.Response:
-    cookies = {TOKEN_COOKIE: token} if token else None
+    cookies = session_cookies(site.url, token) if token else None
     return httpx.get(f"{site.url}{path}", cookies=cookies, follow_redirects=False, timeout=60)
 
 
@@ -69,17 +77,25 @@ def test_private_project_redirects_anonymous_visitor_to_sign_in(site: Site) -> N
     assert location.path == "/signin"
     query = parse_qs(location.query)
     assert query["next"] == [f"/p/{site.private.slug}/time?days=7"]
-    assert "private" in query["message"][0]
+    assert query["reason"] == ["private"]
     form = page(site, response.headers["location"])
     assert "This project is private" in form.text_content()
     assert form.cssselect('input[name="next"]')[0].get("value") == query["next"][0]
 
 
-def test_revoked_cookie_is_cleared_and_sent_to_sign_in(site: Site) -> None:
-    response = fetch(site, f"/p/{site.private.slug}", token="lt_read_not-a-real-token")
+def test_sign_in_page_shows_no_text_from_the_link(site: Site) -> None:
+    crafted = fetch(site, "/signin?reason=Your+token+leaked&message=Paste+it+at+evil.example")
+    assert crafted.status_code == 200
+    assert "leaked" not in crafted.text
+    assert "evil.example" not in crafted.text
+
+
+def test_forged_session_cookie_is_cleared_and_sent_to_sign_in(site: Site) -> None:
+    forged = {SESSION_COOKIE: "1.9999999999.bm90LWEtc2lnbmF0dXJl"}
+    response = httpx.get(f"{site.url}/p/{site.private.slug}", cookies=forged)
     assert response.status_code == 303
-    assert "no+longer+valid" in response.headers["location"]
-    assert f'{TOKEN_COOKIE}=""' in response.headers["set-cookie"]
+    assert "reason=stale" in response.headers["location"]
+    assert f'{SESSION_COOKIE}=""' in response.headers["set-cookie"]
 
 
 def test_token_of_another_project_is_refused(site: Site) -> None:
@@ -88,38 +104,49 @@ def test_token_of_another_project_is_refused(site: Site) -> None:
     assert "another project" in response.text
 
 
-def test_sign_in_sets_an_httponly_cookie_and_returns_to_next(site: Site) -> None:
-    response = httpx.post(
-        f"{site.url}/signin",
-        data={"token": site.private.read_token, "next": f"/p/{site.private.slug}/time"},
-        follow_redirects=False,
-    )
+def test_sign_in_sets_a_signed_httponly_session_and_returns_to_next(site: Site) -> None:
+    with httpx.Client(base_url=site.url) as client:
+        fields = sign_in_form(client)
+        response = client.post(
+            "/signin",
+            data={
+                **fields,
+                "token": site.private.read_token,
+                "next": f"/p/{site.private.slug}/time",
+            },
+        )
     assert response.status_code == 303
     assert response.headers["location"] == f"/p/{site.private.slug}/time"
     cookie = response.headers["set-cookie"]
-    assert cookie.startswith(f"{TOKEN_COOKIE}={site.private.read_token};")
+    assert cookie.startswith(f"{SESSION_COOKIE}=")
     assert "HttpOnly" in cookie
     assert "samesite=lax" in cookie.lower()
+    # The cookie names the token by id, signed: no part of the secret token is in it.
+    value = response.cookies[SESSION_COOKIE]
+    secret_part = site.private.read_token.split("_", 2)[2]
+    assert site.private.read_token not in value
+    assert not any(secret_part[i : i + 8] in value for i in range(len(secret_part) - 8))
 
 
 def test_sign_in_refuses_unknown_and_upload_only_tokens(site: Site) -> None:
-    unknown = httpx.post(f"{site.url}/signin", data={"token": "nope"}, follow_redirects=False)
-    assert unknown.status_code == 401
-    assert "unknown or revoked" in unknown.text
-    upload_only = httpx.post(
-        f"{site.url}/signin", data={"token": site.private.upload_token}, follow_redirects=False
-    )
+    with httpx.Client(base_url=site.url) as client:
+        fields = sign_in_form(client)
+        unknown = client.post("/signin", data={**fields, "token": "nope"})
+        assert unknown.status_code == 401
+        assert "unknown, expired or revoked" in unknown.text
+        upload_only = client.post("/signin", data={**fields, "token": site.private.upload_token})
     assert upload_only.status_code == 401
     assert "cannot read dashboards" in upload_only.text
-    assert "set-cookie" not in upload_only.headers
+    assert SESSION_COOKIE not in upload_only.headers.get("set-cookie", "")
 
 
 def test_sign_in_never_redirects_off_site(site: Site) -> None:
-    response = httpx.post(
-        f"{site.url}/signin",
-        data={"token": site.private.read_token, "next": "//evil.example/x"},
-        follow_redirects=False,
-    )
+    with httpx.Client(base_url=site.url) as client:
+        fields = sign_in_form(client)
+        response = client.post(
+            "/signin",
+            data={**fields, "token": site.private.read_token, "next": "//evil.example/x"},
+        )
     assert response.headers["location"] == f"/p/{site.private.slug}"
 
 
@@ -150,7 +177,8 @@ def test_overview_lists_failed_upload_with_its_error(site: Site) -> None:
 def test_pages_load_plotly_from_the_app_itself(site: Site) -> None:
     doc = page(site, f"/p/{site.public.slug}")
     scripts = [s.get("src") for s in doc.cssselect("script[src]")]
-    assert scripts == [f"/static/plotly-{plotly.__version__}.min.js"]
+    assert scripts[0] == f"/static/plotly-{plotly.__version__}.min.js"
+    assert len(scripts) == 2  # and our script that draws the figures
     response = httpx.get(f"{site.url}{scripts[0]}", headers={"Accept-Encoding": "identity"})
     assert response.status_code == 200
     assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
@@ -171,7 +199,7 @@ def test_time_page_numbers(site: Site) -> None:
     functions = dict(zip(column(doc, "functions", 0), column(doc, "functions", 2), strict=True))
     assert functions["tests/test_transforms.py::test_augmix"] == "80.0%"
     assert functions["tests/test_models.py::test_resnet"] == "100.0%"
-    for fig in ("fig-treemap", "fig-pareto", "fig-markers", "fig-jobs", "fig-label-device"):
+    for fig in ("fig-treemap", "fig-pareto", "fig-markers", "fig-jobs", "fig-label-0"):
         assert doc.cssselect(f"#{fig}"), fig
     text = doc.text_content()
     assert "Share by device" in text
@@ -276,7 +304,7 @@ def test_recommendations_page_shows_the_api_plan(site: Site, query: str) -> None
 
 def test_recommendations_page_reports_bad_options_without_failing(site: Site) -> None:
     doc = page(site, f"/p/{site.public.slug}/recommendations?jobs=x")
-    assert "is not N or N-M" in doc.cssselect(".notice")[0].text_content()
+    assert "is not a job count" in doc.cssselect(".notice")[0].text_content()
 
 
 # ------------------------------------------------------------------------ the reductions page

@@ -42,9 +42,10 @@ def test_pytest_xunit2_rebuilds_nodeids_without_file_attributes() -> None:
 def test_pytest_reruns_as_repeated_testcases_collapse_into_one_flaky_result() -> None:
     report = parse(f"{MIKEPENZ}/flaky_retries/flaky_with_classname_file.xml")
     flaky = row(report, "test_foo.py::TestFoo::test_foo")
-    # failure, then error, then pass: three attempts, the last one's outcome and time.
+    # failure, then error, then pass: three attempts, the last one's outcome; the time is
+    # the sum of the attempts' (the suite's time="5.526" says the same: 3 x 1.842).
     assert (flaky["outcome"], flaky["attempts"], flaky["flaky"]) == ("passed", 3, True)
-    assert flaky["duration_s"] == pytest.approx(1.842)
+    assert flaky["duration_s"] == pytest.approx(5.526)
     # The absolute file attribute ends with the module's path, which the nodeid uses.
     assert flaky["file"] == "test_foo.py"
     # Same test name in another class is a different test.
@@ -119,10 +120,15 @@ def test_a_failure_element_outranks_a_disabled_status() -> None:
     assert (r["outcome"], r["message"]) == ("failed", "Assert: Boolean true check failed.")
 
 
-def test_go_junit_report_repeated_names_collapse() -> None:
+def test_go_junit_report_repeated_names_are_three_executions() -> None:
+    # `go test -count=3`: three runs of TestRepeat, each its own execution.
     report = parse("jstemmer__go-junit-report/testdata/016-report.xml")
-    r = row(report, "package/repeated-names::TestRepeat")
-    assert r["attempts"] == 3
+    assert report.results["nodeid"].tolist() == [
+        "package/repeated-names::TestRepeat",
+        "package/repeated-names::TestRepeat #2",
+        "package/repeated-names::TestRepeat #3",
+    ]
+    assert report.results["attempts"].tolist() == [1, 1, 1]
     assert report.properties["go.version"] == "1.0"
 
 

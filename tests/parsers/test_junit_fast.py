@@ -117,9 +117,10 @@ def test_suites_properties_and_children_keep_their_places() -> None:
     assert report.properties == {"k": "v"}
 
 
-def test_reruns_across_scanned_and_real_rows_collapse_the_same() -> None:
+def repeats(suite: str) -> ParsedReport:
+    """Two scanned runs around a real testcase repeating a scanned name, under `suite`."""
     body = (
-        "<testsuite>"
+        f"<testsuite{suite}>"
         + cases(2)
         + '<testcase classname="m.C" name="t1" time="5"><failure message="x"/></testcase>'
         + cases(2)
@@ -127,7 +128,25 @@ def test_reruns_across_scanned_and_real_rows_collapse_the_same() -> None:
     )
     report = check(doc(body))
     assert report is not None
+    return report
+
+
+def test_repeats_across_scanned_and_real_rows_are_numbered_the_same() -> None:
+    report = repeats("")
+    assert report.results["nodeid"].tolist() == [
+        "m.C::t0",
+        "m.C::t1",
+        "m.C::t1 #2",
+        "m.C::t0 #2",
+        "m.C::t1 #3",
+    ]
+    assert report.results["attempts"].tolist() == [1] * 5
+
+
+def test_pytest_reruns_across_scanned_and_real_rows_merge_the_same() -> None:
+    report = repeats(' name="pytest"')
     assert report.results["attempts"].tolist() == [2, 3]
+    assert report.results["duration_s"].tolist() == pytest.approx([0.0, 5.2])
 
 
 @pytest.mark.parametrize(
@@ -291,6 +310,6 @@ def test_layouts_without_a_name_and_repeated_or_missing_times() -> None:
     )
     report = check(doc(body))
     assert report is not None
-    # The four nameless testcases are one test run four times.
-    assert len(report.results) == 7
+    # The four nameless testcases are four executions, not one test run four times.
+    assert len(report.results) == 10
     assert report.results["duration_s"].isna().sum() == 3

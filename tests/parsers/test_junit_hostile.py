@@ -89,9 +89,7 @@ def test_gzip_bomb_stops_at_the_decompressed_limit_without_inflating_it() -> Non
 
 
 def test_default_limits() -> None:
-    assert ParseLimits() == ParseLimits(
-        max_compressed_bytes=50 * MIB, max_decompressed_bytes=500 * MIB
-    )
+    assert ParseLimits() == ParseLimits(max_decompressed_bytes=500 * MIB, max_node_bytes=16 * MIB)
 
 
 def test_concatenated_gzip_members_are_all_read() -> None:
@@ -108,9 +106,9 @@ def test_small_decompressed_limit_is_configurable() -> None:
     )
 
 
-def test_oversize_input_is_refused_before_parsing() -> None:
-    limits = ParseLimits(max_compressed_bytes=100)
-    assert parse_error(CASE + b" " * 100, limits=limits).code == "too-large"
+def test_oversize_plain_input_is_refused_before_parsing() -> None:
+    limits = ParseLimits(max_decompressed_bytes=100)
+    assert parse_error(CASE + b" " * 100, limits=limits).code == "decompressed-too-large"
 
 
 def test_gzip_is_accepted_transparently() -> None:

@@ -109,17 +109,48 @@ def test_surefire_rerun_failures_are_extra_attempts_of_a_failed_test() -> None:
     assert (r["outcome"], r["attempts"], r["flaky"]) == ("failed", 3, False)
 
 
-def test_repeated_testcases_keep_last_attempt_and_first_position() -> None:
-    data = report_of(
-        '<testcase classname="C" name="x" time="1"><failure/></testcase>'
-        '<testcase classname="C" name="y" time="5"/>'
-        '<testcase classname="C" name="x" time="2"/>'
-    )
-    frame = parse_report(data).results
-    assert frame["function"].tolist() == ["x", "y"]
-    assert frame["duration_s"].tolist() == [2.0, 5.0]
+REPEATED = (
+    '<testcase classname="C" name="x" time="1"><failure/></testcase>'
+    '<testcase classname="C" name="y" time="5"/>'
+    '<testcase classname="C" name="x" time="2"/>'
+)
+
+
+def test_repeated_names_outside_pytest_are_separate_executions_numbered_in_order() -> None:
+    report = parse_report(report_of(REPEATED))
+    frame = report.results
+    assert frame["nodeid"].tolist() == ["s::C::x", "s::C::y", "s::C::x #2"]
+    assert frame["function"].tolist() == ["x", "y", "x"]
+    assert frame["duration_s"].tolist() == [1.0, 5.0, 2.0]
+    assert frame["outcome"].tolist() == ["failed", "passed", "passed"]
+    assert frame["attempts"].tolist() == [1, 1, 1]
+    assert any("' #2'" in w for w in report.warnings)
+
+
+def test_repeated_pytest_testcases_are_reruns_with_their_times_summed() -> None:
+    report = parse_report(report_of(REPEATED, suite='name="pytest"'))
+    frame = report.results
+    assert frame["nodeid"].tolist() == ["C.py::x", "C.py::y"]
+    # The machine paid for both attempts: 1 s + 2 s; the last attempt's outcome.
+    assert frame["duration_s"].tolist() == [3.0, 5.0]
+    assert frame["outcome"].tolist() == ["passed", "passed"]
     assert frame["attempts"].tolist() == [2, 1]
     assert frame["flaky"].tolist() == [True, False]
+    assert any("merged" in w for w in report.warnings)
+
+
+def test_four_nameless_testcases_stay_four() -> None:
+    frame = parse_report(report_of("<testcase/>" * 4)).results
+    assert frame["nodeid"].tolist() == ["s::", "s:: #2", "s:: #3", "s:: #4"]
+    assert frame["function"].tolist() == [""] * 4
+
+
+def test_a_tool_name_that_looks_like_a_suffix_does_not_collide() -> None:
+    frame = parse_report(
+        report_of('<testcase name="t"/><testcase name="t #2"/><testcase name="t"/>')
+    ).results
+    assert frame["nodeid"].is_unique
+    assert len(frame) == 3
 
 
 def test_brackets_are_params_only_for_pytest() -> None:

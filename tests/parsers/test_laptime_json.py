@@ -167,7 +167,7 @@ def test_xfail_is_counted_in_properties() -> None:
     assert report.properties == {"xfail_tests": "2"}
 
 
-def test_duplicate_nodeids_keep_the_last_entry() -> None:
+def test_duplicate_nodeids_are_rerun_attempts_with_durations_summed() -> None:
     report = parse(
         document(
             dict(TEST, nodeid="t.py::a", duration_s=1.0),
@@ -176,8 +176,12 @@ def test_duplicate_nodeids_keep_the_last_entry() -> None:
         )
     )
     assert list(report.results["nodeid"]) == ["t.py::a", "t.py::b"]
-    assert list(report.results["duration_s"]) == [3.0, 2.0]
-    assert report.warnings == ["1 duplicate nodeids in tests; kept the last entry of each"]
+    assert list(report.results["duration_s"]) == [4.0, 2.0]
+    assert list(report.results["attempts"]) == [2, 1]
+    assert report.warnings == [
+        "1 repeated nodeid(s) in tests merged as rerun attempts: "
+        "durations summed, the last entry's outcome and phases kept"
+    ]
 
 
 def test_long_messages_are_truncated() -> None:

@@ -56,6 +56,7 @@ def test_plan_pretty_output(report: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [(["--jobs", "3-2"], "1 <= min <= max"), (["--budget", "soon"], "not a duration"),
+     (["--jobs", "2-100000"], "at most 64 jobs"), (["--budget", "99999h"], "over the limit"),
      (["--objective", "cost"], "price")],
 )  # fmt: skip
 def test_plan_errors_are_one_line(report: Path, args: list[str], message: str) -> None:

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from analysis.split_options import MAX_JOBS, parse_job_range
 from analysis.split_plan import SplitOptions, parse_duration_s, plan_splits
 from tests.planner.history import one_job, results_for, run_row, runs_frame
 
@@ -40,7 +41,7 @@ def test_budget_counts_setup_and_refuses() -> None:
     p = plan(jobs=(2, 2), granularity="file", budget_s=650.0)
     assert p.verdict == "refused"
     assert "budget" in p.reason
-    assert "11m 40s" in p.reason  # the 700 s job, setup included
+    assert "11 min 40 s" in p.reason  # the 700 s job, setup included
     assert p.after == p.before
     assert not any(row.feasible for row in p.pareto if row.jobs == 2)
 
@@ -163,3 +164,47 @@ def test_parse_duration_rejects(text: str) -> None:
 def test_options_are_validated(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SplitOptions(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("jobs", [(2, MAX_JOBS + 1), (2, 100_000), (0, 2)])
+def test_job_range_is_capped(jobs: tuple[int, int]) -> None:
+    with pytest.raises(ValueError, match="job range"):
+        SplitOptions(jobs=jobs)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("4", (4, 4)), (" 2 - 6 ", (2, 6)), (f"1-{MAX_JOBS}", (1, MAX_JOBS))]
+)
+def test_parse_job_range(text: str, expected: tuple[int, int]) -> None:
+    assert parse_job_range(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "2-", "a", "2-100000", "9" * 40, "3-2", "-1"])
+def test_parse_job_range_refuses(text: str) -> None:
+    with pytest.raises(ValueError, match="job"):
+        parse_job_range(text)
+
+
+def test_should_stop_is_asked_between_counts_and_the_plan_says_it_stopped() -> None:
+    asked: list[int] = []
+
+    def stop_after_two_more() -> bool:
+        asked.append(1)
+        return len(asked) > 2
+
+    results, runs = one_job(TESTS, overhead_s=0.0)
+    p = plan_splits(results, runs, SplitOptions(jobs=(2, 10)), should_stop=stop_after_two_more)
+    # Counts 1 and 2 are always planned (the reference and the first asked-for count); the
+    # check before 3 and 4 says go on, the one before 5 says stop.
+    assert [row.jobs for row in p.pareto] == [1, 2, 3, 4]
+    assert len(asked) == 3
+    assert not p.complete
+    assert p.to_dict()["complete"] is False
+    assert any("5-10 were not tried" in w for w in p.warnings)
+    assert p.verdict == "split"
+
+
+def test_a_plan_never_stopped_is_complete() -> None:
+    p = plan(jobs=(2, 4))
+    assert p.complete
+    assert p.to_dict()["complete"] is True

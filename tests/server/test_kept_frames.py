@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine
 
 from app.db.queries import copy_numeric_frame, load_test_dictionary
-from app.project_reads import SharedFrames, project_rollup, window_filters
+from app.project_reads import FrameCache, SharedFrames, project_rollup, window_filters
 from ingest.merge import merge_reports
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.server.test_rollup_api import get, junit
@@ -103,6 +103,26 @@ def test_shared_frames_drop_the_least_recently_used() -> None:
     tight.get(("big",), loader("big"))
     tight.get(("big",), loader("big"))
     assert loads[-2:] == ["big", "big"]
+
+
+def test_an_answer_cut_short_is_returned_but_not_kept() -> None:
+    shared = SharedFrames()
+    loads: list[int] = []
+
+    def load() -> dict[str, bool]:
+        loads.append(1)
+        return {"complete": len(loads) > 1}
+
+    def complete(answer: dict[str, bool]) -> bool:
+        return answer["complete"]
+
+    for _ in range(2):  # a fresh cache per request, as the routes make them
+        cache = FrameCache(shared, version=(1, 1, 1))
+        first = cache.get(("split",), load, keep=complete)
+    assert first == {"complete": True}  # the incomplete first answer was not kept
+    assert cache.get(("split",), load, keep=complete) == {"complete": True}
+    assert FrameCache(shared, version=(1, 1, 1)).get(("split",), load, keep=complete) == first
+    assert len(loads) == 2  # the complete one is kept, both per request and shared
 
 
 def test_numeric_frames_arrive_through_binary_arrays(engine: Engine) -> None:

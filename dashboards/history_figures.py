@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboards.humanize import duration_text, percent_text, time_scale
+from dashboards.plot_text import plot_texts
 from dashboards.theme import OUTCOME_COLOURS, TEST_COLOUR, empty_figure, styled
 
 
@@ -40,7 +41,7 @@ def duration_history_figure(history: pd.DataFrame) -> go.Figure:
                 customdata=np.column_stack(
                     [
                         part["duration_s"].map(duration_text),
-                        part["job"].astype(str),
+                        plot_texts(part["job"]),
                         np.where(flaky, " · flaky", ""),
                     ]
                 ),
@@ -60,7 +61,9 @@ def variants_figure(
     if variants.empty:
         return empty_figure("No parametrize variants")
     head = variants.sort_values("total_s", ascending=False).head(top).iloc[::-1]
-    labels = head["key"].astype(str).str.extract(r"(\[.*\])$")[0].fillna(head["key"].astype(str))
+    labels = plot_texts(
+        head["key"].astype(str).str.extract(r"(\[.*\])$")[0].fillna(head["key"].astype(str))
+    )
     scale, unit = time_scale(float(head["mean_s"].max()))
     colours = np.where(head["key"].astype(str) == (current or ""), "#D55E00", TEST_COLOUR)
     fig = go.Figure(

@@ -1,0 +1,21 @@
+"""The server's signing secret, made once and kept in the database for every API process."""
+
+from __future__ import annotations
+
+import secrets
+
+from sqlalchemy import Connection, text
+
+SECRET_BYTES = 32
+
+
+def server_secret(conn: Connection, name: str = "session") -> bytes:
+    """The secret called `name`, created on first use (concurrent first uses agree)."""
+    conn.execute(
+        text("INSERT INTO server_secret (name, value) VALUES (:n, :v) ON CONFLICT DO NOTHING"),
+        {"n": name, "v": secrets.token_bytes(SECRET_BYTES)},
+    )
+    value: bytes = conn.execute(
+        text("SELECT value FROM server_secret WHERE name = :n"), {"n": name}
+    ).scalar_one()
+    return bytes(value)

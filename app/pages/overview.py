@@ -1,0 +1,56 @@
+"""The project overview: developer wait and machine time per pipeline and per job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from app.api.deps import ConnDep
+from app.api.params import FiltersDep
+from app.db.uploads import recent_uploads
+from app.pages.common import TABLE_ROWS, PageProject, project_context, render
+from app.project_reads import project_pipelines
+from dashboards.pipelines import job_time_figure, pipeline_time_figure
+from dashboards.theme import figure_html
+
+router = APIRouter(include_in_schema=False)
+
+
+def _headline(pipelines: pd.DataFrame) -> dict[str, Any]:
+    machine = pipelines["machine_s"].astype(float)
+    setup = pipelines["setup_overhead_s"].astype(float)
+    known = setup.notna()
+    setup_share = float(setup[known].sum() / machine[known].sum()) if machine[known].sum() else None
+    return {
+        "pipelines": len(pipelines),
+        "wait_p50_s": float(pipelines["wait_s"].median()) if len(pipelines) else None,
+        "wait_max_s": float(pipelines["wait_s"].max()) if len(pipelines) else None,
+        "machine_p50_s": float(machine.median()) if len(pipelines) else None,
+        "setup_share": setup_share,
+    }
+
+
+@router.get("/p/{slug}", response_class=HTMLResponse)
+def overview_page(
+    request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep
+) -> Any:
+    """Developer wait and machine time per pipeline and per job, and the latest uploads."""
+    report = project_pipelines(conn, project.id, filters)
+    pipelines = report.pipelines.pipelines
+    context = project_context(
+        request,
+        conn,
+        project,
+        "overview",
+        headline=_headline(pipelines),
+        summary=report.pipelines,
+        jobs=report.jobs.to_dict(orient="records"),
+        recent=pipelines.head(TABLE_ROWS).to_dict(orient="records"),
+        uploads=recent_uploads(conn, project.id, limit=15),
+        pipeline_figure=figure_html(pipeline_time_figure(pipelines), "fig-pipelines"),
+        job_figure=figure_html(job_time_figure(report.jobs), "fig-jobs"),
+    )
+    return render(request, "overview.html", context)

@@ -1,0 +1,115 @@
+"""The recommendations page: the split plan as a before/after Gantt, machine sizing, and the
+config to copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy import Connection
+
+from analysis.filters import Filters
+from analysis.split_options import SplitOptions, parse_job_range, parse_plan_duration_s
+from app.api.deps import ConnDep
+from app.api.params import FiltersDep
+from app.db.projects import Project
+from app.pages.common import PageProject, project_context, render
+from app.project_reads import FrameCache
+from app.recommend import load_history, machines_recommendation, split_recommendation
+from dashboards.split_gantt import split_gantt_figure
+from dashboards.theme import figure_html
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/p/{slug}/recommendations", response_class=HTMLResponse)
+def recommendations_page(
+    request: Request,
+    project: PageProject,
+    conn: ConnDep,
+    filters: FiltersDep,
+    jobs: str = "2-6",
+    granularity: str = "auto",
+    objective: str = "wait",
+    overhead: str | None = None,
+    budget: str | None = None,
+    cell: str | None = None,
+) -> Any:
+    """The split plan as a before/after Gantt, machine sizing, and the config to copy."""
+    plan: dict[str, Any] | None = None
+    machines: dict[str, Any] | None = None
+    error: str | None = None
+    machines_error: str | None = None
+    try:
+        options = SplitOptions(
+            jobs=parse_job_range(jobs),
+            granularity=granularity,  # type: ignore[arg-type]
+            overhead_s=parse_plan_duration_s(overhead),
+            budget_s=parse_plan_duration_s(budget),
+            objective=objective,  # type: ignore[arg-type]
+        )
+    except ValueError as exc:
+        error = str(exc)
+    else:
+        # The answer only changes with the data, the question and the project's catalogue.
+        key = (
+            "recommendations",
+            repr(filters),
+            repr(options),
+            cell,
+            project.catalogue,
+            project.catalogue_toml,
+        )
+        plan, error, machines, machines_error = FrameCache.for_project(conn, project.id).get(
+            key,
+            lambda: _plan_and_machines(conn, project, filters, options, cell or None),
+            # A plan cut short by the time limit is shown but never kept.
+            keep=lambda answer: answer[0] is None or bool(answer[0].get("complete", True)),
+        )
+    context = project_context(
+        request,
+        conn,
+        project,
+        "recommendations",
+        plan=plan,
+        error=error,
+        form={
+            "jobs": jobs,
+            "granularity": granularity,
+            "objective": objective,
+            "overhead": overhead or "",
+            "budget": budget or "",
+            "cell": cell or "",
+        },
+        gantt=figure_html(split_gantt_figure(plan), "fig-gantt") if plan else None,
+        machines=machines,
+        machines_error=machines_error,
+    )
+    return render(request, "recommendations.html", context)
+
+
+def _plan_and_machines(
+    conn: Connection, project: Project, filters: Filters, options: SplitOptions, cell: str | None
+) -> tuple[dict[str, Any] | None, str | None, dict[str, Any] | None, str | None]:
+    """(plan, its error, machine sizing, its error) for the recommendations page."""
+    try:
+        history = load_history(conn, project, filters, one_cell=True, cell=cell)
+        plan = split_recommendation(
+            conn, project, filters, options=options, cell=cell, history=history
+        )
+    except ValueError as exc:  # RecommendationError and CatalogueError are ValueErrors
+        return None, str(exc), None, None
+    try:
+        # Sizing the proposed jobs re-plans the split: only worth it when there is one.
+        machines = machines_recommendation(
+            conn,
+            project,
+            filters,
+            cell=plan["cell"],
+            split_options=options if plan["verdict"] == "split" else None,
+            history=history,
+        )
+    except ValueError as exc:
+        return plan, None, None, str(exc)
+    return plan, None, machines, None

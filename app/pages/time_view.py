@@ -1,0 +1,88 @@
+"""Where the time goes: treemap, Pareto of files, shares by marker/job/label, phases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+from sqlalchemy import Connection
+
+from analysis.filters import Filters
+from analysis.rollups import Rollup
+from app.api.deps import ConnDep
+from app.api.params import FiltersDep
+from app.pages.common import TABLE_ROWS, PageProject, project_context, render
+from app.project_reads import FrameCache, project_rollup
+from dashboards.theme import figure_html
+from dashboards.time_split import pareto_figure, phase_figure, share_figure, treemap_figure
+
+router = APIRouter(include_in_schema=False)
+
+# Treemap sizes: enough to see the structure, few enough for a browser to lay out quickly.
+TREEMAP_FILES = 40
+TREEMAP_FUNCTIONS = 300
+TREEMAP_TESTS = 600
+
+
+def _label_rollups(
+    conn: Connection,
+    project_id: int,
+    filters: Filters,
+    label_pairs: list[str],
+    cache: FrameCache | None = None,
+) -> dict[str, Rollup]:
+    keys = sorted({pair.split("=", 1)[0] for pair in label_pairs})
+    return {
+        key: project_rollup(conn, project_id, filters, by=f"label:{key}", cache=cache)
+        for key in keys
+    }
+
+
+@router.get("/p/{slug}/time", response_class=HTMLResponse)
+def time_page(request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep) -> Any:
+    """Where the time goes: treemap, Pareto of files, shares by marker/job/label, phases."""
+    cache = FrameCache.for_project(conn, project.id)
+    files = project_rollup(conn, project.id, filters, by="file", cache=cache)
+    functions = project_rollup(
+        conn,
+        project.id,
+        filters,
+        by="function",
+        within="file",
+        limit=TREEMAP_FUNCTIONS,
+        cache=cache,
+    )
+    tests = project_rollup(
+        conn, project.id, filters, by="test", within="function", limit=TREEMAP_TESTS, cache=cache
+    )
+    markers = project_rollup(conn, project.id, filters, by="marker", cache=cache)
+    jobs = project_rollup(conn, project.id, filters, by="job", cache=cache)
+    context = project_context(request, conn, project, "time")
+    labels = _label_rollups(conn, project.id, filters, context["choices"]["label"], cache)
+    grand = files.grand_total_s
+    phases = {p: float(files.rows[p].sum(min_count=1)) for p in ("setup_s", "call_s", "teardown_s")}
+    share_figures = [
+        figure_html(share_figure(markers.rows, title="Share by marker"), "fig-markers"),
+        figure_html(share_figure(jobs.rows, title="Share by job"), "fig-jobs"),
+    ] + [
+        # The element id is an index: a label key is report data (figure_html refuses names).
+        figure_html(share_figure(r.rows, title=f"Share by {key}"), f"fig-label-{index}")
+        for index, (key, r) in enumerate(labels.items())
+    ]
+    context.update(
+        files=files,
+        file_rows=files.rows.head(TABLE_ROWS).to_dict(orient="records"),
+        function_rows=functions.rows.head(TABLE_ROWS).to_dict(orient="records"),
+        phases=phases,
+        treemap=figure_html(
+            treemap_figure(
+                files.rows.head(TREEMAP_FILES), functions.rows, tests.rows, grand_total_s=grand
+            ),
+            "fig-treemap",
+        ),
+        pareto=figure_html(pareto_figure(files.rows, grand_total_s=grand), "fig-pareto"),
+        phase_chart=figure_html(phase_figure(files.rows), "fig-phases"),
+        share_figures=share_figures,
+    )
+    return render(request, "time.html", context)

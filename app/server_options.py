@@ -1,0 +1,24 @@
+"""How uvicorn is configured to serve laptime: one place for `laptime serve` and the tests.
+
+A request head larger than MAX_HEADER_BYTES is answered 431 by app.api.header_limit. For that
+answer to reach the client, h11 must first read the whole head: its own limit (16 KiB by
+default) makes it drop the connection mid-upload, which the client sees as a reset. So h11
+buffers up to HEAD_BUFFER_BYTES per connection; a head past even that is answered 400 and
+closed by uvicorn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Largest request head (request line + headers) the app answers; browsers send < 16 KiB.
+MAX_HEADER_BYTES = 64 * 1024
+# Largest head h11 reads before giving up on the connection: a 1 MiB header (what a proxy or
+# a broken client may send) gets its 431. Each connection may buffer this much, so it stays
+# small: 1,000 idle connections half-way through a head hold at most ~1 GiB.
+HEAD_BUFFER_BYTES = 1024 * 1024 + MAX_HEADER_BYTES
+
+
+def uvicorn_options() -> dict[str, Any]:
+    """Keyword arguments for uvicorn.Config / uvicorn.run besides app, host and port."""
+    return {"http": "h11", "h11_max_incomplete_event_size": HEAD_BUFFER_BYTES}
