@@ -14,10 +14,9 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-async def healthz() -> dict[str, str]:
+def healthz() -> dict[str, str]:
     """Liveness: the process answers. Touches no database, so it stays up during an outage
-    (restarting the API would not bring Postgres back). Async on purpose: it does no I/O, and a
-    thread pool full of requests waiting on the database must not make it time out."""
+    (restarting the API would not bring Postgres back)."""
     return {"status": "ok"}
 
 
