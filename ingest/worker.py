@@ -18,13 +18,20 @@ import logging
 import os
 import socket
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
-from ingest.failures import Backoff, describe, is_input_fault, is_transient
+from ingest.failures import (
+    Backoff,
+    describe,
+    is_input_fault,
+    is_resource_shortage,
+    is_transient,
+)
 from ingest.heartbeat import Heartbeat, take_over_stale_claims
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, ReportParseError
@@ -57,6 +64,10 @@ class WorkerConfig:
     lease_s: float = 60.0
     backoff_first_s: float = 0.5
     backoff_cap_s: float = 10.0
+    # Free retries of one upload after a resource shortage (disk full, out of memory); past
+    # them each try spends an attempt, so an upload that itself causes the shortage fails
+    # after max_attempts instead of holding the head of the queue forever.
+    resource_retries: int = 10
 
 
 class ShutdownRequested(KeyboardInterrupt):
@@ -290,11 +301,13 @@ def drain(
     *,
     heartbeat: Heartbeat | None = None,
     stop: threading.Event | None = None,
+    shortages: Counter[int] | None = None,
 ) -> int:
     """Process uploads until the queue is empty (or `stop`); returns how many were processed.
 
     Raises TransientFailure when the database fails for a reason of the moment: the claim
-    rolled back, its attempt is given back (or listed for later if the database is gone).
+    rolled back, its attempt is given back (or listed for later if the database is gone),
+    unless `shortages` counts more than `resource_retries` of them for that upload.
     """
     processed = 0
     while stop is None or not stop.is_set():
@@ -304,6 +317,9 @@ def drain(
             exc = failed.__cause__ or failed
             KNOWN_TESTS.clear()  # the rollback undid what it remembers
             if is_transient(exc):
+                if _spends_attempt(failed.upload_id, exc, shortages, config):
+                    _record_error(side, failed.attempt_id, describe(exc))
+                    raise TransientFailure(describe(exc), []) from exc
                 pending = [failed.attempt_id]
                 _forget_attempts(side, pending)
                 raise TransientFailure(describe(exc), pending) from exc
@@ -323,8 +339,24 @@ def drain(
             raise
         if upload_id is None:
             return processed
+        if shortages is not None:
+            shortages.pop(upload_id, None)
         processed += 1
     return processed
+
+
+def _spends_attempt(
+    upload_id: int, exc: BaseException, shortages: Counter[int] | None, config: WorkerConfig
+) -> bool:
+    """Whether this transient failure counts as an attempt: a resource shortage past the
+    upload's free retries does (the count starts again for the next attempt)."""
+    if shortages is None or not is_resource_shortage(exc):
+        return False
+    shortages[upload_id] += 1
+    if shortages[upload_id] <= config.resource_retries:
+        return False
+    del shortages[upload_id]
+    return True
 
 
 def _record_error(side: psycopg.Connection[Any], attempt_id: int, error: str) -> None:
@@ -352,10 +384,11 @@ def run_worker(dsn: str, config: WorkerConfig, stop: threading.Event) -> None:
     heartbeat.start()
     backoff = Backoff(config.backoff_first_s, config.backoff_cap_s)
     given_back: list[int] = []  # attempts to give back once the database answers again
+    shortages: Counter[int] = Counter()  # resource shortages per upload, see resource_retries
     try:
         while not stop.is_set():
             try:
-                _serve_queue(dsn, name, config, stop, heartbeat, backoff, given_back)
+                _serve_queue(dsn, name, config, stop, heartbeat, backoff, given_back, shortages)
             except TransientFailure as exc:
                 given_back.extend(exc.attempt_ids)
                 detail = str(exc)
@@ -386,6 +419,7 @@ def _serve_queue(
     heartbeat: Heartbeat,
     backoff: Backoff,
     given_back: list[int],
+    shortages: Counter[int],
 ) -> None:
     with (
         _connect(dsn, name) as conn,
@@ -396,7 +430,7 @@ def _serve_queue(
         listener.execute(f"LISTEN {CHANNEL}")
         _forget_attempts(side, given_back)
         while not stop.is_set():
-            drain(conn, side, config, heartbeat=heartbeat, stop=stop)
+            drain(conn, side, config, heartbeat=heartbeat, stop=stop, shortages=shortages)
             backoff.reset()
             if take_over_stale_claims(side, me=name, lease_s=config.lease_s):
                 continue

@@ -123,3 +123,67 @@ def test_finished_at_is_when_the_ingest_ended(private_db: str) -> None:
         upload_id,
     )
     assert finished - int(started.timestamp() * 1000) >= 300
+
+
+def test_a_shortage_one_upload_keeps_causing_does_not_hold_the_queue(private_db: str) -> None:
+    # Disk full on every try of one upload (as a report too big for the disk would): after
+    # `resource_retries` free retries each try spends an attempt, so it fails for good and
+    # the upload queued behind it is ingested.
+    with psycopg.connect(sqlalchemy_to_dsn(private_db), autocommit=True) as conn:
+        conn.execute(
+            """
+            CREATE FUNCTION fault_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.job = 'poison' THEN
+                    RAISE EXCEPTION 'injected disk full' USING ERRCODE = '53100';
+                END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER fault_poison BEFORE INSERT ON run
+                FOR EACH ROW EXECUTE FUNCTION fault_poison();
+            """
+        )
+    poison = queue_upload(private_db, junit_xml(5, seed=1), job="poison")
+    healthy = queue_upload(private_db, junit_xml(5, seed=2), job="healthy")
+    stop = threading.Event()
+    config = WorkerConfig(
+        poll_s=0.2, heartbeat_s=0.2, backoff_first_s=0.01, backoff_cap_s=0.05,
+        resource_retries=2, name=f"poison-{uuid.uuid4().hex[:6]}",
+    )  # fmt: skip
+    worker = threading.Thread(target=run_worker, args=(sqlalchemy_to_dsn(private_db), config, stop))
+    worker.start()
+    try:
+        wait_for(
+            lambda: scalar(private_db, "SELECT count(*) FROM upload WHERE status <> 'queued'") == 2,
+            what="the poison upload failed and the healthy one done",
+        )
+    finally:
+        stop.set()
+        worker.join(timeout=15)
+    failed = _status(private_db, poison)
+    assert (failed["status"], failed["error_code"], failed["attempts"]) == (
+        "failed",
+        "ingest-gave-up",
+        3,
+    )
+    assert "53100" in failed["error_detail"]
+    assert _status(private_db, healthy)["status"] == "done"
+
+
+def test_processing_only_while_a_live_worker_holds_the_claim(private_db: str) -> None:
+    upload_id = queue_upload(private_db, junit_xml(3), job="claimed")
+    with psycopg.connect(sqlalchemy_to_dsn(private_db), autocommit=True) as conn:
+        # A worker claimed it and died: its attempt stays, nobody is ingesting it.
+        conn.execute(
+            "INSERT INTO upload_attempt (upload_id, worker) VALUES (%s, 'gone:1')", (upload_id,)
+        )
+        doc = _status(private_db, upload_id)
+        assert (doc["status"], doc["attempts"]) == ("queued", 1)
+        conn.execute(
+            "INSERT INTO worker_heartbeat (name, host, pid, state, upload_id, seen_at) "
+            "VALUES ('gone:1', 'h', 1, 'ingesting', %s, clock_timestamp() - interval '1 hour')",
+            (upload_id,),
+        )
+        assert _status(private_db, upload_id)["status"] == "queued"  # its heartbeat is stale
+        conn.execute("UPDATE worker_heartbeat SET seen_at = clock_timestamp()")
+        assert _status(private_db, upload_id)["status"] == "processing"
