@@ -1,30 +1,41 @@
-"""The upload client: CI metadata detection and `POST /api/v1/uploads` with retries.
+"""The uploader: `POST /api/v1/uploads` with jittered, bounded retries, and the status calls.
 
-Used by `laptime upload` and by the pytest plugin's `--laptime-upload`; the multipart field
-names here are a stable contract with the server (app/api).
+Used by `laptime-ci upload`, the server's `laptime upload` and the pytest plugin's
+`--laptime-upload`; the multipart field names are a stable contract with the server (app/api).
 """
 
 from __future__ import annotations
 
+import email.utils
 import gzip
 import hashlib
+import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, Callable
 
-import httpx
-
-# Re-exported: the client's callers parse `--label k=v` with the same rules as the server.
-from app.labels import parse_labels as parse_labels
+from laptime_ci import http
+from laptime_ci.ci_env import detect_ci
+from laptime_ci.labels import parse_labels
 
 UPLOADS_PATH = "/api/v1/uploads"
 GZIP_MAGIC = b"\x1f\x8b"
 FINAL_STATUSES = ("done", "failed")
+# The whole upload, every retry and wait included, stays under this by default: a CI job
+# must not hang on an unhealthy server.
+DEFAULT_MAX_TOTAL_S = 60.0
+# Statuses worth retrying: the server (or a proxy) says "later", not "never".
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+ReportFile = tuple[str, bytes]
+Sleep = Callable[[float], None]
 
 
 class UploadError(Exception):
-    """The server refused the upload (4xx) or kept failing after every retry."""
+    """The server refused the upload (4xx) or kept failing until the retry budget ran out."""
 
     def __init__(self, message: str, *, status_code: int | None = None) -> None:
         super().__init__(message)
@@ -81,54 +92,17 @@ class UploadMetadata:
         return fields
 
 
-def _first(env: Mapping[str, str], *names: str) -> str | None:
-    for name in names:
-        value = env.get(name)
-        if value:
-            return value
-    return None
-
-
 def detect_ci_metadata(env: Mapping[str, str]) -> dict[str, str]:
-    """commit, branch, pipeline and job from GitHub Actions, GitLab CI, CircleCI or Buildkite.
+    """commit, branch, pipeline and job of the CI service running us (unknown keys left out).
 
-    Keys whose value the environment does not tell are left out.
+    A re-run attempt is a new pipeline run with its own wait time, so the attempt joins the
+    pipeline id.
     """
-    found: dict[str, str | None]
-    if env.get("GITHUB_ACTIONS") == "true" or "GITHUB_RUN_ID" in env:
-        run_id = env.get("GITHUB_RUN_ID")
-        attempt = env.get("GITHUB_RUN_ATTEMPT")
-        found = {
-            "commit": env.get("GITHUB_SHA"),
-            # GITHUB_REF_NAME is "123/merge" on pull requests; the head ref is the branch.
-            "branch": _first(env, "GITHUB_HEAD_REF", "GITHUB_REF_NAME"),
-            # A re-run attempt is a new pipeline run with its own wait time.
-            "pipeline": f"{run_id}-{attempt}" if run_id and attempt else run_id,
-            "job": env.get("GITHUB_JOB"),
-        }
-    elif env.get("GITLAB_CI") == "true" or "CI_PIPELINE_ID" in env:
-        found = {
-            "commit": env.get("CI_COMMIT_SHA"),
-            "branch": env.get("CI_COMMIT_REF_NAME"),
-            "pipeline": env.get("CI_PIPELINE_ID"),
-            "job": env.get("CI_JOB_NAME"),
-        }
-    elif env.get("CIRCLECI") == "true" or "CIRCLE_WORKFLOW_ID" in env:
-        found = {
-            "commit": env.get("CIRCLE_SHA1"),
-            "branch": env.get("CIRCLE_BRANCH"),
-            "pipeline": env.get("CIRCLE_WORKFLOW_ID"),
-            "job": env.get("CIRCLE_JOB"),
-        }
-    elif env.get("BUILDKITE") == "true" or "BUILDKITE_BUILD_ID" in env:
-        found = {
-            "commit": env.get("BUILDKITE_COMMIT"),
-            "branch": env.get("BUILDKITE_BRANCH"),
-            "pipeline": env.get("BUILDKITE_BUILD_ID"),
-            "job": _first(env, "BUILDKITE_LABEL", "BUILDKITE_STEP_KEY"),
-        }
-    else:
-        found = {}
+    info = detect_ci(env)
+    pipeline = info.pipeline
+    if pipeline and info.run_attempt:
+        pipeline = f"{pipeline}-{info.run_attempt}"
+    found = {"commit": info.commit, "branch": info.branch, "pipeline": pipeline, "job": info.job}
     return {key: value for key, value in found.items() if value}
 
 
@@ -156,7 +130,7 @@ def gzipped(data: bytes) -> bytes:
     return gzip.compress(data, compresslevel=6, mtime=0)
 
 
-def default_idempotency_key(files: Sequence[tuple[str, bytes]], metadata: UploadMetadata) -> str:
+def default_idempotency_key(files: Sequence[ReportFile], metadata: UploadMetadata) -> str:
     """A key from pipeline, job, machine, labels and the reports' content: the same upload
     retried is one upload, while matrix cells sending identical bytes stay apart."""
     digest = hashlib.sha256()
@@ -172,152 +146,182 @@ def default_idempotency_key(files: Sequence[tuple[str, bytes]], metadata: Upload
     return digest.hexdigest()[:40]
 
 
-def _server_message(response: httpx.Response) -> str:
+def multipart_body(
+    fields: Sequence[tuple[str, str]], files: Sequence[tuple[str, str, bytes]]
+) -> tuple[bytes, str]:
+    """multipart/form-data bytes and their Content-Type from text fields and (field, name,
+    bytes) files."""
+    boundary = f"laptime-{uuid.uuid4().hex}"
+    parts: list[bytes] = []
+    for name, value in fields:
+        head = f'--{boundary}\r\nContent-Disposition: form-data; name="{_quoted(name)}"\r\n\r\n'
+        parts.append(head.encode() + value.encode() + b"\r\n")
+    for name, filename, data in files:
+        head = (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="{_quoted(name)}"; '
+            f'filename="{_quoted(filename)}"\r\nContent-Type: application/gzip\r\n\r\n'
+        )
+        parts.append(head.encode() + data + b"\r\n")
+    parts.append(f"--{boundary}--\r\n".encode())
+    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+
+
+def _quoted(text: str) -> str:
+    # A file name is the user's; quotes and line breaks would end the header early.
+    return text.replace("\\", "\\\\").replace('"', "%22").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def retry_after_s(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """Retry-After in seconds (delta-seconds or an HTTP date); None when absent or unreadable."""
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
     try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and "detail" in body:
-        detail = body["detail"]
-        if isinstance(detail, list):  # FastAPI validation errors: a list of {loc, msg}
-            parts = [
-                f"{'.'.join(str(p) for p in item.get('loc', []))}: {item.get('msg')}"
-                if isinstance(item, dict)
-                else str(item)
-                for item in detail
-            ]
-            return "; ".join(parts)
-        return str(detail)
-    text = response.text.strip()
-    return text[:500] or response.reason_phrase
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
 
 
-def _retry_delays(retries: int, backoff_s: float) -> list[float]:
-    return [backoff_s * (2**attempt) for attempt in range(retries)]
+def backoff_delays(
+    retries: int, backoff_s: float, rng: Callable[[], float] = random.random
+) -> list[float]:
+    """Jittered exponential delays: attempt n waits backoff * 2**n scaled by [0.5, 1)."""
+    return [backoff_s * (2**n) * (0.5 + rng() / 2) for n in range(retries)]
 
 
 def upload_reports(
-    files: Sequence[tuple[str, bytes]],
+    files: Sequence[ReportFile],
     *,
     url: str,
     token: str,
     metadata: UploadMetadata,
     retries: int = 4,
     backoff_s: float = 0.5,
-    timeout_s: float = 60,
-    sleep: Callable[[float], None] = time.sleep,
+    timeout_s: float = 30,
+    max_total_s: float = DEFAULT_MAX_TOTAL_S,
+    sleep: Sleep = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    rng: Callable[[], float] = random.random,
 ) -> dict[str, Any]:
-    """POST the reports (gzipped) as one upload; retries connection errors and 5xx.
+    """POST the reports (gzipped) as one upload; returns the server's JSON answer.
 
-    Returns the server's JSON answer; raises UploadError on a 4xx or when retries run out.
+    Connection errors, 429 and 5xx are retried with jittered exponential backoff (a
+    Retry-After header wins) while the next try still fits in `max_total_s`; raises
+    UploadError on any other 4xx or when the retries or the time run out.
     """
     if not files:
         raise UploadError("nothing to upload")
     if metadata.idempotency_key is None:
         metadata = replace(metadata, idempotency_key=default_idempotency_key(files, metadata))
-    multipart = [
-        (
-            "file",
-            (name if name.endswith(".gz") else f"{name}.gz", gzipped(data), "application/gzip"),
-        )
-        for name, data in files
-    ]
+    body, content_type = multipart_body(
+        metadata.form_fields(),
+        [
+            ("file", name if name.endswith(".gz") else f"{name}.gz", gzipped(data))
+            for name, data in files
+        ],
+    )
     endpoint = url.rstrip("/") + UPLOADS_PATH
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-    form: dict[str, list[str]] = {}
-    for name, value in metadata.form_fields():
-        form.setdefault(name, []).append(value)
-    delays = _retry_delays(retries, backoff_s)
+    delays = backoff_delays(retries, backoff_s, rng)
+    deadline = clock() + max_total_s
     last_problem = "no attempt made"
-    with httpx.Client(timeout=timeout_s) as client:
-        for attempt in range(retries + 1):
-            try:
-                response = client.post(endpoint, headers=headers, data=form, files=multipart)
-            except httpx.TransportError as exc:
-                last_problem = f"cannot reach {endpoint}: {exc}"
-            else:
-                if response.status_code < 400:
-                    return _json_answer(response)
-                message = _server_message(response)
-                if response.status_code < 500:
-                    raise UploadError(
-                        f"upload refused ({response.status_code}): {message}",
-                        status_code=response.status_code,
-                    )
-                last_problem = f"server error ({response.status_code}): {message}"
-            if attempt < retries:
-                sleep(delays[attempt])
-    raise UploadError(f"upload failed after {retries + 1} attempts: {last_problem}")
+    attempts = 0
+    for attempt in range(retries + 1):
+        attempts += 1
+        remaining = deadline - clock()
+        wait_hint: float | None = None
+        try:
+            answer = http.request(
+                "POST",
+                endpoint,
+                token=token,
+                data=body,
+                content_type=content_type,
+                timeout_s=max(1.0, min(timeout_s, remaining)),
+            )
+        except http.Unreachable as exc:
+            last_problem = str(exc)
+        else:
+            if answer.status < 400:
+                return _json_object(answer)
+            if answer.status not in RETRY_STATUSES and answer.status < 500:
+                raise UploadError(
+                    f"upload refused ({answer.status}): {answer.message()}",
+                    status_code=answer.status,
+                )
+            last_problem = f"server error ({answer.status}): {answer.message()}"
+            wait_hint = retry_after_s(answer.headers)
+        if attempt == retries:
+            break
+        delay = delays[attempt] if wait_hint is None else wait_hint
+        if clock() + delay >= deadline:
+            last_problem += f" (next try in {delay:.1f} s would pass the {max_total_s:g} s budget)"
+            break
+        sleep(delay)
+    raise UploadError(f"upload failed after {attempts} attempts: {last_problem}")
 
 
-def _json_answer(response: httpx.Response) -> dict[str, Any]:
-    try:
-        body = response.json()
-    except ValueError as exc:
+def _json_object(answer: http.Answer) -> dict[str, Any]:
+    if not isinstance(answer.body, dict):
         raise UploadError(
-            f"server answered {response.status_code} without JSON", status_code=response.status_code
-        ) from exc
-    if not isinstance(body, dict):
-        raise UploadError("server answer is not a JSON object", status_code=response.status_code)
-    return body
-
-
-def fetch_upload(
-    upload_url: str, *, token: str, timeout_s: float = 30, client: httpx.Client | None = None
-) -> dict[str, Any]:
-    """GET one upload's status document; raises UploadError on a 4xx/5xx answer."""
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-    owned = client is None
-    session = client if client is not None else httpx.Client(timeout=timeout_s)
-    try:
-        response = session.get(upload_url, headers=headers)
-    except httpx.TransportError as exc:
-        raise UploadError(f"cannot reach {upload_url}: {exc}") from exc
-    finally:
-        if owned:
-            session.close()
-    if response.status_code >= 400:
-        raise UploadError(
-            f"status query failed ({response.status_code}): {_server_message(response)}",
-            status_code=response.status_code,
+            f"server answered {answer.status} without a JSON object", status_code=answer.status
         )
-    return _json_answer(response)
+    return answer.body
+
+
+def fetch_upload(upload_url: str, *, token: str, timeout_s: float = 30) -> dict[str, Any]:
+    """GET one upload's status document; raises UploadError on a 4xx/5xx or no answer."""
+    try:
+        answer = http.request("GET", upload_url, token=token, timeout_s=timeout_s)
+    except http.Unreachable as exc:
+        raise UploadError(str(exc)) from exc
+    if answer.status >= 400:
+        raise UploadError(
+            f"status query failed ({answer.status}): {answer.message()}", status_code=answer.status
+        )
+    return _json_object(answer)
 
 
 def wait_for_upload(
     url: str,
-    upload_id: int | str,
+    upload_id: Any,
     *,
     token: str,
     poll_s: float = 1.0,
     timeout_s: float = 600,
     on_status: Callable[[dict[str, Any]], None] | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Sleep = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
     """Poll `GET /api/v1/uploads/{id}` until done or failed; returns the last answer.
 
-    Transient connection errors and 5xx are retried until the timeout; raises UploadError
-    on timeout or a 4xx.
+    Transient errors and 5xx are retried until the timeout; raises UploadError on timeout or
+    a 4xx.
     """
     upload_url = f"{url.rstrip('/')}{UPLOADS_PATH}/{upload_id}"
     deadline = clock() + timeout_s
-    with httpx.Client(timeout=min(30.0, timeout_s)) as client:
-        while True:
-            try:
-                answer = fetch_upload(upload_url, token=token, client=client)
-            except UploadError as exc:
-                if exc.status_code is not None and exc.status_code < 500:
-                    raise
-                answer = None
-            if answer is not None:
-                if on_status is not None:
-                    on_status(answer)
-                if answer.get("status") in FINAL_STATUSES:
-                    return answer
-            if clock() + poll_s > deadline:
-                raise UploadError(f"upload {upload_id} not finished after {timeout_s:g} s")
-            sleep(poll_s)
+    while True:
+        try:
+            answer: dict[str, Any] | None = fetch_upload(
+                upload_url, token=token, timeout_s=min(30.0, timeout_s)
+            )
+        except UploadError as exc:
+            if exc.status_code is not None and exc.status_code < 500:
+                raise
+            answer = None
+        if answer is not None:
+            if on_status is not None:
+                on_status(answer)
+            if answer.get("status") in FINAL_STATUSES:
+                return answer
+        if clock() + poll_s > deadline:
+            raise UploadError(f"upload {upload_id} not finished after {timeout_s:g} s")
+        sleep(poll_s)
 
 
 def retry_upload(url: str, upload_id: int, *, token: str, timeout_s: float = 30) -> dict[str, Any]:
@@ -326,14 +330,12 @@ def retry_upload(url: str, upload_id: int, *, token: str, timeout_s: float = 30)
     Returns the server's answer; raises UploadError when refused or unreachable.
     """
     endpoint = f"{url.rstrip('/')}{UPLOADS_PATH}/{upload_id}/retry"
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
     try:
-        response = httpx.post(endpoint, headers=headers, timeout=timeout_s)
-    except httpx.TransportError as exc:
-        raise UploadError(f"cannot reach {endpoint}: {exc}") from exc
-    if response.status_code >= 400:
+        answer = http.request("POST", endpoint, token=token, timeout_s=timeout_s)
+    except http.Unreachable as exc:
+        raise UploadError(str(exc)) from exc
+    if answer.status >= 400:
         raise UploadError(
-            f"retry refused ({response.status_code}): {_server_message(response)}",
-            status_code=response.status_code,
+            f"retry refused ({answer.status}): {answer.message()}", status_code=answer.status
         )
-    return _json_answer(response)
+    return _json_object(answer)
