@@ -197,3 +197,7 @@ def run() -> None:
 
 
 __all__: list[str] = ["main", "run"]
+
+
+if __name__ == "__main__":
+    run()
