@@ -58,8 +58,17 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("wheel")
     shutil.copytree(ROOT / "client", work / "client", ignore=shutil.ignore_patterns("*.egg-info"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(work / "client")]
-        + ["-w", str(work / "dist")],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            str(work / "client"),
+            "-w",
+            str(work / "dist"),
+        ],
         check=True,
         timeout=180,
         capture_output=True,
