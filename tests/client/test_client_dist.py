@@ -5,91 +5,20 @@ server gone (cache, then hash fallback)."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
 
 import httpx
-import pytest
 from sqlalchemy import Engine, text
 
+from tests.client.conftest import FAILING, run_pytest, write_user_project
 from tests.client.fake_server import fake_server
 from tests.conftest import LiveServer, ProjectFixture
 
-ROOT = Path(__file__).resolve().parents[2]
 MAX_WHEEL_BYTES = 200 * 1024
 SERVER_PACKAGES = ("app", "ingest", "analysis", "dashboards", "migrations")
-
-# A user's project: its own `app.client` and `ingest` shadow nothing of ours any more.
-PROJECT_FILES = {
-    "app/__init__.py": "",
-    "app/client.py": "def metadata_from_env():\n    return 'the user\\'s own'\n",
-    "ingest/__init__.py": "NAME = 'user ingest'\n",
-    "tests/__init__.py": "",
-    "tests/conftest.py": (
-        "import os\n\n"
-        "def pytest_runtest_call(item):\n"
-        "    with open(os.environ['RAN_LOG'], 'a') as log:\n"
-        "        log.write(item.nodeid + '\\n')\n"
-    ),
-    "tests/test_mine.py": (
-        "import pytest\n"
-        "from app.client import metadata_from_env\n"
-        "import ingest\n\n"
-        "@pytest.mark.parametrize('n', range(8))\n"
-        "def test_param(n):\n"
-        '    assert metadata_from_env() == "the user\'s own"\n\n'
-        "def test_ingest_is_mine():\n"
-        "    assert ingest.NAME == 'user ingest'\n\n"
-        "def test_broken():\n"
-        "    assert 0, 'a real failure'\n"
-    ),
-    "pytest.ini": "[pytest]\naddopts = -p no:cacheprovider\n",
-}
-FAILING = "tests/test_mine.py::test_broken"
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The client's wheel, built from a copy of client/ (the tree stays clean)."""
-    work = tmp_path_factory.mktemp("wheel")
-    shutil.copytree(ROOT / "client", work / "client", ignore=shutil.ignore_patterns("*.egg-info"))
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            str(work / "client"),
-            "-w",
-            str(work / "dist"),
-        ],
-        check=True,
-        timeout=180,
-        capture_output=True,
-    )
-    (built,) = (work / "dist").glob("laptime_ci-*.whl")
-    return built
-
-
-@pytest.fixture(scope="module")
-def ci_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with only pytest and the client installed; returns its python."""
-    venv = tmp_path_factory.mktemp("venv") / "v"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", "pytest", str(wheel)],
-        check=True,
-        timeout=300,
-        capture_output=True,
-    )
-    return python
 
 
 def test_wheel_holds_one_distinctive_package_and_no_dependencies(wheel: Path) -> None:
@@ -105,20 +34,6 @@ def test_wheel_holds_one_distinctive_package_and_no_dependencies(wheel: Path) ->
     assert "Requires-Python: >=3.9" in metadata
     assert b"laptime = laptime_ci.plugin" in entry_points
     assert b"laptime-ci = laptime_ci.cli:run" in entry_points
-
-
-def _run(
-    python: Path, project: Path, *args: str, env: dict[str, str]
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(python), "-m", "pytest", "-q", *args],
-        cwd=project,
-        env={"PATH": str(python.parent), "HOME": str(project), **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def _ran(log: Path) -> list[str]:
@@ -139,10 +54,8 @@ def test_user_project_uploads_and_shards_then_survives_the_outage(
     python = ci_venv
     pandas = subprocess.run([str(python), "-c", "import pandas"], capture_output=True, timeout=60)
     assert pandas.returncode != 0  # the client brought none of the server's dependencies
-    for name, body in PROJECT_FILES.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(body)
-    collected = _run(python, tmp_path, "--collect-only", env={})
+    write_user_project(tmp_path)
+    collected = run_pytest(python, tmp_path, "--collect-only", env={})
     nodeids = [line for line in collected.stdout.splitlines() if "::" in line]
     assert len(nodeids) == 10
     log = tmp_path / "ran.log"
@@ -156,7 +69,7 @@ def test_user_project_uploads_and_shards_then_survives_the_outage(
         "LAPTIME_READ_TOKEN": project.read_token,
         "LAPTIME_PROJECT": project.slug,
     }
-    done = _run(
+    done = run_pytest(
         python,
         tmp_path,
         "--laptime-report=r.json",
@@ -205,7 +118,7 @@ def test_user_project_uploads_and_shards_then_survives_the_outage(
             shard_cache.unlink(missing_ok=True)
             if cached is not None:
                 shard_cache.write_bytes(cached)
-            done = _run(
+            done = run_pytest(
                 python, tmp_path, "--laptime-upload", f"--laptime-shard={index}/3", env=offline
             )
             ran = _ran(log)
