@@ -14,6 +14,7 @@ import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from laptime_ci import http
@@ -91,7 +92,11 @@ def fetch_server_split(
     if not (server.url and server.token and server.project):
         raise PlanUnavailable("no server configured (LAPTIME_URL, LAPTIME_PROJECT, token)")
     slug = urllib.parse.quote(server.project, safe="")
-    endpoint = f"{server.url.rstrip('/')}/api/v1/projects/{slug}/shards?total={total}"
+    # History up to yesterday (UTC) only: the shards of one pipeline ask minutes apart, and
+    # an upload landing in between (a sibling shard's) must not change the plan under them.
+    until = (datetime.now(timezone.utc).date() - timedelta(days=1)).isoformat()
+    query = urllib.parse.urlencode({"total": total, "until": until})
+    endpoint = f"{server.url.rstrip('/')}/api/v1/projects/{slug}/shards?{query}"
     try:
         answer = http.request(
             "POST",
