@@ -274,17 +274,22 @@ def _json_object(answer: http.Answer) -> dict[str, Any]:
     return answer.body
 
 
-def fetch_upload(upload_url: str, *, token: str, timeout_s: float = 30) -> dict[str, Any]:
-    """GET one upload's status document; raises UploadError on a 4xx/5xx or no answer."""
+def _call(method: str, endpoint: str, *, token: str, what: str, timeout_s: float) -> dict[str, Any]:
+    """One status-style request: its JSON object, or UploadError naming `what` failed."""
     try:
-        answer = http.request("GET", upload_url, token=token, timeout_s=timeout_s)
+        answer = http.request(method, endpoint, token=token, timeout_s=timeout_s)
     except http.Unreachable as exc:
         raise UploadError(str(exc)) from exc
     if answer.status >= 400:
         raise UploadError(
-            f"status query failed ({answer.status}): {answer.message()}", status_code=answer.status
+            f"{what} ({answer.status}): {answer.message()}", status_code=answer.status
         )
     return _json_object(answer)
+
+
+def fetch_upload(upload_url: str, *, token: str, timeout_s: float = 30) -> dict[str, Any]:
+    """GET one upload's status document; raises UploadError on a 4xx/5xx or no answer."""
+    return _call("GET", upload_url, token=token, what="status query failed", timeout_s=timeout_s)
 
 
 def wait_for_upload(
@@ -330,12 +335,4 @@ def retry_upload(url: str, upload_id: int, *, token: str, timeout_s: float = 30)
     Returns the server's answer; raises UploadError when refused or unreachable.
     """
     endpoint = f"{url.rstrip('/')}{UPLOADS_PATH}/{upload_id}/retry"
-    try:
-        answer = http.request("POST", endpoint, token=token, timeout_s=timeout_s)
-    except http.Unreachable as exc:
-        raise UploadError(str(exc)) from exc
-    if answer.status >= 400:
-        raise UploadError(
-            f"retry refused ({answer.status}): {answer.message()}", status_code=answer.status
-        )
-    return _json_object(answer)
+    return _call("POST", endpoint, token=token, what="retry refused", timeout_s=timeout_s)
