@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,9 @@ from laptime_ci.shards import (
     plan_shard,
     save_durations,
 )
+
+WORKEROUTPUT_NOTES = "laptime_shard_notes"
+WORKEROUTPUT_LABELS = "laptime_shard_labels"
 
 
 class ShardSelector:
@@ -67,12 +71,29 @@ class ShardSelector:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Merge this run's seconds into the cache (a worker leaves it to the controller)."""
-        if self.seconds and not hasattr(session.config, "workerinput"):
+        """Merge this run's seconds into the cache; an xdist worker instead hands its plan's
+        notes and labels to the controller, which alone writes and prints."""
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[WORKEROUTPUT_NOTES] = list(self.notes)
+            workeroutput[WORKEROUTPUT_LABELS] = dict(self.labels)
+            return
+        if self.seconds:
             try:
                 save_durations(self.cache_path, self.seconds)
             except OSError as exc:
                 self.notes.append(f"warning: cannot write {self.cache_path}: {exc}")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """Take a finished worker's plan notes (every worker planned the same) and labels."""
+        output = getattr(node, "workeroutput", None) or {}
+        for line in output.get(WORKEROUTPUT_NOTES) or []:
+            if line not in self.notes:
+                self.notes.append(str(line))
+        labels = output.get(WORKEROUTPUT_LABELS)
+        if isinstance(labels, dict):
+            self.labels.update({str(k): str(v) for k, v in labels.items()})
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Say which shard ran and which fallback planned it."""
