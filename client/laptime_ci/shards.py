@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from laptime_ci import http
+from laptime_ci import transport
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_CACHE = ".laptime/durations.json"
@@ -98,7 +98,7 @@ def fetch_server_split(
     query = urllib.parse.urlencode({"total": total, "until": until})
     endpoint = f"{server.url.rstrip('/')}/api/v1/projects/{slug}/shards?{query}"
     try:
-        answer = http.request(
+        answer = transport.request(
             "POST",
             endpoint,
             token=server.token,
@@ -106,7 +106,7 @@ def fetch_server_split(
             content_type="application/json",
             timeout_s=server.timeout_s,
         )
-    except http.Unreachable as exc:
+    except transport.Unreachable as exc:
         raise PlanUnavailable(str(exc)) from exc
     if answer.status >= 400:
         raise PlanUnavailable(f"server answered {answer.status}: {answer.message()}")

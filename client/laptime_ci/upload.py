@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from laptime_ci import http
+from laptime_ci import transport
 from laptime_ci.ci_env import detect_ci
 from laptime_ci.labels import parse_labels
 
@@ -236,7 +236,7 @@ def upload_reports(
         remaining = deadline - clock()
         wait_hint: float | None = None
         try:
-            answer = http.request(
+            answer = transport.request(
                 "POST",
                 endpoint,
                 token=token,
@@ -244,7 +244,7 @@ def upload_reports(
                 content_type=content_type,
                 timeout_s=max(1.0, min(timeout_s, remaining)),
             )
-        except http.Unreachable as exc:
+        except transport.Unreachable as exc:
             last_problem = str(exc)
         else:
             if answer.status < 400:
@@ -266,7 +266,7 @@ def upload_reports(
     raise UploadError(f"upload failed after {attempts} attempts: {last_problem}")
 
 
-def _json_object(answer: http.Answer) -> dict[str, Any]:
+def _json_object(answer: transport.Answer) -> dict[str, Any]:
     if not isinstance(answer.body, dict):
         raise UploadError(
             f"server answered {answer.status} without a JSON object", status_code=answer.status
@@ -277,8 +277,8 @@ def _json_object(answer: http.Answer) -> dict[str, Any]:
 def _call(method: str, endpoint: str, *, token: str, what: str, timeout_s: float) -> dict[str, Any]:
     """One status-style request: its JSON object, or UploadError naming `what` failed."""
     try:
-        answer = http.request(method, endpoint, token=token, timeout_s=timeout_s)
-    except http.Unreachable as exc:
+        answer = transport.request(method, endpoint, token=token, timeout_s=timeout_s)
+    except transport.Unreachable as exc:
         raise UploadError(str(exc)) from exc
     if answer.status >= 400:
         raise UploadError(
