@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from app.labels import parse_labels, split_label
+from laptime_ci.labels import parse_labels, split_label
 
 # Longest accepted value of each text field, in characters.
 FIELD_MAX_CHARS: dict[str, int] = {

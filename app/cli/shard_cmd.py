@@ -13,20 +13,18 @@ from analysis.estimate import estimate_durations
 from analysis.shards import assign_shards
 from analysis.split_plan import format_duration
 from app.cli.local_reports import load_local
+from laptime_ci.shards import read_collected
 
 FORMATS = ("auto", "junit", "durations", "laptime-json")
 
 
 def _read_collected(source: str) -> list[str]:
-    """Nodeids, one a line, as `pytest --collect-only -q` prints them (summary lines dropped)."""
+    """Nodeids, one a line, from a file or stdin ('-'), as `pytest --collect-only -q` prints."""
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except OSError as exc:
         raise click.ClickException(f"{source}: cannot read: {exc.strerror or exc}") from exc
-    # `-q` ends with a blank line and "N tests collected in 0.1s"; nodeids never hold spaces
-    # outside their parametrize brackets, so keep lines that look like nodeids.
-    lines = [line.strip() for line in text.splitlines()]
-    return [line for line in lines if line and ("::" in line or line.endswith(".py"))]
+    return read_collected(text)
 
 
 @click.command()
