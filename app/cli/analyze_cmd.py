@@ -28,6 +28,7 @@ from app.cli.options import report_format_option
 @click.option("--limit", type=int, default=20, show_default=True, help="Rows to show; 0 = all.")
 @click.option("--sort", default="total_s", show_default=True, help="Column to sort rows by.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the rows as CSV (empty = unknown).")
 @report_format_option
 @click.option("--job", "jobs", multiple=True, help="Keep only this job (file stem); repeatable.")
 @click.option("--marker", "markers", multiple=True, help="Keep tests with this marker.")
@@ -40,6 +41,7 @@ def analyze(
     limit: int,
     sort: str,
     as_json: bool,
+    as_csv: bool,
     fmt: str,
     jobs: tuple[str, ...],
     markers: tuple[str, ...],
@@ -68,6 +70,10 @@ def analyze(
     if as_json:
         click.echo(json.dumps(result.to_records(), indent=2))
         return
+    if as_csv:
+        # The same columns and spelling as GET /api/v1/projects/{slug}/rollups?format=csv.
+        click.echo(result.rows.to_csv(index=False), nl=False)
+        return
     _print_table(result)
 
 
@@ -77,7 +83,7 @@ def _print_table(result: Rollup) -> None:
     console = Console(width=width, soft_wrap=False)
     table = Table(title=f"Test time by {result.by}", title_justify="left")
     table.add_column(result.by, overflow="fold", min_width=24)
-    for name in ("runs", "total", "share", "mean", "p95", "max", "fail", "flaky", "tests"):
+    for name in ("runs", "total", "share", "mean", "p50", "p95", "max", "fail", "flaky", "tests"):
         table.add_column(name, justify="right", no_wrap=True)
     if result.within is not None:
         table.add_column(f"share of {result.within}", justify="right", no_wrap=True)
@@ -88,6 +94,7 @@ def _print_table(result: Rollup) -> None:
             format_duration(row["total_s"]),
             _percent(row["share"]),
             format_duration(row["mean_s"]),
+            format_duration(row["p50_s"]),
             format_duration(row["p95_s"]),
             format_duration(row["max_s"]),
             str(row["failures"]),
