@@ -14,6 +14,7 @@ from analysis.frames import facts_from_results
 from analysis.rollups import ROLLUP_DIMENSIONS, Rollup, check_dimension, rollup
 from app.cli.local_reports import load_local
 from app.cli.options import report_format_option
+from dashboards.humanize import percent_text
 
 
 @click.command()
@@ -92,7 +93,7 @@ def _print_table(result: Rollup) -> None:
             str(row["key"]),
             str(row["runs"]),
             format_duration(row["total_s"]),
-            _percent(row["share"]),
+            percent_text(row["share"]),
             format_duration(row["mean_s"]),
             format_duration(row["p50_s"]),
             format_duration(row["p95_s"]),
@@ -102,7 +103,7 @@ def _print_table(result: Rollup) -> None:
             str(row["tests"]),
         ]
         if result.within is not None:
-            cells.append(_percent(row["parent_share"]))
+            cells.append(percent_text(row["parent_share"]))
         table.add_row(*cells)
     console.print(table)
     shown = len(result.rows)
@@ -111,7 +112,3 @@ def _print_table(result: Rollup) -> None:
         f"{result.completeness.describe()}",
         highlight=False,
     )
-
-
-def _percent(share: float | None) -> str:
-    return "-" if share is None else f"{share * 100:.1f}%"
