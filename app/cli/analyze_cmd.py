@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from analysis.durations import format_duration
@@ -13,7 +12,7 @@ from analysis.filters import Filters, filter_facts, filter_runs
 from analysis.frames import facts_from_results
 from analysis.rollups import ROLLUP_DIMENSIONS, Rollup, check_dimension, rollup
 from app.cli.local_reports import load_local
-from app.cli.options import report_format_option
+from app.cli.options import report_console, report_format_option
 from dashboards.humanize import percent_text
 
 
@@ -79,9 +78,7 @@ def analyze(
 
 
 def _print_table(result: Rollup) -> None:
-    # Piped output is not a terminal; rich would squeeze it to 80 columns and fold the keys.
-    width = None if Console().is_terminal else 200
-    console = Console(width=width, soft_wrap=False)
+    console = report_console()
     table = Table(title=f"Test time by {result.by}", title_justify="left")
     table.add_column(result.by, overflow="fold", min_width=24)
     for name in ("runs", "total", "share", "mean", "p50", "p95", "max", "fail", "flaky", "tests"):
