@@ -181,6 +181,9 @@ def render(report: SizingReport, console: Console) -> None:
         console.print(
             f"[bold]{escape(job.job)}[/bold]: {escape(job.advice)}", highlight=False, soft_wrap=True
         )
+        console.print(
+            f"  memory need from: {job.memory_basis}", markup=False, highlight=False, soft_wrap=True
+        )
         for nodeid, peak in job.peak_tests:
             console.print(f"  peak {peak:.0f} MiB: {nodeid}", markup=False, highlight=False)
         for note in job.notes:
