@@ -98,7 +98,7 @@ def pages(slug: str) -> list[str]:
         f"/p/{slug}/recommendations",
         f"/p/{slug}/recommendations?jobs=1-3",
         f"/p/{slug}/reductions",
-        f"/p/{slug}/reductions?all=1",
+        f"/p/{slug}/reductions?show=all",
     ]
 
 
