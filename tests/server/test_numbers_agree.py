@@ -213,6 +213,59 @@ def test_cli_rest_and_page_agree_on_every_figure(
     assert compared > 5000
 
 
+def file_page_tables(
+    server: LiveServer, project: ProjectFixture, path: str
+) -> dict[str, list[list[str]]]:
+    response = httpx.get(
+        f"{server.url}/p/{project.slug}/files/{path}", params={"days": 7}, timeout=60
+    )
+    assert response.status_code == 200, response.text
+    doc = lxml.html.fromstring(response.text)
+    return {
+        table: [
+            [" ".join(td.text_content().split()) for td in tr.xpath("td")]
+            for tr in doc.xpath(f"//table[@id='{table}']/tbody/tr")
+        ]
+        for table in ("functions", "tests")
+    }
+
+
+def test_file_pages_agree_with_the_rest_rollups_of_their_file(
+    live_server: LiveServer, uploaded: ProjectFixture
+) -> None:
+    files = [r["key"] for r in rest(live_server, uploaded, by="file").json()["rows"]]
+    compared = 0
+    for path in files[:TABLE_ROWS]:
+        if path == "(unknown)":
+            continue
+        literal = "".join(f"[{c}]" if c in "[]*?" else c for c in path)
+        tables = file_page_tables(live_server, uploaded, path)
+        functions = rest(live_server, uploaded, by="function", within="file", file=literal)
+        for row, cells in zip(functions.json()["rows"], tables["functions"], strict=True):
+            shown = [
+                row["key"].rsplit("::", 1)[-1],
+                duration_text(row["total_s"]),
+                percent_text(row["parent_share"]),
+                count_text(row["tests"]),
+                duration_text(row["mean_s"]),
+            ]
+            assert cells == shown, (path, row["key"])
+            compared += len(shown)
+        tests = rest(live_server, uploaded, by="test", within="function", file=literal)
+        for row, cells in zip(tests.json()["rows"], tables["tests"], strict=False):
+            shown = [
+                row["key"].split("::", 1)[-1],
+                duration_text(row["total_s"]),
+                percent_text(row["parent_share"]),
+                duration_text(row["mean_s"]),
+                count_text(row["flaky"]),
+            ]
+            assert cells == shown, (path, row["key"])
+            compared += len(shown)
+    print(f"file page figures compared: {compared}")
+    assert compared > 300
+
+
 def test_the_issue_file_has_distinct_p50_p95_and_mean(
     live_server: LiveServer, uploaded: ProjectFixture
 ) -> None:
