@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from app.cli.main import cli
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.pages.conftest import Watched, watch
-from tests.server.test_upload_flow import upload, wait_done
+from tests.uploads import upload_all
 
 DUMP = os.environ.get("LAPTIME_TEST_DUMP")  # a folder to keep each page's text, for a look
 # Whole words only: a test may be called test_info.
@@ -71,17 +71,15 @@ def sparse_reports() -> dict[str, bytes]:
 @pytest.fixture(scope="module")
 def sparse(live_server: LiveServer, engine: Any) -> ProjectFixture:
     project = make_project(engine, public=True)
-    ids = []
-    for job, body in sparse_reports().items():
-        # One job on a catalogue machine (so machine sizing shows), the other on none.
-        machine = {"machine": "large"} if job == "unit" else {}
-        response = upload(
-            live_server, project.upload_token, [(f"{job}.xml", body)], job=job, **machine
-        )
-        assert response.status_code == 202, response.text
-        ids.append(response.json()["id"])
-    for upload_id in ids:
-        assert wait_done(live_server, project.upload_token, upload_id)["status"] == "done"
+    # One job on a catalogue machine (so machine sizing shows), the other on none.
+    upload_all(
+        live_server,
+        project.upload_token,
+        (
+            (f"{job}.xml", body, {"job": job, **({"machine": "large"} if job == "unit" else {})})
+            for job, body in sparse_reports().items()
+        ),
+    )
     return project
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.pages.conftest import Watched, watch
-from tests.server.test_upload_flow import upload, wait_done
+from tests.uploads import upload_all
 
 pytestmark = pytest.mark.browser
 
@@ -66,9 +66,7 @@ def report() -> bytes:
 @pytest.fixture(scope="module")
 def project(live_server: LiveServer, engine: Any) -> ProjectFixture:
     project = make_project(engine, public=True)
-    response = upload(live_server, project.upload_token, [("unit.json", report())], job="unit")
-    assert response.status_code == 202, response.text
-    assert wait_done(live_server, project.upload_token, response.json()["id"])["status"] == "done"
+    upload_all(live_server, project.upload_token, [("unit.json", report(), {"job": "unit"})])
     return project
 
 

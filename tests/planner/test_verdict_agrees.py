@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from app.cli.main import cli
 from tests.conftest import LiveServer, ProjectFixture, make_project
-from tests.server.test_upload_flow import upload, wait_done
+from tests.uploads import upload_all
 
 # Two files of 5 s each behind 90 s of job setup: two jobs would save 5 s of a 100 s wait
 # (under the 10% worth having) for 90 s more machine time.
@@ -36,17 +36,8 @@ def histories(live_server: LiveServer, engine: Any) -> dict[str, ProjectFixture]
     projects = {}
     for name, text in (("not_worth_it", NOT_WORTH_IT), ("split", WORTH_IT)):
         project = make_project(engine, public=True)
-        response = upload(
-            live_server,
-            project.upload_token,
-            [("job.txt", text.encode())],
-            job="job",
-            started_at=datetime.now(UTC).isoformat(),
-        )
-        assert response.status_code == 202, response.text
-        assert wait_done(live_server, project.upload_token, response.json()["id"])["status"] == (
-            "done"
-        )
+        fields = {"job": "job", "started_at": datetime.now(UTC).isoformat()}
+        upload_all(live_server, project.upload_token, [("job.txt", text.encode(), fields)])
         projects[name] = project
     return projects
 

@@ -27,7 +27,7 @@ from app.cli.main import cli
 from app.pages.common import TABLE_ROWS
 from dashboards.humanize import count_text, duration_text, percent_text
 from tests.conftest import LiveServer, ProjectFixture, make_project
-from tests.server.test_upload_flow import upload, wait_done
+from tests.uploads import upload_all
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 DIMENSIONS = ("test", "function", "file", "marker", "job", "machine", "branch", "label:os")
@@ -100,20 +100,18 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 def uploaded(live_server: LiveServer, engine: Any, reports: list[Path]) -> ProjectFixture:
     project = make_project(engine, public=True)  # pages readable without a sign-in
     today = datetime.now(UTC).replace(microsecond=0).isoformat()
-    ids = []
-    for path in reports:
-        response = upload(
-            live_server,
-            project.upload_token,
-            [(path.name, path.read_bytes())],
-            job=path.stem,
-            pipeline="local",
-            started_at=today,
-        )
-        assert response.status_code == 202, response.text
-        ids.append(response.json()["id"])
-    for upload_id in ids:
-        assert wait_done(live_server, project.upload_token, upload_id)["status"] == "done"
+    upload_all(
+        live_server,
+        project.upload_token,
+        (
+            (
+                path.name,
+                path.read_bytes(),
+                {"job": path.stem, "pipeline": "local", "started_at": today},
+            )
+            for path in reports
+        ),
+    )
     return project
 
 
