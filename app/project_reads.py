@@ -300,7 +300,9 @@ def _compute_rollup(
             runs=runs,
             # Per-test figures (tests, p50, p95) need the tests of each key: facts split only
             # by what the key itself needs (by=file reads the whole-project per-test facts).
-            test_facts=_test_facts(conn, project_id, filters, split_columns(by), cache),
+            test_facts=_test_facts(
+                conn, project_id, filters, split_columns(by), cache, per_bucket=False
+            ),
         )
     facts = _test_facts(conn, project_id, filters, split_columns(by, parent), cache)
     return rollup(
@@ -314,18 +316,25 @@ def _test_facts(
     filters: Filters,
     split: tuple[str, ...],
     cache: FrameCache,
+    *,
+    per_bucket: bool = True,
 ) -> pd.DataFrame:
-    """Per-test facts of the window, keeping the cell columns `split` apart."""
+    """Per-test facts of the window, keeping the cell columns `split` apart (and the days
+    or weeks unless `per_bucket` is False: enough for per-test figures, far fewer rows)."""
+    # Without a split the facts have no bucket-free form: the weekly table is already small.
+    per_bucket = per_bucket or not split
     return cache.get(
-        ("test", repr(filters), split),
+        ("test", repr(filters), split, per_bucket),
         lambda: facts_from_sums(
             filters,
             _in_parts(
                 conn,
                 project_id,
                 cache,
-                ("test-sums", repr(filters), split),
-                lambda part: load_fact_sums(conn, project_id, filters, split_by=split, part=part),
+                ("test-sums", repr(filters), split, per_bucket),
+                lambda part: load_fact_sums(
+                    conn, project_id, filters, split_by=split, part=part, per_bucket=per_bucket
+                ),
             ),
             kept_test_dictionary(conn, project_id),
             split_by=split,

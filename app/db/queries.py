@@ -248,11 +248,13 @@ def load_fact_sums(
     *,
     split_by: tuple[str, ...] = (),
     part: FactPart | None = None,
+    per_bucket: bool = True,
 ) -> pd.DataFrame:
     """Rollup sums per test id and bucket (and split columns); facts_from_sums adds the tests.
 
-    Windows longer than two weeks are bucketed by week rather than day: the frame stays small
-    and percentiles are then over per-(test, week) means.
+    Windows longer than two weeks are bucketed by week rather than day: the frame stays small.
+    `per_bucket=False` sums a split's buckets together (day unknown): per-test figures need
+    only the sums per (test, split), a fraction of the rows per (test, split, day).
     """
     extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
     cell_filters = bool(filters.jobs or filters.branches or filters.labels)
@@ -272,7 +274,9 @@ def load_fact_sums(
     if part is not None:
         where += part.where(bucket, params)
     params["project"] = project_id
-    group = ", ".join(["r.test_id", "day", *extra])
+    if not per_bucket and extra:
+        bucket = "NULL::date"
+    group = ", ".join(["r.test_id", *(["day"] if bucket != "NULL::date" else []), *extra])
     values = _ROLLUP_SUMS if grouped else _ROLLUP_AS_IS
     query = f"""
         SELECT {", ".join(["r.test_id", f"{bucket} AS day", *extra])}, {values}
