@@ -145,6 +145,25 @@ class MachineFit:
     advice: str
     predictions: tuple[Prediction, ...]
     notes: tuple[str, ...] = ()
+    job_peak_mib: float | None = None  # the job's uploaded peak, used or not
+
+    @property
+    def memory_basis(self) -> str:
+        """Which memory figure the need comes from, in words (shown beside every need)."""
+        if self.memory_source == "per-test" and self.peak_mib is not None:
+            per = f"{self.workers} workers" if self.workers > 1 else "1 process"
+            basis = (
+                f"largest per-test peak RSS of the test processes, {self.peak_mib:.0f} MiB x {per}"
+            )
+            if self.job_peak_mib is not None and self.job_peak_mib > self.peak_mib * self.workers:
+                basis += (
+                    f"; the job's peak of {self.job_peak_mib:.0f} MiB is not used "
+                    "(it may count other processes, e.g. a container's cgroup)"
+                )
+            return basis
+        if self.memory_source == "job" and self.peak_mib is not None:
+            return f"the job's peak RSS as uploaded, {self.peak_mib:.0f} MiB (no per-test peaks)"
+        return "no memory data"
 
     @property
     def cost_per_month(self) -> float | None:
@@ -181,7 +200,9 @@ class MachineFit:
             "overhead_s": round(self.overhead_s, 3),
             "longest_test_s": round(self.chain_s, 3),
             "memory_source": self.memory_source,
+            "memory_basis": self.memory_basis,
             "peak_rss_mib": _round(self.peak_mib, 1),
+            "job_peak_rss_mib": _round(self.job_peak_mib, 1),
             "need_mib": _round(self.need_mib, 1),
             "peak_tests": [{"nodeid": n, "peak_rss_mib": round(p, 1)} for n, p in self.peak_tests],
             "wall_s": round(self.wall_s, 3),
@@ -467,6 +488,7 @@ def _fit_job(
         advice=advice,
         predictions=predictions,
         notes=tuple(notes),
+        job_peak_mib=job_peak,
     )
 
 

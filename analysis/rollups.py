@@ -317,13 +317,14 @@ def rollup(
     descending: bool = True,
     limit: int | None = None,
     runs: pd.DataFrame | None = None,
+    test_facts: pd.DataFrame | None = None,
 ) -> Rollup:
     """Split test time by a dimension (ROLLUP_DIMENSIONS), with shares within a parent.
 
-    Statistics are over the test results in each group. From raw results (facts with one run
-    per row) p50/p95 are exact per result; from daily facts they are over per-(test, cell, day)
-    means weighted by their result counts. Percentiles are nearest-rank: p95 is the smallest
-    duration at least 95% of results do not exceed. `share` is of the grand total (marker
+    `mean_s` is seconds per result; `tests`, `p50_s` and `p95_s` are per-test figures: each
+    test of a key is one sample, its mean duration under that key (nearest-rank percentiles,
+    see per_test_spread). Facts whose rows are not tests (the server's per-file tables) pass
+    the per-test facts as `test_facts` for those columns. `share` is of the grand total (marker
     shares can sum past 1, as a test counts under each of its markers). `parent` is the value
     of `within` (default DEFAULT_WITHIN) where the key spends the most time, and
     `parent_share` the key's seconds there over that parent's total seconds. Pass `runs` to
@@ -341,6 +342,11 @@ def rollup(
     keyer = _Keyer(facts)
     child = keyer.keys(by)
     rows = _group_rows(facts, child, keyer, grand_total)
+    if test_facts is not None:
+        spread = per_test_spread(test_facts, by)
+        for column in ("tests", "p50_s", "p95_s"):
+            rows[column] = rows["key"].map(spread[column]).to_numpy()
+        rows["tests"] = rows["tests"].fillna(0).astype("int64")
     if parent_dim is not None:
         rows = _attach_parents(facts, rows, child, keyer.keys(parent_dim))
     else:
@@ -395,14 +401,11 @@ def _group_rows(
     runs = total_of(take("runs"))
     known_n = total_of(known)
     total_s = total_of(total)
-    tests = keyer.tests()[0][keys.rows]
-    distinct = np.unique(g * (int(tests.max(initial=0)) + 1) + tests)
-    distinct_groups = distinct // (int(tests.max(initial=0)) + 1)
     max_s = pd.Series(take("max_s")).groupby(g).max().reindex(range(n_groups)).to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_s = np.where(known_n > 0, total_s / np.where(known_n > 0, known_n, 1), np.nan)
-        row_mean = np.where(known > 0, total / np.where(known > 0, known, 1), np.nan)
         share = total_s / grand_total if grand_total > 0 else np.full(n_groups, np.nan)
+    spread = _per_test_figures(keys, keyer.tests()[0][keys.rows], total, known, n_groups)
     out = pd.DataFrame(
         {
             "key": keys.labels,
@@ -413,7 +416,7 @@ def _group_rows(
             "max_s": max_s,
             "failures": total_of(take("failures")).astype("int64"),
             "flaky": total_of(take("flaky")).astype("int64"),
-            "tests": np.bincount(distinct_groups, minlength=n_groups).astype("int64"),
+            "tests": spread.tests,
             "missing": (runs - known_n).astype("int64"),
         }
     )
@@ -422,11 +425,73 @@ def _group_rows(
         reported = np.bincount(g, weights=(~np.isnan(values)).astype(float), minlength=n_groups)
         # A phase nobody reported is unknown, not zero.
         out[phase] = np.where(reported > 0, total_of(values), np.nan)
-    p50, p95 = weighted_nearest_ranks(g, row_mean, known, n_groups, (0.5, 0.95))
-    out["p50_s"] = p50
-    out["p95_s"] = p95
+    out["p50_s"] = spread.p50_s
+    out["p95_s"] = spread.p95_s
     # Keys present in no row (a marker vocabulary entry nobody uses) are not rows.
     return out.loc[np.bincount(g, minlength=n_groups) > 0].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class KeySpread:
+    """Per key: distinct tests, and the nearest-rank p50/p95 of their mean durations."""
+
+    tests: np.ndarray
+    p50_s: np.ndarray
+    p95_s: np.ndarray
+
+
+def _per_test_figures(
+    keys: DimensionKeys,
+    tests: np.ndarray,
+    total: np.ndarray,
+    known: np.ndarray,
+    n_groups: int,
+) -> KeySpread:
+    """The per-test figures of each key (docs/rollups.md, "Per-test figures").
+
+    `tests[i]`, `total[i]`, `known[i]` belong to the facts row `keys.rows[i]`. Each test of a
+    key is one sample: its seconds under the key over its results with a duration there. The
+    sums are additive, so any bucketing of the facts (raw results, days, weeks) gives the same
+    figures: the offline CLI and the server cannot disagree.
+    """
+    n_tests = int(tests.max(initial=0)) + 1
+    pair, inverse = np.unique(keys.codes.astype(np.int64) * n_tests + tests, return_inverse=True)
+    pair_total = np.bincount(inverse, weights=np.nan_to_num(total), minlength=len(pair))
+    pair_known = np.bincount(inverse, weights=np.nan_to_num(known), minlength=len(pair))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pair_mean = np.where(
+            pair_known > 0, pair_total / np.where(pair_known > 0, pair_known, 1), np.nan
+        )
+    pair_group = pair // n_tests
+    p50, p95 = weighted_nearest_ranks(
+        pair_group, pair_mean, np.ones(len(pair)), n_groups, (0.5, 0.95)
+    )
+    counts = np.bincount(pair_group, minlength=n_groups).astype("int64")
+    return KeySpread(tests=counts, p50_s=p50, p95_s=p95)
+
+
+def per_test_spread(facts: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Per key of dimension `by`: `tests`, `p50_s`, `p95_s` (per-test figures), indexed by key.
+
+    The server takes totals of file-grain dimensions from its per-file tables, which know no
+    tests; it takes these columns from the per-test facts through this function.
+    """
+    keyer = _Keyer(facts)
+    keys = keyer.keys(by)
+    n_groups = len(keys.labels)
+
+    def take(column: str) -> np.ndarray:
+        values: np.ndarray = facts[column].to_numpy(dtype=float, na_value=np.nan)[keys.rows]
+        return values
+
+    spread = _per_test_figures(
+        keys, keyer.tests()[0][keys.rows], take("total_s"), take("known"), n_groups
+    )
+    frame = pd.DataFrame(
+        {"tests": spread.tests, "p50_s": spread.p50_s, "p95_s": spread.p95_s},
+        index=pd.Index(keys.labels, name="key"),
+    )
+    return frame.loc[np.bincount(keys.codes, minlength=n_groups) > 0]
 
 
 def weighted_nearest_ranks(

@@ -259,8 +259,11 @@ def plan_splits(
         candidates.append(_candidate(estimates, catalog, k, options, ref, price_per_min))
     allowed = [c for c in candidates if lo <= c.row.jobs <= hi]
     chosen = _choose(allowed, options, before)
-    pareto = _pareto_rows([c.row for c in candidates], chosen.row.jobs if chosen else None)
     verdict, reason = _verdict(chosen, allowed, options, before, before_jobs)
+    best_jobs = chosen.row.jobs if chosen else None
+    pareto = _pareto_rows(
+        [c.row for c in candidates], best_jobs, best_jobs if verdict == "split" else None
+    )
     jobs = (
         _finish(chosen, options)
         if chosen is not None and verdict == "split"
@@ -381,7 +384,9 @@ def _choose(
     return min(feasible, key=lambda c: (c.row.cost or 0.0, c.row.wait_s, c.row.jobs))
 
 
-def _pareto_rows(rows: Sequence[ParetoRow], chosen_jobs: int | None) -> tuple[ParetoRow, ...]:
+def _pareto_rows(
+    rows: Sequence[ParetoRow], best_jobs: int | None, chosen_jobs: int | None
+) -> tuple[ParetoRow, ...]:
     out = []
     for row in rows:
         dominated = any(
@@ -401,6 +406,7 @@ def _pareto_rows(rows: Sequence[ParetoRow], chosen_jobs: int | None) -> tuple[Pa
                 row.feasible,
                 pareto_optimal=row.feasible and not dominated,
                 chosen=row.jobs == chosen_jobs,
+                best=row.jobs == best_jobs,
             )
         )
     return tuple(out)

@@ -81,7 +81,10 @@ class ParetoRow:
     lower_bound_wait_s: float  # overhead + max(largest item, total / jobs) / workers
     feasible: bool  # every job within the budget
     pareto_optimal: bool = False  # no other count is at least as good on wait and machine
+    # The count the plan adopts: only ever set when the verdict is "split", so the table can
+    # never say "chosen" beside a "keep" or "not worth it" verdict.
     chosen: bool = False
+    best: bool = False  # the count the verdict judged (adopted or not)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; cost is left out when unknown."""
@@ -91,6 +94,7 @@ class ParetoRow:
             "feasible": self.feasible,
             "pareto_optimal": self.pareto_optimal,
             "chosen": self.chosen,
+            "best": self.best,
         }
         return _with_cost(out, self.cost)
 

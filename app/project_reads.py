@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar, cast
 
@@ -17,7 +17,7 @@ from sqlalchemy import Connection, text
 
 from analysis.filters import Filters
 from analysis.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
-from analysis.rollups import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, dimension_keys, rollup
+from analysis.rollups import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, rollup
 from app.db.queries import (
     FactPart,
     facts_from_sums,
@@ -277,9 +277,9 @@ def _compute_rollup(
 ) -> Rollup:
     parent = within if within is not None else DEFAULT_WITHIN.get(by)
     runs = cache.get(("runs", repr(filters)), lambda: load_runs(conn, project_id, filters))
-    split = split_columns(by, parent)
     if _file_grain(by) and (parent is None or _file_grain(parent)) and not filters.test_level:
-        # Cell and file dimensions read the per-file rollup table: far fewer rows.
+        # Totals and shares of cell and file dimensions read the per-file rollup table.
+        split = split_columns(by, parent)
         file_facts = cache.get(
             ("file", repr(filters), split),
             lambda: _in_parts(
@@ -290,7 +290,7 @@ def _compute_rollup(
                 lambda part: load_file_facts(conn, project_id, filters, split_by=split, part=part),
             ),
         )
-        result = rollup(
+        return rollup(
             file_facts.drop(columns=["tests"]),
             by,
             within=within,
@@ -298,25 +298,50 @@ def _compute_rollup(
             descending=descending,
             limit=limit,
             runs=runs,
+            # Per-test figures (tests, p50, p95) need the tests of each key: facts split only
+            # by what the key itself needs (by=file reads the whole-project per-test facts).
+            test_facts=_test_facts(
+                conn, project_id, filters, split_columns(by), cache, per_bucket=False
+            ),
         )
-        return _with_test_counts(result, file_facts, by)
-    facts = cache.get(
-        ("test", repr(filters), split),
+    facts = _test_facts(conn, project_id, filters, split_columns(by, parent), cache)
+    return rollup(
+        facts, by, within=within, sort=sort, descending=descending, limit=limit, runs=runs
+    )
+
+
+def _test_facts(
+    conn: Connection,
+    project_id: int,
+    filters: Filters,
+    split: tuple[str, ...],
+    cache: FrameCache,
+    *,
+    per_bucket: bool = True,
+) -> pd.DataFrame:
+    """Per-test facts of the window, keeping the cell columns `split` apart (and the days
+    or weeks unless `per_bucket` is False: enough for per-test figures, far fewer rows)."""
+    # Without a split the facts have no bucket-free form: the weekly table is already small.
+    per_bucket = per_bucket or not split
+    return cache.get(
+        ("test", repr(filters), split, per_bucket),
         lambda: facts_from_sums(
             filters,
             _in_parts(
                 conn,
                 project_id,
                 cache,
-                ("test-sums", repr(filters), split),
-                lambda part: load_fact_sums(conn, project_id, filters, split_by=split, part=part),
+                ("test-sums", repr(filters), split, per_bucket),
+                lambda part: load_fact_sums(
+                    conn, project_id, filters, split_by=split, part=part, per_bucket=per_bucket
+                ),
+                # Split facts come from the daily table: only today's rows are re-read after
+                # an upload dated today (a week of them is most of the cost at scale).
+                boundary=None if per_bucket else datetime.now(UTC).date(),
             ),
             kept_test_dictionary(conn, project_id),
             split_by=split,
         ),
-    )
-    return rollup(
-        facts, by, within=within, sort=sort, descending=descending, limit=limit, runs=runs
     )
 
 
@@ -326,11 +351,13 @@ def _in_parts(
     cache: FrameCache,
     key: tuple[object, ...],
     load: Callable[[FactPart], pd.DataFrame],
+    *,
+    boundary: date | None = None,
 ) -> pd.DataFrame:
-    """A window's rollup rows read in two parts. Rows of buckets before this week are kept
-    until a run dated before this week is stored or pruned; uploads of this week (nearly all
-    of them) then re-read only this week's rows."""
-    boundary = open_week_start()
+    """A window's rollup rows read in two parts. Rows of buckets before `boundary` (default:
+    this week's Monday, right for weekly tables) are kept until a run dated before it is
+    stored or pruned; uploads after it (nearly all of them) then re-read only those rows."""
+    boundary = boundary or open_week_start()
     settled = cache.get_settled(
         (*key, boundary),
         lambda: data_version(conn, project_id, before=boundary),
@@ -352,27 +379,6 @@ def open_week_start(today: date | None = None) -> date:
 
 def _file_grain(dimension: str) -> bool:
     return dimension == "file" or dimension in _CELL_COLUMN or dimension.startswith(LABEL_PREFIX)
-
-
-def _with_test_counts(result: Rollup, file_facts: pd.DataFrame, by: str) -> Rollup:
-    """Distinct tests per key from file facts: per file, the most one run executed, summed."""
-    keys = dimension_keys(file_facts, by)
-    per_file = (
-        pd.DataFrame(
-            {
-                "key": keys.labels[keys.codes],
-                "file": file_facts["file"].to_numpy()[keys.rows],
-                "tests": file_facts["tests"].to_numpy()[keys.rows],
-            }
-        )
-        .groupby(["key", "file"])["tests"]
-        .max()
-        .groupby(level="key")
-        .sum()
-    )
-    rows = result.rows.copy()
-    rows["tests"] = rows["key"].map(per_file).fillna(0).astype("int64")
-    return replace(result, rows=rows)
 
 
 @dataclass(frozen=True)

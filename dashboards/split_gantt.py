@@ -30,7 +30,9 @@ def split_gantt_figure(plan: dict[str, Any]) -> go.Figure:
     Jobs run in parallel from zero; a bar is the job's setup overhead followed by its predicted
     test wall, and the dotted line is the pipeline wait (the longest job).
     """
-    layouts = [("Today", plan.get("before_jobs") or []), ("Proposed", plan.get("jobs") or [])]
+    # Only a split proposes anything; otherwise the second row is today's layout, kept.
+    after = "Proposed" if plan.get("verdict", "split") == "split" else "Kept"
+    layouts = [("Today", plan.get("before_jobs") or []), (after, plan.get("jobs") or [])]
     if not any(jobs for _, jobs in layouts):
         return empty_figure("The plan has no jobs")
     longest = max(float(j.get("predicted_wall_s") or 0.0) for _, jobs in layouts for j in jobs)
@@ -42,7 +44,7 @@ def split_gantt_figure(plan: dict[str, Any]) -> go.Figure:
         vertical_spacing=0.12,
         subplot_titles=[
             f"Today: wait {duration_text(_wait_s(plan, 'before', layouts[0][1]))}",
-            f"Proposed: wait {duration_text(_wait_s(plan, 'after', layouts[1][1]))}",
+            f"{after}: wait {duration_text(_wait_s(plan, 'after', layouts[1][1]))}",
         ],
         row_heights=[max(1, len(layouts[0][1])), max(1, len(layouts[1][1]))],
     )

@@ -23,13 +23,20 @@ OUTCOME_COLOURS = {
 }
 
 
+# Room for the vertical mode bar (about 25 px wide) beside the plot, never over it.
+MODEBAR_ROOM_PX = 44
+
+
 def _house_template() -> go.layout.Template:
     """plotly_white with the house fonts, colours, margins and axes, built once."""
     template = go.layout.Template(pio.templates["plotly_white"])
     template.layout.update(
         title={"x": 0, "xanchor": "left", "font": {"size": 15}},
         font={"family": FONT, "color": INK, "size": 12},
-        margin={"l": 60, "r": 20, "t": 40, "b": 50},
+        # The right margin holds plotly's mode bar, drawn vertically (below): across the top
+        # it covered titles and the legend (which sits top right, above the plot).
+        margin={"l": 60, "r": MODEBAR_ROOM_PX, "t": 40, "b": 50},
+        modebar={"orientation": "v"},
         paper_bgcolor="white",
         plot_bgcolor="white",
         colorway=list(PALETTE),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import click
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
@@ -14,7 +13,8 @@ from analysis.filters import Filters, filter_facts, filter_runs
 from analysis.frames import facts_from_results
 from analysis.rollups import ROLLUP_DIMENSIONS, Rollup, check_dimension, rollup
 from app.cli.local_reports import load_local
-from app.cli.options import report_format_option
+from app.cli.options import report_console, report_format_option
+from dashboards.humanize import percent_text
 
 
 @click.command()
@@ -29,6 +29,7 @@ from app.cli.options import report_format_option
 @click.option("--limit", type=int, default=20, show_default=True, help="Rows to show; 0 = all.")
 @click.option("--sort", default="total_s", show_default=True, help="Column to sort rows by.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list of rows.")
+@click.option("--csv", "as_csv", is_flag=True, help="Print the rows as CSV (empty = unknown).")
 @report_format_option
 @click.option("--job", "jobs", multiple=True, help="Keep only this job (file stem); repeatable.")
 @click.option("--marker", "markers", multiple=True, help="Keep tests with this marker.")
@@ -41,6 +42,7 @@ def analyze(
     limit: int,
     sort: str,
     as_json: bool,
+    as_csv: bool,
     fmt: str,
     jobs: tuple[str, ...],
     markers: tuple[str, ...],
@@ -69,16 +71,18 @@ def analyze(
     if as_json:
         click.echo(json.dumps(result.to_records(), indent=2))
         return
+    if as_csv:
+        # The same columns and spelling as GET /api/v1/projects/{slug}/rollups?format=csv.
+        click.echo(result.rows.to_csv(index=False), nl=False)
+        return
     _print_table(result)
 
 
 def _print_table(result: Rollup) -> None:
-    # Piped output is not a terminal; rich would squeeze it to 80 columns and fold the keys.
-    width = None if Console().is_terminal else 200
-    console = Console(width=width, soft_wrap=False)
+    console = report_console()
     table = Table(title=f"Test time by {result.by}", title_justify="left")
     table.add_column(result.by, overflow="fold", min_width=24)
-    for name in ("runs", "total", "share", "mean", "p95", "max", "fail", "flaky", "tests"):
+    for name in ("runs", "total", "share", "mean", "p50", "p95", "max", "fail", "flaky", "tests"):
         table.add_column(name, justify="right", no_wrap=True)
     if result.within is not None:
         table.add_column(f"share of {result.within}", justify="right", no_wrap=True)
@@ -88,8 +92,9 @@ def _print_table(result: Rollup) -> None:
             Text(str(row["key"])),
             str(row["runs"]),
             format_duration(row["total_s"]),
-            _percent(row["share"]),
+            percent_text(row["share"]),
             format_duration(row["mean_s"]),
+            format_duration(row["p50_s"]),
             format_duration(row["p95_s"]),
             format_duration(row["max_s"]),
             str(row["failures"]),
@@ -97,7 +102,7 @@ def _print_table(result: Rollup) -> None:
             str(row["tests"]),
         ]
         if result.within is not None:
-            cells.append(_percent(row["parent_share"]))
+            cells.append(percent_text(row["parent_share"]))
         table.add_row(*cells)
     console.print(table)
     shown = len(result.rows)
@@ -106,7 +111,3 @@ def _print_table(result: Rollup) -> None:
         f"{result.completeness.describe()}",
         highlight=False,
     )
-
-
-def _percent(share: float | None) -> str:
-    return "-" if share is None else f"{share * 100:.1f}%"

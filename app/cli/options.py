@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
+from rich.console import Console
 
 from analysis.split_options import MAX_JOBS, parse_job_range, parse_plan_duration_s
 
@@ -62,3 +63,10 @@ class JobRangeParam(click.ParamType):  # type: ignore[type-arg]
 DURATION = DurationParam()
 JOB_RANGE = JobRangeParam()
 JOBS_HELP = f"at most {MAX_JOBS}"
+
+
+def report_console() -> Console:
+    """A console for tables: the terminal's width, or 200 columns when piped (rich would
+    squeeze piped output to 80 columns and fold keys and marks)."""
+    width = None if Console().is_terminal else 200
+    return Console(width=width, soft_wrap=False)

@@ -23,7 +23,13 @@ from analysis.split_options import (
 )
 from analysis.split_plan import SplitPlan, plan_splits
 from app.cli.local_reports import load_local
-from app.cli.options import DURATION, JOB_RANGE, JOBS_HELP, report_format_option
+from app.cli.options import (
+    DURATION,
+    JOB_RANGE,
+    JOBS_HELP,
+    report_console,
+    report_format_option,
+)
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 
 MEMBERS_SHOWN = 6
@@ -171,7 +177,7 @@ def plan(
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
         return
-    _print_plan(result, Console())
+    _print_plan(result, report_console())
 
 
 def _members_text(members: tuple[str, ...]) -> str:
@@ -216,9 +222,15 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
 
     pareto = Table(title="Job counts", title_justify="left")
     for col in ("jobs", "wait", "machine time", "best possible wait", "fits budget", ""):
-        pareto.add_column(col, justify="right")
+        pareto.add_column(col, justify="right", no_wrap=True)
     for row in result.pareto:
-        mark = "chosen" if row.chosen else ("pareto" if row.pareto_optimal else "")
+        mark = (
+            "chosen"
+            if row.chosen
+            else "best, not adopted"
+            if row.best
+            else ("pareto" if row.pareto_optimal else "")
+        )
         pareto.add_row(
             str(row.jobs),
             format_duration(row.wait_s),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,10 +11,12 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from analysis.durations import format_duration
 from analysis.matrix_reduce import GROUP_BYS, MatrixVerdict, reduce_matrix
 from analysis.parametrize import CoveringProposal, Explosion, find_explosions, propose_covering
 from app.cli.local_reports import LocalData, load_local
 from app.work_limits import MAX_TOP_EXPLOSIONS
+from dashboards.humanize import percent_text
 
 # A label given with FILE@k=v under this key sets the run's commit instead of a label.
 COMMIT_KEY = "commit"
@@ -76,8 +79,8 @@ def parametrize(files: tuple[str, ...], strength: str, top: int, as_json: bool) 
         click.echo(
             f"  strength {proposal.strength}: {len(proposal.rows)} of {proposal.variants} "
             f"variants (lower bound {proposal.lower_bound}, {bound}); "
-            f"{proposal.current_s:.1f} s -> {proposal.proposed_s:.1f} s per run, "
-            f"saves {proposal.saved_s:.1f} s ({proposal.saved_fraction:.0%})"
+            f"{format_duration(proposal.current_s)} -> {format_duration(proposal.proposed_s)} "
+            f"per run, {_saving_text(proposal)}"
         )
         unmeasured = sum(1 for r in proposal.rows if not r.measured)
         if unmeasured:
@@ -206,12 +209,24 @@ def _proposal(explosion: Explosion, strength: int) -> CoveringProposal | None:
     return propose_covering(explosion, strength)
 
 
+def _saving_text(proposal: CoveringProposal) -> str:
+    """ "saves 12 s (40%)"; a share of nothing is no share (never "nan%")."""
+    if not proposal.current_s > 0:
+        return "saves nothing: the variants took 0 s"
+    return f"saves {format_duration(proposal.saved_s)} ({percent_text(proposal.saved_fraction, 0)})"
+
+
 def _explosion_text(e: Explosion) -> str:
-    share = f"{e.share_of_file:.0%} of its file" if e.file_duration_s > 0 else "file time unknown"
+    if math.isnan(e.file_duration_s):
+        share = "file time unknown"
+    elif e.file_duration_s > 0:
+        share = f"{percent_text(e.share_of_file, 0)} of its file"
+    else:
+        share = "its file took 0 s"
     source = e.values_source or "unknown"
     return (
-        f"{e.test}: {len(e.variants)} variants, {e.duration_s:.1f} s per run ({share}), "
-        f"values: {source}"
+        f"{e.test}: {len(e.variants)} variants, {format_duration(e.duration_s)} per run "
+        f"({share}), values: {source}"
     )
 
 
@@ -225,6 +240,6 @@ def _verdict_text(v: MatrixVerdict) -> str:
                 f"failed on {', '.join(ev.failed_on)}"
             )
         else:
-            medians = ", ".join(f"{k}={m:.2f}s" for k, m in ev.median_s.items())
+            medians = ", ".join(f"{k}={format_duration(m)}" for k, m in ev.median_s.items())
             lines.append(f"    {ev.test} @ {ev.context}: {medians}")
     return "\n".join(lines)

@@ -23,7 +23,7 @@ from analysis.catalogue import (
 from analysis.durations import format_duration
 from analysis.machine_fit import DEFAULT_HEADROOM, SizingReport, fit_machines
 from app.cli.local_reports import load_local
-from app.cli.options import DURATION, report_format_option
+from app.cli.options import DURATION, report_console, report_format_option
 
 ENV_CATALOGUES = "LAPTIME_CATALOGUES"
 
@@ -145,7 +145,7 @@ def size(
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))
         return
-    render(report, Console())
+    render(report, report_console())
 
 
 def _money(value: float | None, unit: str) -> str:
@@ -180,6 +180,9 @@ def render(report: SizingReport, console: Console) -> None:
     for job in report.jobs:
         console.print(
             f"[bold]{escape(job.job)}[/bold]: {escape(job.advice)}", highlight=False, soft_wrap=True
+        )
+        console.print(
+            f"  memory need from: {job.memory_basis}", markup=False, highlight=False, soft_wrap=True
         )
         for nodeid, peak in job.peak_tests:
             console.print(f"  peak {peak:.0f} MiB: {nodeid}", markup=False, highlight=False)

@@ -27,6 +27,7 @@ __all__ = [
     "count_text",
     "duration_text",
     "labels_text",
+    "machine_text",
     "memory_text",
     "money_text",
     "percent_text",
@@ -84,6 +85,16 @@ def labels_text(key: Any) -> str:
     return ", ".join(f"{k}={v}" for k, v in labels.items()) if labels else "(no labels)"
 
 
+UNKNOWN_MACHINE = "unknown"
+
+
+def machine_text(value: Any) -> str:
+    """A job's machine type; "unknown" when the upload named none (None, NaN or empty)."""
+    if value is None or (isinstance(value, float) and value != value) or value == "":
+        return UNKNOWN_MACHINE
+    return str(value)
+
+
 def _known(formatter: Callable[..., str]) -> Callable[..., str]:
     """The formatter with a missing template value (a dict key a result left out) as None."""
 
@@ -104,5 +115,6 @@ def register_filters(env: Environment) -> None:
         "timestamp": timestamp_text,
         "ago": ago_text,
         "labels": labels_text,
+        "machine": machine_text,
     }
     env.filters.update({name: _known(f) for name, f in formatters.items()})

@@ -36,7 +36,21 @@ def _explosions_by_strength(
             )
             row["proposals"][strength] = entry["proposal"]
             row["note"] = row["note"] or entry.get("note")
-    return list(merged.values())
+    rows = list(merged.values())
+    for row in rows:
+        saved = [p["saved_s"] for p in row["proposals"].values() if p and p.get("saved_s")]
+        row["saving_s"] = max(saved, default=0.0)
+    # Largest saving first; those that save nothing after, costliest first.
+    return sorted(rows, key=lambda r: (-r["saving_s"], -(r["explosion"]["duration_s"] or 0.0)))
+
+
+# A cut "saves time" when some proposal saves more than this per run (not rounding noise).
+MIN_SAVING_S = 0.005
+
+
+def saving_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The explosions whose cut saves time, largest saving first (rows come sorted)."""
+    return [row for row in rows if row["saving_s"] > MIN_SAVING_S]
 
 
 def _reduction_options(top: str, by: str, threshold: str) -> tuple[int, str, float]:
@@ -64,14 +78,18 @@ def reductions_page(
     top: str = "10",
     by: str = "file",
     threshold: str = "1.5",
+    show: str = "saving",
 ) -> Any:
-    """Cut what need not run: covering sets for parametrize explosions, CI-matrix verdicts."""
+    """Cut what need not run: covering sets for parametrize explosions (those whose cut saves
+    time, largest saving first; `show=all` for every one), CI-matrix verdicts."""
     explosions: list[dict[str, Any]] | None = None
+    all_explosions: list[dict[str, Any]] = []
     matrix: dict[str, Any] | None = None
     error: str | None = None
     try:
         top_n, group_by, ratio = _reduction_options(top, by, threshold)
-        explosions = _explosions_by_strength(conn, project, filters, top_n)
+        all_explosions = _explosions_by_strength(conn, project, filters, top_n)
+        explosions = all_explosions if show == "all" else saving_rows(all_explosions)
         matrix = matrix_recommendation(conn, project, filters, group_by=group_by, threshold=ratio)
     except ValueError as exc:  # RecommendationError (no data) is a ValueError
         error = str(exc)
@@ -81,6 +99,9 @@ def reductions_page(
         project,
         "recommendations",
         explosions=explosions,
+        explosions_total=len(all_explosions),
+        explosions_saving=len(saving_rows(all_explosions)),
+        show_all=show == "all",
         matrix=matrix,
         strengths=COVERING_STRENGTHS,
         error=error,

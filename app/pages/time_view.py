@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy import Connection
 
 from analysis.filters import Filters
-from analysis.rollups import Rollup
+from analysis.rollups import Rollup, check_dimension
 from app.api.deps import ConnDep
 from app.api.params import FiltersDep
-from app.pages.common import TABLE_ROWS, PageProject, project_context, render
+from app.pages.common import TABLE_ROWS, PageError, PageProject, project_context, render
 from app.project_reads import FrameCache, project_rollup
 from dashboards.theme import figure_html
 from dashboards.time_split import pareto_figure, phase_figure, share_figure, treemap_figure
@@ -39,9 +39,24 @@ def _label_rollups(
     }
 
 
+# The dimensions the "split by" table offers besides one per label key.
+SPLIT_DIMENSIONS = ("file", "function", "test", "marker", "job", "machine", "branch")
+
+
 @router.get("/p/{slug}/time", response_class=HTMLResponse)
-def time_page(request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep) -> Any:
-    """Where the time goes: treemap, Pareto of files, shares by marker/job/label, phases."""
+def time_page(
+    request: Request,
+    project: PageProject,
+    conn: ConnDep,
+    filters: FiltersDep,
+    by: Annotated[str, Query(max_length=200)] = "file",
+) -> Any:
+    """Where the time goes: treemap, Pareto of files, shares by marker/job/label, phases, and
+    every rollup figure of one dimension (`by`) as a table."""
+    try:
+        check_dimension(by)
+    except ValueError as exc:
+        raise PageError(422, str(exc)) from exc
     cache = FrameCache.for_project(conn, project.id)
     files = project_rollup(conn, project.id, filters, by="file", cache=cache)
     functions = project_rollup(
@@ -60,6 +75,7 @@ def time_page(request: Request, project: PageProject, conn: ConnDep, filters: Fi
     jobs = project_rollup(conn, project.id, filters, by="job", cache=cache)
     context = project_context(request, conn, project, "time")
     labels = _label_rollups(conn, project.id, filters, context["choices"]["label"], cache)
+    split = project_rollup(conn, project.id, filters, by=by, limit=TABLE_ROWS, cache=cache)
     grand = files.grand_total_s
     phases = {p: float(files.rows[p].sum(min_count=1)) for p in ("setup_s", "call_s", "teardown_s")}
     share_figures = [
@@ -84,5 +100,8 @@ def time_page(request: Request, project: PageProject, conn: ConnDep, filters: Fi
         pareto=figure_html(pareto_figure(files.rows, grand_total_s=grand), "fig-pareto"),
         phase_chart=figure_html(phase_figure(files.rows), "fig-phases"),
         share_figures=share_figures,
+        split=split,
+        split_rows=split.rows.to_dict(orient="records"),
+        split_dimensions=[*SPLIT_DIMENSIONS, *(f"label:{key}" for key in labels)],
     )
     return render(request, "time.html", context)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.frames import FACT_COLUMNS, facts_from_results
+from analysis.frames import FACT_COLUMNS, facts_from_results, sum_fact_values
 from analysis.rollups import (
     ROLLUP_DIMENSIONS,
     ROW_COLUMNS,
@@ -108,33 +108,67 @@ def test_file_totals_and_shares_of_the_grand_total():
     assert rows["b.py"]["share"] == pytest.approx(0.4)
 
 
-def test_p50_p95_are_nearest_rank_over_results():
-    # One test, 20 runs on 20 different days (so facts keep one row per run): 1..20 s.
-    n = 20
-    runs = make_runs(
-        ["job"] * n, started_at=pd.date_range("2024-03-01T10:00Z", periods=n, freq="D")
-    )
-    rows = [{"nodeid": "a.py::t", "duration_s": float(i + 1), "run_id": i + 1} for i in range(n)]
-    row = rollup(facts_of(rows, runs), "test").rows.iloc[0]
+def test_p50_p95_are_nearest_rank_over_the_tests_of_a_file():
+    # The repro shape: one report, a file of 20 tests taking 1..20 s. Per-test
+    # figures: p50 is the 10th test, p95 the 19th; never the file's mean for all three.
+    rows = [{"nodeid": f"a.py::t{i:02d}", "duration_s": float(i + 1)} for i in range(20)]
+    row = rollup(facts_of(rows), "file").rows.iloc[0]
     assert row["runs"] == 20
+    assert row["tests"] == 20
     assert row["mean_s"] == pytest.approx(10.5)
-    assert row["p50_s"] == pytest.approx(10.0)  # ceil(0.5*20) = 10th value
-    assert row["p95_s"] == pytest.approx(19.0)  # ceil(0.95*20) = 19th value
+    assert row["p50_s"] == pytest.approx(10.0)  # ceil(0.5*20) = 10th test
+    assert row["p95_s"] == pytest.approx(19.0)  # ceil(0.95*20) = 19th test
     assert row["max_s"] == pytest.approx(20.0)
 
 
-def test_percentiles_from_daily_facts_weight_each_mean_by_its_result_count():
-    base = facts_of([{"nodeid": "a.py::t", "duration_s": 1.0}])
-    facts = pd.concat([base, base], ignore_index=True)
-    # Day 1: 3 results averaging 1 s; day 2: 1 result of 10 s -> samples 1, 1, 1, 10.
-    facts.loc[0, ["runs", "known", "total_s", "max_s"]] = [3, 3, 3.0, 1.5]
-    facts.loc[1, ["runs", "known", "total_s", "max_s"]] = [1, 1, 10.0, 10.0]
-    row = rollup(facts, "test").rows.iloc[0]
-    assert row["runs"] == 4
-    assert row["mean_s"] == pytest.approx(13.0 / 4)
-    assert row["p50_s"] == pytest.approx(1.0)
+def test_each_test_is_one_sample_its_mean_under_the_key():
+    # t1 ran 3 times (1, 1, 4 s: mean 2 s), t2 once (10 s): samples 2 and 10, unweighted.
+    runs = make_runs(["job"] * 3)
+    rows = [
+        {"nodeid": "a.py::t1", "duration_s": 1.0, "run_id": 1},
+        {"nodeid": "a.py::t1", "duration_s": 1.0, "run_id": 2},
+        {"nodeid": "a.py::t1", "duration_s": 4.0, "run_id": 3},
+        {"nodeid": "a.py::t2", "duration_s": 10.0, "run_id": 1},
+    ]
+    row = rollup(facts_of(rows, runs), "file").rows.iloc[0]
+    assert row["mean_s"] == pytest.approx(16.0 / 4)  # per result
+    assert row["p50_s"] == pytest.approx(2.0)
     assert row["p95_s"] == pytest.approx(10.0)
-    assert row["max_s"] == pytest.approx(10.0)
+    test_row = by_key(rollup(facts_of(rows, runs), "test").rows)["a.py::t1"]
+    assert test_row["p50_s"] == test_row["p95_s"] == pytest.approx(2.0)  # one test: its mean
+
+
+def test_per_test_figures_do_not_depend_on_how_facts_are_bucketed():
+    # The same results as raw facts (one row per day) and summed into one weekly bucket give
+    # the same figures: the server's weekly tables and the offline CLI agree.
+    n = 6
+    runs = make_runs(["job"] * n, started_at=pd.date_range("2024-03-04T10:00Z", periods=n))
+    rows = [
+        {"nodeid": f"a.py::t{i % 3}", "duration_s": float(1 + i * i), "run_id": i + 1}
+        for i in range(n)
+    ]
+    daily = facts_of(rows, runs)
+    weekly = sum_fact_values(daily.assign(day=pd.Timestamp("2024-03-04")), list(FACT_COLUMNS[:11]))
+    for by in ("file", "test", "function", "job"):
+        a = rollup(daily, by).rows.set_index("key")
+        b = rollup(weekly, by).rows.set_index("key")
+        for column in ("tests", "p50_s", "p95_s", "mean_s", "total_s", "max_s"):
+            np.testing.assert_allclose(a[column], b[column])
+
+
+def test_test_facts_give_the_per_test_columns_of_per_file_facts():
+    rows = [{"nodeid": f"a.py::t{i}", "duration_s": float(i + 1)} for i in range(5)]
+    facts = facts_of(rows)
+    per_file = sum_fact_values(
+        facts.assign(nodeid=facts["file"], function=facts["file"]), list(FACT_COLUMNS[:11])
+    )
+    assert len(per_file) == 1
+    got = rollup(per_file, "file", test_facts=facts).rows.iloc[0]
+    want = rollup(facts, "file").rows.iloc[0]
+    for column in ROW_COLUMNS:
+        assert got[column] == want[column] or (
+            isinstance(got[column], float) and math.isnan(got[column]) and math.isnan(want[column])
+        ), column
 
 
 def test_weighted_nearest_rank_matches_numpy_inverted_cdf_for_unit_weights():

@@ -432,8 +432,12 @@ def test_reductions_page_shows_the_matrix_verdicts(
 
 
 def test_reductions_page_of_the_shared_history(site: Site) -> None:
-    doc = page(site, f"/p/{site.public.slug}/reductions?days=30")
-    # test_augmix[a]/[b]: one argument whose values come from the ids; 40 s of the file's 50 s.
+    # test_augmix[a]/[b]: one argument, so its cut saves nothing: listed under "show all".
+    saving = page(site, f"/p/{site.public.slug}/reductions?days=30")
+    assert saving.cssselect("#explosion-table") == []
+    assert "Show all 1" in saving.cssselect("#explosion-filter")[0].text_content()
+    doc = page(site, f"/p/{site.public.slug}/reductions?days=30&show=all")
+    # Its values come from the ids; 40 s of the file's 50 s.
     assert column(doc, "explosion-table", 0) == ["tests/test_transforms.py::test_augmix"]
     assert column(doc, "explosion-table", 3) == ["80.0%"]
     assert column(doc, "explosion-table", 4) == ["inferred from ids"]

@@ -175,7 +175,8 @@ def test_gpu_split_is_not_worth_it(plans: dict[str, SplitPlan]) -> None:
     # Nothing changes: the proposal is today's single job.
     assert plan.after == plan.before
     assert plan.before.wait_s == pytest.approx(GPU_OVERHEAD_S + GPU_TEST_S, abs=0.01)
-    best = next(row for row in plan.pareto if row.chosen)
+    best = next(row for row in plan.pareto if row.best)
+    assert not any(row.chosen for row in plan.pareto)  # nothing adopted beside that verdict
     # 2 jobs: models alone (61.08%) + setup; machine time pays a second setup.
     assert best.jobs == 2
     assert best.wait_s == pytest.approx(GPU_OVERHEAD_S + 0.6108 * GPU_TEST_S, abs=0.01)
