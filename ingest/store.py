@@ -18,6 +18,7 @@ from pandas.util import hash_array
 
 from analysis.frames import fact_values, labels_key, sum_fact_values
 from ingest.merge import MergedRun
+from ingest.run_time import RunStart, run_start
 from pgcodec.binary_copy import PgType, encode_binary_copy
 from pgcodec.text_values import MAX_NAME_BYTES, cut_name, cut_names, storable_column, storable_text
 
@@ -131,6 +132,10 @@ class RunMetadata:
     started_at: datetime | None = None
     wall_s: float | None = None
     peak_rss_mib: float | None = None
+    # When the upload arrived: a report timestamp far from it is not believed (run_time.py).
+    # None (direct callers storing history) trusts the report's own timestamp.
+    received_at: datetime | None = None
+    backfill: bool = False
 
 
 @dataclass(frozen=True)
@@ -231,7 +236,18 @@ def store_run(
     """Insert the run, its results, new test cases and the daily rollups."""
     results, warnings = storable_results(merged.results)
     meta = storable_metadata(meta)
-    started_at = meta.started_at or _session_start(merged) or datetime.now(UTC)
+    if meta.received_at is None:
+        start = RunStart(meta.started_at or _session_start(merged) or datetime.now(UTC))
+    else:
+        start = run_start(
+            sent=meta.started_at,
+            reported=_session_start(merged),
+            received=meta.received_at,
+            backfill=meta.backfill,
+        )
+    if start.warning:
+        warnings = [start.warning, *warnings]
+    started_at = start.at
     day = started_at.astimezone(UTC).date()
     wall_s = meta.wall_s if meta.wall_s is not None else merged.session.wall_s
     peak = meta.peak_rss_mib if meta.peak_rss_mib is not None else merged.session.peak_rss_mib
@@ -266,7 +282,9 @@ def store_run(
         },
     )
     if results.empty:
-        return StoreResult(run_id=run_id, results=0, new_tests=0, missing_durations=0)
+        return StoreResult(
+            run_id=run_id, results=0, new_tests=0, missing_durations=0, warnings=warnings
+        )
 
     ids = compute_test_ids(project_id, results["nodeid"])
     new_tests = _upsert_test_cases(conn, project_id, day, results, ids, known_tests)

@@ -101,7 +101,9 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def metadata_from_json(raw: dict[str, Any], default_job: str) -> RunMetadata:
+def metadata_from_json(
+    raw: dict[str, Any], default_job: str, *, received_at: datetime | None = None
+) -> RunMetadata:
     """Rebuild the run metadata stored on the upload row."""
     started = raw.get("started_at")
     return RunMetadata(
@@ -114,11 +116,13 @@ def metadata_from_json(raw: dict[str, Any], default_job: str) -> RunMetadata:
         started_at=datetime.fromisoformat(started) if started else None,
         wall_s=raw.get("wall_s"),
         peak_rss_mib=raw.get("peak_rss_mib"),
+        received_at=received_at,
+        backfill=bool(raw.get("backfill")),
     )
 
 
 _CLAIM = """
-SELECT id, project_id, metadata, job FROM upload
+SELECT id, project_id, metadata, job, created_at FROM upload
 WHERE status = 'queued' ORDER BY id LIMIT 1
 FOR NO KEY UPDATE SKIP LOCKED
 """
@@ -142,7 +146,7 @@ def process_next(
             row = conn.execute(_CLAIM).fetchone()
             if row is None:
                 return None
-            upload_id, project_id, metadata, job = row
+            upload_id, project_id, metadata, job, received_at = row
             spent, last_error = _attempts_so_far(side, upload_id)
             if spent >= config.max_attempts:
                 reason = last_error or "the worker stopped while ingesting it"
@@ -157,7 +161,7 @@ def process_next(
             attempt = (upload_id, _record_attempt(side, upload_id, name), spent + 1)
             if heartbeat is not None:
                 heartbeat.set("ingesting", upload_id=upload_id)
-            _ingest(conn, upload_id, project_id, metadata, job, attempt[2], config)
+            _ingest(conn, upload_id, project_id, metadata, job, received_at, attempt[2], config)
         return int(upload_id)
     except ShutdownRequested:
         if attempt is not None:
@@ -180,6 +184,7 @@ def _ingest(
     project_id: int,
     metadata: dict[str, Any],
     job: str | None,
+    received_at: datetime,
     attempts: int,
     config: WorkerConfig,
 ) -> None:
@@ -196,7 +201,7 @@ def _ingest(
         )
         return
     merged = merge_reports(reports)
-    meta = metadata_from_json(metadata, job or "default")
+    meta = metadata_from_json(metadata, job or "default", received_at=received_at)
     stored = store_run(conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged)
     counts = {
         "results": stored.results,

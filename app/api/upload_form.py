@@ -85,6 +85,11 @@ class UploadForm(BaseModel):
     idempotency_key: Text | None = _text(
         "idempotency_key", "the same key twice is one upload (default: from the content)"
     )
+    backfill: bool = Field(
+        default=False,
+        description="keep the report's own timestamp however old (importing history); "
+        "otherwise one older than 7 days or in the future dates the run when received",
+    )
 
     def run_metadata(self) -> dict[str, Any]:
         """The metadata document stored on the upload row (what the worker reads back)."""
@@ -98,4 +103,5 @@ class UploadForm(BaseModel):
             "started_at": self.started_at.isoformat() if self.started_at else None,
             "wall_s": self.wall_s,
             "peak_rss_mib": self.peak_rss_mib,
+            "backfill": self.backfill,
         }

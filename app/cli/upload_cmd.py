@@ -72,6 +72,9 @@ def _server(url: str | None, token: str | None) -> tuple[str, str]:
 @click.option("--url", help="Server URL (default: LAPTIME_URL).")
 @click.option("--token", help="API token with the upload scope (default: LAPTIME_TOKEN).")
 @click.option("--wait", is_flag=True, help="Poll until the server has processed the upload.")
+@click.option(
+    "--backfill", is_flag=True, help="Keep the reports' own timestamps however old (history)."
+)
 @click.option("--retries", type=click.IntRange(0, 10), default=4, show_default=True)
 @click.option("--poll-interval", "poll_s", type=float, default=1.0, hidden=True)
 def send(
@@ -89,6 +92,7 @@ def send(
     url: str | None,
     token: str | None,
     wait: bool,
+    backfill: bool,
     retries: int,
     poll_s: float,
 ) -> None:
@@ -111,6 +115,7 @@ def send(
         wall_s=wall_s,
         peak_rss_mib=peak_rss_mib,
         idempotency_key=idempotency_key,
+        backfill=backfill,
     )
     payload = _read_files(files)
     try:

@@ -60,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--wall-s", type=float, help="the job's wall time in seconds")
     up.add_argument("--peak-rss-mib", type=float, help="the job's peak memory in MiB")
     up.add_argument("--wait", action="store_true", help="wait for ingest; non-zero if it failed")
+    up.add_argument(
+        "--backfill",
+        action="store_true",
+        help="keep the reports' own timestamps however old (importing history)",
+    )
     up.add_argument("--retries", type=int, default=4, choices=range(11), metavar="0-10")
     up.add_argument(
         "--max-time-s", type=float, default=DEFAULT_MAX_TOTAL_S, help="bound on all retries"
@@ -109,6 +114,7 @@ def _upload(args: argparse.Namespace) -> int:
             wall_s=args.wall_s,
             peak_rss_mib=args.peak_rss_mib,
             idempotency_key=args.idempotency_key,
+            backfill=args.backfill,
         )
         files = []
         for raw in args.files:

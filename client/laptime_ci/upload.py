@@ -57,6 +57,8 @@ class UploadMetadata:
     wall_s: float | None = None
     peak_rss_mib: float | None = None
     idempotency_key: str | None = None
+    # Keep the report's own timestamp however old (importing history).
+    backfill: bool = False
 
     def with_session(
         self,
@@ -89,6 +91,8 @@ class UploadMetadata:
             fields.append(("peak_rss_mib", repr(float(self.peak_rss_mib))))
         if self.idempotency_key:
             fields.append(("idempotency_key", self.idempotency_key))
+        if self.backfill:
+            fields.append(("backfill", "true"))
         return fields
 
 
