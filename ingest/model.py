@@ -28,6 +28,8 @@ class SessionInfo:
     xdist_workers: int | None = None
     peak_rss_mib: float | None = None
     peak_rss_source: str | None = None  # "cgroup" | "process-tree"
+    # The container's cgroup peak, every process in it counted; labelled apart, never sized on.
+    cgroup_peak_mib: float | None = None
     # How the tests' peak RSS was measured: "hwm-reset" | "sampling" | "endpoints" | "mixed".
     test_peak_rss_method: str | None = None
     hostname: str | None = None

@@ -38,6 +38,9 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "xdist_workers": ("integer", 0),
     "peak_rss_mib": ("number", 0),
     "peak_rss_source": ("string", None),
+    # The container's cgroup peak, apart from the test process tree's peak_rss_mib: it counts
+    # every process in the container (an earlier pip install too), so sizing never uses it.
+    "cgroup_peak_mib": ("number", 0),
     "test_peak_rss_method": ("string", None),
     "hostname": ("string", None),
 }

@@ -31,7 +31,8 @@ SESSION: dict[str, Any] = {
     "memory_total_mib": 24000.0,
     "xdist_workers": 2,
     "peak_rss_mib": 812.5,
-    "peak_rss_source": "cgroup",
+    "peak_rss_source": "process-tree",
+    "cgroup_peak_mib": 4461.0,
     "test_peak_rss_method": "hwm-reset",
     "hostname": "runner-1",
 }

@@ -12,7 +12,7 @@ def test_session_peak_is_the_process_trees_and_the_cgroups_is_labelled_apart(
     clean_pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A container where other processes pushed the cgroup to 4,461 MiB.
-    monkeypatch.setattr("ingest.plugin.cgroup_peak_mib", lambda: 4461.0)
+    monkeypatch.setattr("laptime_ci.plugin.cgroup_peak_mib", lambda: 4461.0)
     clean_pytester.makepyfile(test_small="def test_small():\n    assert [0] * 1000\n")
     clean_pytester.inline_run("--laptime-report=m.json", "-p", "no:xdist").assertoutcome(passed=1)
     session = json.loads((clean_pytester.path / "m.json").read_text())["session"]
@@ -24,7 +24,7 @@ def test_session_peak_is_the_process_trees_and_the_cgroups_is_labelled_apart(
 def test_the_cgroup_is_the_fallback_only_where_the_tree_is_unknown(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from ingest import plugin
+    from laptime_ci import plugin
 
     monkeypatch.setattr(plugin, "cgroup_peak_mib", lambda: 512.0)
     assert plugin.job_peak_memory(None, []) == (512.0, "cgroup")
