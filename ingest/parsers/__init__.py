@@ -20,6 +20,7 @@ from ingest.parsers.compression import (
 )
 from ingest.parsers.detect import detect_format, sniff_xml, utf16_as_utf8
 from ingest.parsers.limits import DEFAULT_LIMITS, ParseLimits
+from ingest.parsers.runners import with_runner
 from ingest.parsers.xml_guard import NodeGuard
 
 __all__ = ["DEFAULT_LIMITS", "PARSERS", "ParseLimits", "detect_format", "parse_report"]
@@ -40,8 +41,12 @@ def parse_report(
     filename: str | None = None,
     format: str = "auto",
     limits: ParseLimits = DEFAULT_LIMITS,
+    runner: str = "auto",
 ) -> ParsedReport:
-    """Parse one report (gzip accepted) of the given or detected format into a ParsedReport."""
+    """Parse one report (gzip accepted) of the given or detected format into a ParsedReport.
+
+    `runner` names the test runner (ingest.parsers.runners.RUNNERS) or "auto" to detect it;
+    each result's `file` becomes the unit that runner selects."""
     if format != "auto" and format not in PARSERS:
         known = ", ".join(["auto", *PARSERS])
         raise ReportParseError(
@@ -53,7 +58,8 @@ def parse_report(
     if not data.strip(b" \t\r\n\x00") or data in (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"):
         raise ReportParseError("empty-report", "the report is empty", filename=filename)
     fmt: ReportFormat = detect_format(data) if format == "auto" else format  # type: ignore[assignment]
-    return parser_for(fmt)(data, filename=filename)
+    report = parser_for(fmt)(data, filename=filename)
+    return with_runner(report, data, filename=filename, runner=runner)
 
 
 def read_content(data: bytes, limits: ParseLimits, filename: str | None, *, xml: bool) -> bytes:

@@ -17,6 +17,7 @@ ERROR_CODES: dict[str, str] = {
     "zip-not-supported": "the file is a zip archive; reports are read plain or gzipped",
     "compression-not-supported": "the file is bzip2, xz, zstd or 7z compressed",
     "format-unknown": "the format could not be detected, or an unknown format was requested",
+    "runner-unknown": "an unknown test runner was named (--runner or the upload's runner field)",
     # XML / JUnit
     "xml-malformed": "the XML is not well-formed",
     "xml-truncated": "the XML ends before its root element is closed",
