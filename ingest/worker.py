@@ -67,6 +67,7 @@ def metadata_from_json(raw: dict[str, Any], default_job: str) -> RunMetadata:
         started_at=datetime.fromisoformat(started) if started else None,
         wall_s=raw.get("wall_s"),
         peak_rss_mib=raw.get("peak_rss_mib"),
+        runner=raw.get("runner"),
     )
 
 
@@ -103,7 +104,7 @@ def process_next(
             )
             return int(upload_id)
         try:
-            reports = _parse_files(conn, upload_id, config)
+            reports = _parse_files(conn, upload_id, config, runner=metadata.get("runner"))
         except ReportParseError as exc:
             _finish_failed(conn, upload_id, attempts, exc.code, exc.describe())
             return int(upload_id)
@@ -157,7 +158,7 @@ def _count_attempt(side: psycopg.Connection[Any], upload_id: int, name: str) -> 
 
 
 def _parse_files(
-    conn: psycopg.Connection[Any], upload_id: int, config: WorkerConfig
+    conn: psycopg.Connection[Any], upload_id: int, config: WorkerConfig, runner: str | None = None
 ) -> list[ParsedReport]:
     files = conn.execute(
         "SELECT filename, raw_gzip FROM upload_file WHERE upload_id = %s ORDER BY position",
@@ -168,6 +169,8 @@ def _parse_files(
         kwargs: dict[str, Any] = {"filename": filename}
         if config.limits is not None:
             kwargs["limits"] = config.limits
+        if runner:  # the upload's `runner` field (#17): selection units in that runner's terms
+            kwargs["runner"] = runner
         reports.append(parse_report(bytes(raw), **kwargs))
     return reports
 

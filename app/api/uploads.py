@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from app.api.deps import ConnDep, SettingsDep, grant_of
 from app.db.uploads import IncomingFile, get_upload, insert_upload
+from ingest.parsers.runners import RUNNERS
 
 router = APIRouter(prefix="/api/v1", tags=["uploads"])
 
@@ -22,6 +23,17 @@ def _labels(pairs: list[str]) -> dict[str, str]:
             raise HTTPException(status_code=422, detail=f"label {pair!r} is not key=value")
         labels[key.strip()] = value.strip()
     return labels
+
+
+def _runner_field(raw: str | None) -> str | None:
+    """The `runner` form field (#17): a RUNNERS name, or None to detect it per report."""
+    if raw is None or raw in ("", "auto"):
+        return None
+    if raw not in RUNNERS:
+        raise HTTPException(
+            status_code=422, detail=f"runner: unknown runner; one of {', '.join(RUNNERS)}"
+        )
+    return raw
 
 
 def _float_field(name: str, raw: str | None) -> float | None:
@@ -54,6 +66,7 @@ async def create_upload(
     wall_s: Annotated[str | None, Form()] = None,
     peak_rss_mib: Annotated[str | None, Form()] = None,
     idempotency_key: Annotated[str | None, Form()] = None,
+    runner: Annotated[str | None, Form(description="test runner; default: detected")] = None,
 ) -> JSONResponse:
     """Store report files from a CI job and queue them for ingestion (202); a repeat gets 200.
 
@@ -96,6 +109,7 @@ async def create_upload(
         "started_at": started_at,
         "wall_s": _float_field("wall_s", wall_s),
         "peak_rss_mib": _float_field("peak_rss_mib", peak_rss_mib),
+        "runner": _runner_field(runner),
     }
     receipt = insert_upload(
         conn,

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.frames import RUN_COLUMNS
+from app.cli.options import chosen_runner
 from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
 
@@ -31,7 +32,7 @@ def read_report_file(path: Path, fmt: str = "auto") -> ParsedReport:
     except OSError as exc:
         raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
-        return parse_report(data, filename=str(path), format=fmt)
+        return parse_report(data, filename=str(path), format=fmt, runner=chosen_runner())
     except ReportParseError as exc:
         raise click.ClickException(exc.describe()) from exc
 

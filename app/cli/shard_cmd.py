@@ -13,8 +13,7 @@ from analysis.estimate import estimate_durations
 from analysis.shards import assign_shards
 from analysis.split_plan import format_duration
 from app.cli.local_reports import load_local
-
-FORMATS = ("auto", "junit", "durations", "laptime-json")
+from app.cli.options import report_format_option
 
 
 def _read_collected(source: str) -> list[str]:
@@ -55,14 +54,7 @@ def _read_collected(source: str) -> list[str]:
     show_default=True,
     help="Recent results per test the median is taken over.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="auto",
-    show_default=True,
-    help="Report format of the files.",
-)
+@report_format_option
 @click.option("--json", "as_json", is_flag=True, help="Print every shard as JSON.")
 def shard(
     files: tuple[str, ...],

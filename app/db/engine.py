@@ -28,7 +28,8 @@ def alembic_config(url: str) -> Config:
 
 def migrate(url: str) -> None:
     """Apply every pending migration (safe to call from several processes at once)."""
-    command.upgrade(alembic_config(url), "head")
+    # "heads": parallel branches' migrations (each revising "0001" until re-chained) all apply.
+    command.upgrade(alembic_config(url), "heads")
 
 
 @contextlib.contextmanager
