@@ -11,7 +11,7 @@ from analysis.split_options import MAX_JOBS, parse_job_range, parse_plan_duratio
 from ingest.parsers.runners import RUNNERS
 
 # Report formats the offline commands read; `auto` sniffs each file.
-FORMATS = ("auto", "junit", "durations", "laptime-json")
+FORMATS = ("auto", "junit", "durations", "laptime-json", "nunit", "trx")
 F = TypeVar("F", bound=Callable[..., Any])
 
 

@@ -24,7 +24,7 @@ ERROR_CODES: dict[str, str] = {
     "xml-dtd-forbidden": "the XML has a DOCTYPE; DTDs are refused (entity expansion, XXE)",
     "xml-entity-forbidden": "the XML declares or references an entity that is not predefined",
     "encoding-invalid": "the bytes are not valid in the declared (or default UTF-8) encoding",
-    "not-junit": "well-formed XML whose root is neither <testsuites> nor <testsuite>",
+    "not-junit": "well-formed XML whose root is not a known report's (JUnit, NUnit, TRX)",
     "node-too-large": "one XML text run, tag, comment, CDATA section or PI is over the node limit",
     # pytest --durations text
     "durations-missing": "no pytest --durations section found in the text",
