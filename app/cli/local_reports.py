@@ -74,3 +74,11 @@ def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
     results = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
     return LocalData(results=results, runs=runs, reports=reports)
+
+
+def local_runner(data: LocalData) -> str:
+    """The runner of the reports (the one behind most results; pytest when none is known)."""
+    counts: dict[str, int] = {}
+    for report in data.reports:
+        counts[report.runner] = counts.get(report.runner, 0) + len(report.results)
+    return max(sorted(counts), key=lambda r: counts[r]) if counts else "pytest"
