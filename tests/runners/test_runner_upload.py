@@ -64,3 +64,46 @@ def test_unknown_runner_field_is_a_422(live_server: LiveServer, project: Project
     assert answer.status_code == 422
     assert "<script>" not in answer.text
     assert "unknown runner" in answer.text
+
+
+GO_REPORT = (
+    b'<testsuites><testsuite name="example.com/shop/cart" tests="3">'
+    b'<properties><property name="go.version" value="go1.22.1"/></properties>'
+    b'<testcase classname="example.com/shop/cart" name="TestAdd" time="4.0"/>'
+    b'<testcase classname="example.com/shop/cart" name="TestRemove" time="3.0"/>'
+    b'<testcase classname="example.com/shop/cart" name="TestTotal" time="1.0"/>'
+    b"</testsuite>"
+    b'<testsuite name="example.com/shop/price" tests="1">'
+    b'<testcase classname="example.com/shop/price" name="TestRound" time="2.0"/>'
+    b"</testsuite></testsuites>"
+)
+
+
+def test_shards_and_plan_api_speak_the_stored_runner(
+    live_server: LiveServer, project: ProjectFixture
+) -> None:
+    import httpx
+
+    for n in range(2):
+        answer = upload(live_server, project.upload_token, [(f"go{n}.xml", GO_REPORT)], job="go")
+        assert wait_done(live_server, project.upload_token, answer.json()["id"])["status"] == "done"
+    base = f"{live_server.url}/api/v1/projects/{project.slug}"
+    auth = {"Authorization": f"Bearer {project.read_token}"}
+    shards = httpx.get(f"{base}/shards", params={"total": 2}, headers=auth, timeout=60).json()
+    assert [s["runner"] for s in shards["shards"]] == ["go", "go"]
+    commands = sorted(s["command"] for s in shards["shards"])
+    # The heavy package splits by top-level test; every test is named once across shards.
+    assert all(c.startswith("go test ") for c in commands)
+    assert "pip" not in " ".join(commands)
+    plan = httpx.get(
+        f"{base}/recommendations/split",
+        params={"jobs": "2", "overhead": "0"},
+        headers=auth,
+        timeout=60,
+    ).json()
+    assert plan["verdict"] == "split", plan["reason"]
+    assert plan["config"]["runner"] == "go"
+    assert "actions/setup-go" in plan["config"]["github_actions"]
+    for job in plan["jobs"]:
+        assert job["pytest_args"] == []
+        assert job["command"].startswith("go test ")
