@@ -2,7 +2,8 @@
 runner's own report dialect, a plan for 3 jobs, then every job's emitted command is run by the
 runner itself, and its real report must show each planned test exactly once across jobs.
 
-pytest always runs here. Maven runs when `mvn` and an offline local repository holding
+pytest always runs here. Jest runs when jest@29 and jest-junit@16 install from the local npm
+cache (offline). Maven runs when `mvn` and an offline local repository holding
 Surefire 3.2.5 and JUnit 5.11 are present (a CI machine without them skips, saying why).
 """
 
@@ -158,5 +159,69 @@ def test_maven_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stdout[-3000:]
         for xml in sorted(reports.glob("TEST-*.xml")):
             ran.update(parse_report(xml.read_bytes(), filename=xml.name).results["nodeid"])
+    assert sorted(ran) == planned
+    assert set(ran.values()) == {1}
+
+
+# --- Jest (jest-junit) --------------------------------------------------------------------
+
+JEST_FILES = {"a": 6, "b": 3, "c": 2, "d": 1}
+
+
+def _jest_history() -> bytes:
+    suites = "".join(
+        f'<testsuite name="tests/{f}.test.js">'
+        + "".join(
+            f'<testcase classname="{f}{i}" name="{f}{i}" time="{5.0 + i}"/>' for i in range(n)
+        )
+        + "</testsuite>"
+        for f, n in JEST_FILES.items()
+    )
+    return f'<testsuites name="jest tests">{suites}</testsuites>'.encode()
+
+
+def test_jest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed")
+    (tmp_path / "package.json").write_text('{"name": "p", "version": "1.0.0", "private": true}')
+    install = subprocess.run(
+        ["npm", "install", "--offline", "--no-audit", "--no-fund", "jest@29", "jest-junit@16"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    if install.returncode != 0:
+        pytest.skip("jest@29 and jest-junit@16 are not in the local npm cache (offline)")
+    (tmp_path / "tests").mkdir()
+    for f, n in JEST_FILES.items():
+        body = "".join(f"test('{f}{i}', () => {{}});\n" for i in range(n))
+        (tmp_path / "tests" / f"{f}.test.js").write_text(body)
+    plan, planned = _plan(_jest_history(), "jest.xml")
+    assert plan.config["runner"] == "jest"
+    ran: Counter[str] = Counter()
+    for i, job in enumerate(plan.jobs):
+        argv = shlex.split(job.command)
+        assert argv[:4] == ["npx", "jest", "--ci", "--runTestsByPath"]
+        out = tmp_path / f"job{i}.xml"
+        env = {
+            **os.environ,
+            "JEST_JUNIT_OUTPUT_FILE": str(out),
+            "JEST_JUNIT_SUITE_NAME": "{filepath}",
+            "JEST_JUNIT_CLASSNAME": "{title}",
+            "JEST_JUNIT_TITLE": "{title}",
+        }
+        done = subprocess.run(
+            [*argv, "--reporters=jest-junit"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        ran.update(parse_report(out.read_bytes()).results["nodeid"])
     assert sorted(ran) == planned
     assert set(ran.values()) == {1}
