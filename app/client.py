@@ -15,6 +15,9 @@ from typing import Any
 
 import httpx
 
+# Re-exported: the client's callers parse `--label k=v` with the same rules as the server.
+from app.labels import parse_labels as parse_labels
+
 UPLOADS_PATH = "/api/v1/uploads"
 GZIP_MAGIC = b"\x1f\x8b"
 FINAL_STATUSES = ("done", "failed")
@@ -129,22 +132,12 @@ def detect_ci_metadata(env: Mapping[str, str]) -> dict[str, str]:
     return {key: value for key, value in found.items() if value}
 
 
-def parse_labels(pairs: Sequence[str]) -> dict[str, str]:
-    """`k=v` strings to a dict; raises ValueError naming a malformed pair."""
-    labels: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"label {pair!r} is not key=value")
-        labels[key.strip()] = value.strip()
-    return labels
-
-
 def metadata_from_env(env: Mapping[str, str]) -> UploadMetadata:
     """Metadata from the CI environment plus LAPTIME_JOB, LAPTIME_MACHINE, LAPTIME_LABELS."""
     ci = detect_ci_metadata(env)
     labels_text = env.get("LAPTIME_LABELS", "")
-    labels = parse_labels([p for p in labels_text.split(",") if p.strip()])
+    # A comma-separated list: spaces around each item are layout, not part of the label.
+    labels = parse_labels([p.strip() for p in labels_text.split(",") if p.strip()])
     return UploadMetadata(
         commit=ci.get("commit"),
         branch=ci.get("branch"),
@@ -164,9 +157,12 @@ def gzipped(data: bytes) -> bytes:
 
 
 def default_idempotency_key(files: Sequence[tuple[str, bytes]], metadata: UploadMetadata) -> str:
-    """A key from pipeline, job and the reports' content: the same upload retried is one upload."""
+    """A key from pipeline, job, machine, labels and the reports' content: the same upload
+    retried is one upload, while matrix cells sending identical bytes stay apart."""
     digest = hashlib.sha256()
-    for part in (metadata.pipeline or "", metadata.job or ""):
+    # Keys and values as separate parts: `a=b`:`c` and `a`:`b=c` are different cells.
+    labels = [part for item in sorted(metadata.labels.items()) for part in item]
+    for part in (metadata.pipeline or "", metadata.job or "", metadata.machine or "", *labels):
         digest.update(part.encode())
         digest.update(b"\0")
     for name, data in files:
@@ -322,3 +318,22 @@ def wait_for_upload(
             if clock() + poll_s > deadline:
                 raise UploadError(f"upload {upload_id} not finished after {timeout_s:g} s")
             sleep(poll_s)
+
+
+def retry_upload(url: str, upload_id: int, *, token: str, timeout_s: float = 30) -> dict[str, Any]:
+    """`POST /api/v1/uploads/{id}/retry`: put a failed upload back in the queue.
+
+    Returns the server's answer; raises UploadError when refused or unreachable.
+    """
+    endpoint = f"{url.rstrip('/')}{UPLOADS_PATH}/{upload_id}/retry"
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    try:
+        response = httpx.post(endpoint, headers=headers, timeout=timeout_s)
+    except httpx.TransportError as exc:
+        raise UploadError(f"cannot reach {endpoint}: {exc}") from exc
+    if response.status_code >= 400:
+        raise UploadError(
+            f"retry refused ({response.status_code}): {_server_message(response)}",
+            status_code=response.status_code,
+        )
+    return _json_answer(response)

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import gc
-import importlib
-import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from sqlalchemy import Engine, text
 
+from app.api.errors import install_error_handlers
 from app.api.header_limit import HeaderLimit
+from app.api.projects import router as projects_router
+from app.api.recommendations import router as recommendations_router
+from app.api.upload_guard import UploadGuard
+from app.api.uploads import router as uploads_router
+from app.pages.routes import mount as mount_pages
 from app.settings import Settings
+from dashboards.theme import warm_up as warm_up_figures
 
 
 def create_app(settings: Settings, engine: Engine) -> FastAPI:
@@ -25,17 +30,14 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     )
     app.state.settings = settings
     app.state.engine = engine
+    install_error_handlers(app)
+    app.add_middleware(UploadGuard, max_upload_bytes=settings.max_upload_bytes)
     app.add_middleware(HeaderLimit)
-
-    from app.api.projects import router as projects_router
-    from app.api.recommendations import router as recommendations_router
-    from app.api.uploads import router as uploads_router
 
     app.include_router(uploads_router)
     app.include_router(projects_router)
     app.include_router(recommendations_router)
-    if importlib.util.find_spec("app.pages.routes") is not None:
-        importlib.import_module("app.pages.routes").mount(app)
+    mount_pages(app)
 
     @app.get("/healthz", tags=["health"])
     def healthz() -> dict[str, str]:
@@ -57,7 +59,6 @@ def settle_startup_heap() -> None:
     """Exempt what start-up made (modules, classes, functions, plotly's validators) from the
     cyclic garbage collector. Otherwise every full collection walks those ~160,000 objects,
     100+ ms landing on whichever request triggers it; they live as long as the process."""
-    if importlib.util.find_spec("dashboards.theme") is not None:
-        importlib.import_module("dashboards.theme").warm_up()
+    warm_up_figures()
     gc.collect()
     gc.freeze()

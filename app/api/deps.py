@@ -10,6 +10,7 @@ from fastapi import Depends, HTTPException, Request
 from sqlalchemy import Connection, Engine
 
 from app.api.auth_limit import FailedAuthLimiter
+from app.api.errors import ApiError
 from app.db.projects import Project, TokenGrant, get_project, resolve_token
 from app.settings import Settings
 
@@ -27,7 +28,19 @@ def get_conn(request: Request) -> Iterator[Connection]:
         yield conn
 
 
-ConnDep = Annotated[Connection, Depends(get_conn)]
+# scope="function": the commit runs when the route returns, BEFORE the response is sent, so a
+# 2xx means committed and a commit failure reaches the exception handlers as a 5xx. (The
+# default, "request", commits after the response has gone out.)
+ConnDep = Annotated[Connection, Depends(get_conn, scope="function")]
+
+
+def get_engine(request: Request) -> Engine:
+    """The app's engine, for a route that opens its transaction itself (after slow work)."""
+    engine: Engine = request.app.state.engine
+    return engine
+
+
+EngineDep = Annotated[Engine, Depends(get_engine)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
@@ -98,7 +111,7 @@ def grant_of(request: Request, conn: Connection) -> TokenGrant | None:
         return None
     grant = check_token(request, conn, token)
     if grant is None:
-        raise HTTPException(status_code=401, detail="invalid, expired or revoked token")
+        raise ApiError(401, "token-invalid", "invalid, expired or revoked token")
     return grant
 
 

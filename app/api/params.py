@@ -19,6 +19,7 @@ from pydantic import StringConstraints
 from analysis.durations import MAX_DURATION_CHARS
 from analysis.filters import Filters
 from analysis.split_options import parse_job_range, parse_plan_duration_s
+from app.labels import split_label
 from app.project_reads import window_filters
 
 # Longest value of one text parameter (a branch, a glob, a cell key...).
@@ -72,9 +73,10 @@ def parse_label_filters(pairs: list[str]) -> dict[str, tuple[str, ...]]:
     """`os=linux`, `os=macos`, `python=3.11` -> {os: (linux, macos), python: (3.11,)}."""
     found: dict[str, list[str]] = {}
     for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise HTTPException(status_code=422, detail=f"label filter {pair!r} is not key=value")
+        try:
+            key, value = split_label(pair)
+        except ValueError as exc:
+            raise HTTPException(status_code=422, detail=f"label filter: {exc}") from None
         found.setdefault(key, []).append(value)
     return {k: tuple(v) for k, v in found.items()}
 

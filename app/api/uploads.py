@@ -1,142 +1,160 @@
-"""POST /api/v1/uploads and the upload status endpoint."""
+"""POST /api/v1/uploads, the upload status endpoint and the retry of a failed upload.
+
+Every route here is a plain `def`: FastAPI runs it in the thread pool, so the database waits
+(a concurrent identical upload waits for the first one's commit) and the hashing of the
+decompressed reports never block the event loop. Every transaction commits before the answer
+is sent (the upload's own block, the connection dependency's function scope), so a 202 means
+the raw files are committed.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Form, HTTPException, Request, UploadFile
+from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.responses import JSONResponse
+from sqlalchemy import Connection
 
-from app.api.deps import ConnDep, SettingsDep, grant_of
-from app.db.uploads import IncomingFile, get_upload, insert_upload
-from ingest.parsers.runners import RUNNERS
+from app.api.deps import ConnDep, EngineDep, SettingsDep, grant_of
+from app.api.errors import ApiError
+from app.api.upload_form import UploadForm
+from app.api.upload_guard import GRANT_STATE_KEY
+from app.db.engine import transaction
+from app.db.projects import TokenGrant
+from app.db.uploads import (
+    IncomingFile,
+    UploadReceipt,
+    content_digest,
+    get_upload,
+    insert_upload,
+    requeue_upload,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["uploads"])
+READ_CHUNK_BYTES = 1 << 20
 
 
-def _labels(pairs: list[str]) -> dict[str, str]:
-    labels: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise HTTPException(status_code=422, detail=f"label {pair!r} is not key=value")
-        labels[key.strip()] = value.strip()
-    return labels
-
-
-def _runner_field(raw: str | None) -> str | None:
-    """The `runner` form field (#17): a RUNNERS name, or None to detect it per report."""
-    if raw is None or raw in ("", "auto"):
-        return None
-    if raw not in RUNNERS:
-        raise HTTPException(
-            status_code=422, detail=f"runner: unknown runner; one of {', '.join(RUNNERS)}"
-        )
-    return raw
-
-
-def _float_field(name: str, raw: str | None) -> float | None:
-    if raw is None or raw == "":
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        raise HTTPException(
-            status_code=422, detail=f"{name} must be a number, got {raw!r}"
-        ) from None
-    if value < 0:
-        raise HTTPException(status_code=422, detail=f"{name} must not be negative")
-    return value
-
-
-@router.post("/uploads", status_code=202)
-async def create_upload(
-    request: Request,
-    conn: ConnDep,
-    settings: SettingsDep,
-    file: Annotated[list[UploadFile], File(description="report files (gzip allowed)")],
-    commit: Annotated[str | None, Form()] = None,
-    branch: Annotated[str | None, Form()] = None,
-    pipeline: Annotated[str | None, Form()] = None,
-    job: Annotated[str | None, Form()] = None,
-    machine: Annotated[str | None, Form()] = None,
-    label: Annotated[list[str] | None, Form()] = None,
-    started_at: Annotated[str | None, Form()] = None,
-    wall_s: Annotated[str | None, Form()] = None,
-    peak_rss_mib: Annotated[str | None, Form()] = None,
-    idempotency_key: Annotated[str | None, Form()] = None,
-    runner: Annotated[str | None, Form(description="test runner; default: detected")] = None,
-) -> JSONResponse:
-    """Store report files from a CI job and queue them for ingestion (202); a repeat gets 200.
-
-    The raw files are committed before the answer, so an accepted upload is never lost.
-    """
-    grant = grant_of(request, conn)
+def _grant(request: Request, conn: Connection, action: str) -> TokenGrant:
+    """The request's grant for `action` (the upload guard may have resolved it already)."""
+    grant: TokenGrant | None = getattr(request.state, GRANT_STATE_KEY, None)
     if grant is None:
-        raise HTTPException(status_code=401, detail="a token is required")
-    if not grant.allows("upload"):
-        raise HTTPException(status_code=403, detail=f"a {grant.scope} token cannot upload")
-    if started_at:
-        try:
-            parsed = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
-        except ValueError:
-            raise HTTPException(
-                status_code=422, detail=f"started_at is not ISO 8601: {started_at!r}"
-            ) from None
-        started_at = parsed.isoformat()
-    files: list[IncomingFile] = []
+        grant = grant_of(request, conn)
+    if grant is None:
+        raise ApiError(401, "token-required", "a token is required")
+    if not grant.allows(action):
+        raise ApiError(403, "token-scope", f"a {grant.scope} token cannot {action}")
+    return grant
+
+
+def _read_files(files: list[UploadFile], max_bytes: int) -> list[IncomingFile]:
+    """The files' bytes, refused past max_bytes in total (read in chunks, never more)."""
+    incoming: list[IncomingFile] = []
     total = 0
-    for upload in file:
-        data = await upload.read(settings.max_upload_bytes + 1)
-        total += len(data)
-        if total > settings.max_upload_bytes:
-            raise HTTPException(
-                status_code=413,
-                detail=f"upload exceeds {settings.max_upload_bytes} bytes "
-                f"(at {upload.filename or 'file'}); raise LAPTIME_MAX_UPLOAD_BYTES",
-            )
+    for upload in files:
+        name = upload.filename or f"file{len(incoming)}"
+        parts: list[bytes] = []
+        while chunk := upload.file.read(min(READ_CHUNK_BYTES, max_bytes - total + 1)):
+            total += len(chunk)
+            if total > max_bytes:
+                raise ApiError(
+                    413,
+                    "upload-too-large",
+                    f"upload exceeds {max_bytes} bytes (at {name}); raise LAPTIME_MAX_UPLOAD_BYTES",
+                )
+            parts.append(chunk)
+        data = b"".join(parts)
         if not data:
-            raise HTTPException(status_code=422, detail=f"{upload.filename or 'file'} is empty")
-        files.append(IncomingFile(filename=upload.filename or f"file{len(files)}", data=data))
-    metadata: dict[str, Any] = {
-        "commit": commit,
-        "branch": branch,
-        "pipeline": pipeline,
-        "job": job or "default",
-        "machine": machine,
-        "labels": _labels(label or []),
-        "started_at": started_at,
-        "wall_s": _float_field("wall_s", wall_s),
-        "peak_rss_mib": _float_field("peak_rss_mib", peak_rss_mib),
-        "runner": _runner_field(runner),
-    }
-    receipt = insert_upload(
-        conn,
-        grant.project,
-        files,
-        metadata,
-        idempotency_key=idempotency_key or None,
-        max_report_bytes=settings.max_report_bytes,
-    )
+            raise ApiError(422, "invalid-field", f"file: {name} is empty")
+        incoming.append(IncomingFile(filename=name, data=data))
+    return incoming
+
+
+def _answer(receipt: UploadReceipt) -> JSONResponse:
     body = {
         "id": receipt.id,
         "status": receipt.status,
         "url": f"/api/v1/uploads/{receipt.id}",
         "duplicate": receipt.duplicate,
+        "requeued": receipt.requeued,
     }
     return JSONResponse(body, status_code=200 if receipt.duplicate else 202)
 
 
-@router.get("/uploads/{upload_id}")
-def read_upload(upload_id: int, request: Request, conn: ConnDep) -> dict[str, Any]:
-    """Status of an upload: queued, processing, done (with counts) or failed (with the error)."""
-    grant = grant_of(request, conn)
-    if grant is None:
-        raise HTTPException(status_code=401, detail="a token is required")
+@router.post(
+    "/uploads",
+    status_code=202,
+    responses={
+        200: {"description": "a repeat of an earlier upload (re-queued if it had failed)"},
+        413: {"description": "the files are larger than LAPTIME_MAX_UPLOAD_BYTES"},
+        503: {"description": "the database is unavailable; retry after Retry-After seconds"},
+    },
+)
+def create_upload(
+    request: Request,
+    engine: EngineDep,
+    settings: SettingsDep,
+    file: Annotated[list[UploadFile], File(description="report files (gzip allowed)")],
+    form: Annotated[UploadForm, Form()],
+) -> JSONResponse:
+    """Store report files from a CI job and queue them for ingestion (202).
+
+    A repeat (same idempotency key, or same files and run metadata) answers 200 with
+    `duplicate: true`; a repeat of a failed upload puts it back in the queue
+    (`requeued: true`). The raw files are committed before the answer.
+    """
+    files = _read_files(file, settings.max_upload_bytes)
+    # Hashed (inflating gzips) before the transaction, so no connection idles meanwhile.
+    digests = [content_digest(f.data, max_bytes=settings.max_report_bytes) for f in files]
+    # Committed when the block ends, before the answer: a 202 means stored.
+    with transaction(engine) as conn:
+        grant = _grant(request, conn, "upload")
+        receipt = insert_upload(
+            conn,
+            grant.project,
+            files,
+            form.run_metadata(),
+            idempotency_key=form.idempotency_key or None,
+            max_report_bytes=settings.max_report_bytes,
+            digests=digests,
+        )
+    return _answer(receipt)
+
+
+def _own_upload(conn: Connection, grant: TokenGrant, upload_id: int) -> dict[str, Any]:
     doc = get_upload(conn, upload_id)
     if doc is None:
-        raise HTTPException(status_code=404, detail=f"no upload {upload_id}")
+        raise ApiError(404, "upload-not-found", f"no upload {upload_id}")
     if doc["project_id"] != grant.project.id:
-        raise HTTPException(status_code=403, detail="this token belongs to another project")
+        raise ApiError(403, "token-scope", "this token belongs to another project")
     return doc
+
+
+@router.get("/uploads/{upload_id}")
+def read_upload(upload_id: int, request: Request, conn: ConnDep) -> dict[str, Any]:
+    """Status of an upload: queued, processing, done (with counts) or failed (with the error).
+
+    Any token of the upload's project may read it.
+    """
+    grant = grant_of(request, conn)
+    if grant is None:
+        raise ApiError(401, "token-required", "a token is required")
+    return _own_upload(conn, grant, upload_id)
+
+
+@router.post("/uploads/{upload_id}/retry")
+def retry_upload(upload_id: int, request: Request, conn: ConnDep) -> dict[str, Any]:
+    """Put a failed upload back in the queue (an upload or admin token of its project).
+
+    Its attempts start again from zero; 409 when the upload is not failed.
+    """
+    doc = _own_upload(conn, _grant(request, conn, "upload"), upload_id)
+    if not requeue_upload(conn, upload_id):
+        raise ApiError(
+            409, "upload-not-failed", f"upload {upload_id} is {doc['status']}, not failed"
+        )
+    return {
+        "id": upload_id,
+        "status": "queued",
+        "url": f"/api/v1/uploads/{upload_id}",
+        "requeued": True,
+    }

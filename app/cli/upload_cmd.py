@@ -1,4 +1,5 @@
-"""`laptime upload`: send report files to a laptime server from a CI job."""
+"""`laptime upload`: send report files to a laptime server from a CI job; `laptime upload
+retry ID` puts a failed upload back in the queue."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ from app.client import (
     UploadError,
     metadata_from_env,
     parse_labels,
+    retry_upload,
     upload_reports,
     wait_for_upload,
 )
+
+SEND = "send"
 
 
 def _read_files(paths: tuple[str, ...]) -> list[tuple[str, bytes]]:
@@ -43,7 +47,33 @@ def _progress_printer() -> Callable[[dict[str, Any]], None]:
     return show
 
 
-@click.command()
+class _UploadGroup(click.Group):
+    """`laptime upload FILES...` is `laptime upload send FILES...`: the subcommands (`retry`)
+    are the only first words not read as a file (a file named like one: `./retry`)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [SEND, *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_UploadGroup)
+def upload() -> None:
+    """Send report files (`laptime upload FILES...`) or re-queue a failed upload."""
+
+
+def _server(url: str | None, token: str | None) -> tuple[str, str]:
+    env = os.environ
+    url = url or env.get("LAPTIME_URL")
+    token = token or env.get("LAPTIME_TOKEN")
+    if not url:
+        raise click.ClickException("no server: pass --url or set LAPTIME_URL")
+    if not token:
+        raise click.ClickException("no token: pass --token or set LAPTIME_TOKEN")
+    return url, token
+
+
+@upload.command(SEND)
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--job", help="Job name (default: from the CI environment or LAPTIME_JOB).")
 @click.option("--machine", help="Machine type or resource class (default: LAPTIME_MACHINE).")
@@ -60,7 +90,7 @@ def _progress_printer() -> Callable[[dict[str, Any]], None]:
 @click.option("--wait", is_flag=True, help="Poll until the server has processed the upload.")
 @click.option("--retries", type=click.IntRange(0, 10), default=4, show_default=True)
 @click.option("--poll-interval", "poll_s", type=float, default=1.0, hidden=True)
-def upload(
+def send(
     files: tuple[str, ...],
     job: str | None,
     machine: str | None,
@@ -79,16 +109,10 @@ def upload(
     poll_s: float,
 ) -> None:
     """Upload test reports (JUnit XML, --durations text, laptime JSON) as one CI job's run."""
-    env = os.environ
-    url = url or env.get("LAPTIME_URL")
-    token = token or env.get("LAPTIME_TOKEN")
-    if not url:
-        raise click.ClickException("no server: pass --url or set LAPTIME_URL")
-    if not token:
-        raise click.ClickException("no token: pass --token or set LAPTIME_TOKEN")
+    url, token = _server(url, token)
     try:
         extra_labels = parse_labels(labels)
-        base = metadata_from_env(env)
+        base = metadata_from_env(os.environ)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     metadata = replace(
@@ -109,7 +133,11 @@ def upload(
         answer = upload_reports(payload, url=url, token=token, metadata=metadata, retries=retries)
     except UploadError as exc:
         raise click.ClickException(exc.message) from exc
-    duplicate = " (already uploaded)" if answer.get("duplicate") else ""
+    duplicate = ""
+    if answer.get("requeued"):
+        duplicate = " (sent before and failed: re-queued)"
+    elif answer.get("duplicate"):
+        duplicate = " (already uploaded)"
     click.echo(f"upload {answer.get('id')}: {answer.get('status')}{duplicate} {answer.get('url')}")
     if not wait:
         return
@@ -131,3 +159,17 @@ def upload(
     counts = final.get("counts") or {}
     shown = ", ".join(f"{key}={value}" for key, value in sorted(counts.items()))
     click.echo(f"upload {upload_id}: done" + (f" ({shown})" if shown else ""))
+
+
+@upload.command()
+@click.argument("upload_id", type=click.IntRange(min=1), metavar="ID")
+@click.option("--url", help="Server URL (default: LAPTIME_URL).")
+@click.option("--token", help="Upload or admin token of the project (default: LAPTIME_TOKEN).")
+def retry(upload_id: int, url: str | None, token: str | None) -> None:
+    """Put failed upload ID back in the queue; its attempts start again from zero."""
+    url, token = _server(url, token)
+    try:
+        answer = retry_upload(url, upload_id, token=token)
+    except UploadError as exc:
+        raise click.ClickException(exc.message) from exc
+    click.echo(f"upload {answer.get('id')}: {answer.get('status')} {answer.get('url')}")

@@ -5,15 +5,14 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from app.db.projects import Project
-
-GZIP_MAGIC = b"\x1f\x8b"
+from ingest.model import ReportParseError
+from ingest.parsers.compression import gunzip_chunks, is_gzip
 
 
 @dataclass(frozen=True)
@@ -26,34 +25,46 @@ class IncomingFile:
 
 @dataclass(frozen=True)
 class UploadReceipt:
-    """The answer to an upload: its id and whether it repeated an earlier one."""
+    """The answer to an upload: its id, whether it repeated an earlier one, and whether that
+    repeat put a failed upload back in the queue."""
 
     id: int
     status: str
     duplicate: bool
+    requeued: bool = False
 
 
 def content_digest(data: bytes, *, max_bytes: int) -> bytes:
     """SHA-256 of the report's decompressed content, so gzip settings do not hide a repeat.
 
-    A member that inflates past max_bytes is hashed as sent; the worker then rejects it with
-    a precise error instead of the API holding a bomb in memory.
+    A member that inflates past max_bytes (or is not valid gzip) is hashed as sent; the worker
+    then rejects it with a precise error instead of the API holding a bomb in memory.
     """
-    if not data.startswith(GZIP_MAGIC):
+    if not is_gzip(data):
         return hashlib.sha256(data).digest()
     digest = hashlib.sha256()
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    seen = 0
     try:
-        chunk = inflater.decompress(data, 1 << 20)
-        while chunk:
-            seen += len(chunk)
-            if seen > max_bytes:
-                return hashlib.sha256(data).digest()
+        for chunk in gunzip_chunks(data, max_bytes, None):
             digest.update(chunk)
-            chunk = inflater.decompress(inflater.unconsumed_tail, 1 << 20)
-    except zlib.error:
+    except ReportParseError:
         return hashlib.sha256(data).digest()
+    return digest.digest()
+
+
+def repeat_key(digests: list[bytes], metadata: dict[str, Any]) -> bytes:
+    """What makes two uploads one: the reports' content and the run they describe.
+
+    Stored in `upload.content_hash`. Pipeline, commit, branch, machine and labels are part of
+    it, so matrix cells sending byte-identical reports under one job name stay two uploads,
+    while a retry of the same upload (same files, same metadata) is one.
+    """
+    identity = {
+        key: metadata.get(key) for key in ("job", "pipeline", "commit", "branch", "machine")
+    }
+    identity["labels"] = sorted((metadata.get("labels") or {}).items())
+    digest = hashlib.sha256(json.dumps(identity, sort_keys=True).encode())
+    for file_digest in sorted(digests):
+        digest.update(file_digest)
     return digest.digest()
 
 
@@ -65,38 +76,80 @@ def insert_upload(
     *,
     idempotency_key: str | None,
     max_report_bytes: int,
+    digests: list[bytes] | None = None,
 ) -> UploadReceipt:
-    """Store the raw files and queue them, or return the earlier upload they repeat."""
+    """Store the raw files and queue them, or return the earlier upload they repeat.
+
+    A repeat of a failed upload puts it back in the queue (the fix may be on the server).
+    `digests` are the files' content_digest when the caller computed them already (the API
+    does, before it opens its transaction: inflating a report can take seconds).
+    """
     job = str(metadata.get("job") or "")
-    digests = [content_digest(f.data, max_bytes=max_report_bytes) for f in files]
-    content_hash = hashlib.sha256(b"".join(sorted(digests))).digest()
+    if digests is None:
+        digests = [content_digest(f.data, max_bytes=max_report_bytes) for f in files]
+    content_hash = repeat_key(digests, metadata)
     existing = _find_existing(conn, project.id, idempotency_key, job, content_hash)
-    if existing is not None:
-        return existing
+    if existing is None:
+        row = conn.execute(
+            text(
+                """
+                INSERT INTO upload (project_id, metadata, job, content_hash, idempotency_key,
+                    size_bytes)
+                VALUES (:p, CAST(:m AS jsonb), :j, :h, :k, :n)
+                ON CONFLICT DO NOTHING RETURNING id
+                """
+            ),
+            {
+                "p": project.id,
+                "m": json.dumps(metadata),
+                "j": job,
+                "h": content_hash,
+                "k": idempotency_key,
+                "n": sum(len(f.data) for f in files),
+            },
+        ).first()
+        if row is not None:
+            upload_id = int(row[0])
+            _insert_files(conn, upload_id, files)
+            _notify(conn, upload_id)
+            return UploadReceipt(id=upload_id, status="queued", duplicate=False)
+        # A concurrent identical upload won the race (we waited for its commit); answer with it.
+        existing = _find_existing(conn, project.id, idempotency_key, job, content_hash)
+        assert existing is not None
+    if existing.status == "failed":
+        if requeue_upload(conn, existing.id):
+            return UploadReceipt(id=existing.id, status="queued", duplicate=True, requeued=True)
+        # A concurrent repeat re-queued it first (we waited for its commit): its status now.
+        existing = _find_existing(conn, project.id, idempotency_key, job, content_hash)
+        assert existing is not None
+    return existing
+
+
+def requeue_upload(conn: Connection, upload_id: int) -> bool:
+    """Put a failed upload back in the queue as if new; False when it is not failed.
+
+    Its attempt rows go: the worker counts attempts over `upload_attempt`, so a re-queued
+    upload gets the full `max_attempts` again. The error it replaces is not kept.
+    """
     row = conn.execute(
         text(
             """
-            INSERT INTO upload (project_id, metadata, job, content_hash, idempotency_key,
-                size_bytes)
-            VALUES (:p, CAST(:m AS jsonb), :j, :h, :k, :n)
-            ON CONFLICT DO NOTHING RETURNING id
+            UPDATE upload SET status = 'queued', attempts = 0, error_code = NULL,
+                error_detail = NULL, warnings = '[]'::jsonb, counts = '{}'::jsonb,
+                finished_at = NULL
+            WHERE id = :u AND status = 'failed' RETURNING id
             """
         ),
-        {
-            "p": project.id,
-            "m": json.dumps(metadata),
-            "j": job,
-            "h": content_hash,
-            "k": idempotency_key,
-            "n": sum(len(f.data) for f in files),
-        },
+        {"u": upload_id},
     ).first()
     if row is None:
-        # A concurrent identical upload won the race; answer with it.
-        raced = _find_existing(conn, project.id, idempotency_key, job, content_hash)
-        assert raced is not None
-        return raced
-    upload_id = int(row[0])
+        return False
+    conn.execute(text("DELETE FROM upload_attempt WHERE upload_id = :u"), {"u": upload_id})
+    _notify(conn, upload_id)
+    return True
+
+
+def _insert_files(conn: Connection, upload_id: int, files: list[IncomingFile]) -> None:
     conn.execute(
         text(
             "INSERT INTO upload_file (upload_id, position, filename, raw_gzip, size_bytes) "
@@ -107,14 +160,17 @@ def insert_upload(
                 "u": upload_id,
                 "i": i,
                 "f": f.filename,
-                "r": f.data if f.data.startswith(GZIP_MAGIC) else gzip.compress(f.data, 1),
+                "r": f.data if is_gzip(f.data) else gzip.compress(f.data, 1),
                 "n": len(f.data),
             }
             for i, f in enumerate(files)
         ],
     )
+
+
+def _notify(conn: Connection, upload_id: int) -> None:
+    # Delivered at commit, so a worker never wakes for a row it cannot see yet.
     conn.execute(text("SELECT pg_notify('laptime_uploads', :u)"), {"u": str(upload_id)})
-    return UploadReceipt(id=upload_id, status="queued", duplicate=False)
 
 
 def _find_existing(

@@ -6,6 +6,7 @@ import ast
 import re
 from pathlib import Path
 
+from app.api.errors import API_ERROR_CODES
 from ingest.parsers.errors import ERROR_CODES
 from ingest.worker import WORKER_ERROR_CODES
 
@@ -51,7 +52,7 @@ def test_every_raised_code_is_registered() -> None:
 def test_every_registered_code_is_documented() -> None:
     doc = (REPO / "docs" / "errors.md").read_text()
     documented = set(re.findall(r"^\| `([a-z0-9-]+)` \|", doc, flags=re.MULTILINE))
-    registered = set(ERROR_CODES) | set(WORKER_ERROR_CODES)
+    registered = set(ERROR_CODES) | set(WORKER_ERROR_CODES) | set(API_ERROR_CODES)
     assert registered - documented == set()
     assert documented - registered == set()
 

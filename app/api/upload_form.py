@@ -1,0 +1,115 @@
+"""The upload form's text fields: typed, bounded and free of control characters.
+
+The limits live here only; docs/errors.md lists them and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, Field
+
+from app.labels import parse_labels, split_label
+from ingest.parsers.runners import RUNNERS
+
+# Longest accepted value of each text field, in characters.
+FIELD_MAX_CHARS: dict[str, int] = {
+    "job": 200,
+    "branch": 200,
+    "commit": 100,
+    "pipeline": 200,
+    "machine": 100,
+    "label key": 100,
+    "label value": 500,
+    "idempotency_key": 200,
+}
+# started_at must fall in [EARLIEST_START, now + START_SLACK]: a clock a day ahead is a
+# misconfigured runner, not a reason to lose its report; anything else is a bug in the sender.
+EARLIEST_START = datetime(1970, 1, 1, tzinfo=UTC)
+START_SLACK = timedelta(days=1)
+# Control characters (NUL, escapes, newlines) and lone surrogates: Postgres text cannot hold
+# NUL, and the rest only serves to forge log lines or break the pages that show the value.
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cs"})
+
+
+def _printable(value: str) -> str:
+    for char in value:
+        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES:
+            raise ValueError(f"control character U+{ord(char):04X} is not allowed")
+    return value
+
+
+def _label(value: str) -> str:
+    key, label_value = split_label(_printable(value))
+    for part, text in (("label key", key), ("label value", label_value)):
+        if len(text) > FIELD_MAX_CHARS[part]:
+            raise ValueError(f"{part} is longer than {FIELD_MAX_CHARS[part]} characters")
+    return value
+
+
+def _in_range(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)  # a CI clock without an offset is UTC
+    if not EARLIEST_START <= value <= datetime.now(UTC) + START_SLACK:
+        raise ValueError(f"must be between {EARLIEST_START.date()} and tomorrow")
+    return value
+
+
+def _runner(value: str | None) -> str | None:
+    """A RUNNERS name (#17); "" and "auto" mean: detect it from each report."""
+    if value in (None, "", "auto"):
+        return None
+    if value not in RUNNERS:
+        raise ValueError(f"unknown runner; one of {', '.join(RUNNERS)}")
+    return value
+
+
+def _text(name: str, description: str) -> Any:
+    return Field(default=None, max_length=FIELD_MAX_CHARS[name], description=description)
+
+
+Text = Annotated[str, AfterValidator(_printable)]
+Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class UploadForm(BaseModel):
+    """The metadata a CI job sends next to its report files."""
+
+    job: Text | None = _text("job", "CI job name (default: `default`)")
+    commit: Text | None = _text("commit", "commit SHA")
+    branch: Text | None = _text("branch", "branch name")
+    pipeline: Text | None = _text("pipeline", "pipeline run id grouping the jobs of one CI run")
+    machine: Text | None = _text("machine", "machine type or resource class")
+    label: list[Annotated[str, AfterValidator(_label)]] = Field(
+        default_factory=list, max_length=100, description="run label `key=value`, repeatable"
+    )
+    started_at: Annotated[datetime | None, AfterValidator(_in_range)] = Field(
+        default=None, description="job start, ISO 8601 (UTC when no offset is given)"
+    )
+    wall_s: Seconds | None = Field(default=None, description="job wall time, setup included")
+    peak_rss_mib: Seconds | None = Field(default=None, description="job peak memory in MiB")
+    idempotency_key: Text | None = _text(
+        "idempotency_key", "the same key twice is one upload (default: from the content)"
+    )
+    runner: Annotated[str | None, AfterValidator(_runner)] = Field(
+        default=None, max_length=40, description="test runner (default: detected per report)"
+    )
+
+    def run_metadata(self) -> dict[str, Any]:
+        """The metadata document stored on the upload row (what the worker reads back)."""
+        return {
+            "commit": self.commit,
+            "branch": self.branch,
+            "pipeline": self.pipeline,
+            "job": self.job or "default",
+            "machine": self.machine,
+            "labels": parse_labels(self.label),
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "wall_s": self.wall_s,
+            "peak_rss_mib": self.peak_rss_mib,
+            "runner": self.runner,
+        }
