@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from analysis.runner_commands import JobSelection
+from analysis.split_config import GITHUB_MATRIX_HEAD
 
 
 @dataclass(frozen=True)
@@ -123,15 +124,7 @@ _UNSAFE = "# A selected test name holds a line break: run `laptime shard` in eac
 def github_actions(runner: str, selections: Sequence[JobSelection]) -> str:
     """A GitHub Actions job with one matrix entry per planned job, in the runner's terms."""
     setup = SETUPS[runner]
-    lines = [
-        "jobs:",
-        "  test:",
-        "    runs-on: ubuntu-latest",
-        "    strategy:",
-        "      fail-fast: false",
-        "      matrix:",
-        "        include:",
-    ]
+    lines = list(GITHUB_MATRIX_HEAD)
     for i, selection in enumerate(selections, start=1):
         lines.append(f"          - group: {i}")
         lines.append(f"            command: {_scalar(selection.command)}")

@@ -27,6 +27,15 @@ from tests.planner.history import run_row, runs_frame
 RUN_TIMEOUT_S = 120
 
 
+def _run(
+    argv: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a runner's command in the project, bounded in time."""
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
+    )
+
+
 def _plan(report_bytes: bytes, filename: str) -> tuple[SplitPlan, list[str]]:
     report = parse_report(report_bytes, filename=filename)
     results = report.results.assign(run_id=1)
@@ -78,14 +87,10 @@ def test_pytest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
         argv = shlex.split(job.command)
         assert argv[:3] == ["python", "-m", "pytest"]
         out = tmp_path / f"job{i}.xml"
-        done = subprocess.run(
+        done = _run(
             [sys.executable, *argv[1:], f"--junitxml={out}", "-q", "-p", "no:cacheprovider"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
+            tmp_path,
+            env,
         )
         assert done.returncode == 0, done.stdout + done.stderr
         ran.update(parse_report(out.read_bytes()).results["nodeid"])
@@ -146,14 +151,7 @@ def test_maven_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
         argv = shlex.split(job.command)
         assert argv[:3] == ["mvn", "-B", "test"]
         shutil.rmtree(reports, ignore_errors=True)
-        done = subprocess.run(
-            ["mvn", "-o", "-q", *argv[1:]],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
-        )
+        done = _run(["mvn", "-o", "-q", *argv[1:]], tmp_path)
         if done.returncode != 0 and "offline" in done.stdout:
             pytest.skip("the local Maven repository lacks Surefire 3.2.5 / JUnit 5.11 (offline)")
         assert done.returncode == 0, done.stdout[-3000:]
@@ -184,13 +182,9 @@ def test_jest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
     if shutil.which("npm") is None:
         pytest.skip("npm is not installed")
     (tmp_path / "package.json").write_text('{"name": "p", "version": "1.0.0", "private": true}')
-    install = subprocess.run(
+    install = _run(
         ["npm", "install", "--offline", "--no-audit", "--no-fund", "jest@29", "jest-junit@16"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_S,
-        check=False,
+        tmp_path,
     )
     if install.returncode != 0:
         pytest.skip("jest@29 and jest-junit@16 are not in the local npm cache (offline)")
@@ -212,15 +206,7 @@ def test_jest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
             "JEST_JUNIT_CLASSNAME": "{title}",
             "JEST_JUNIT_TITLE": "{title}",
         }
-        done = subprocess.run(
-            [*argv, "--reporters=jest-junit"],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
-        )
+        done = _run([*argv, "--reporters=jest-junit"], tmp_path, env)
         assert done.returncode == 0, done.stdout + done.stderr
         ran.update(parse_report(out.read_bytes()).results["nodeid"])
     assert sorted(ran) == planned
