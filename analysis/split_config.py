@@ -109,12 +109,7 @@ def _pytest_split_matrix(k: int) -> str:
             [
                 "# Too many tests to list: commit the plan's .test_durations and let pytest-split",
                 "# (least_duration) cut the same number of groups from it.",
-                "jobs:",
-                "  test:",
-                "    runs-on: ubuntu-latest",
-                "    strategy:",
-                "      fail-fast: false",
-                "      matrix:",
+                *GITHUB_MATRIX_HEAD[:-1],  # a `group` list instead of `include` entries
                 f"        group: [{groups}]",
                 "    steps:",
                 "      - uses: actions/checkout@v4",
