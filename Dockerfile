@@ -2,12 +2,13 @@
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY client client
 COPY app app
 COPY ingest ingest
 COPY analysis analysis
 COPY dashboards dashboards
 COPY migrations migrations
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir ./client .
 ENV LAPTIME_HOST=0.0.0.0
 EXPOSE 8000
 CMD ["laptime", "serve", "--host", "0.0.0.0"]

@@ -30,6 +30,13 @@ class Settings(BaseSettings):
     # A poison upload (crashes the worker every time) fails after this many claims.
     max_attempts: int = 3
     worker_poll_s: float = 5.0
+    # Workers write a heartbeat this often; a claim silent for worker_lease_s is taken over.
+    worker_heartbeat_s: float = 5.0
+    worker_lease_s: float = 60.0
+    # On SIGTERM a worker finishes its ingest if it can within this, else rolls it back.
+    worker_stop_grace_s: float = 3.0
+    # /readyz fails when no worker has beaten for this long.
+    ready_heartbeat_max_age_s: float = 30.0
     # Failed authentications one client address may make per window before it gets 429s.
     auth_failures: int = 30
     auth_failure_window_s: float = 60.0

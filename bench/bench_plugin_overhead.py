@@ -79,7 +79,7 @@ import functools
 import json
 import time
 
-import ingest.plugin as plugin
+import laptime_ci.plugin as plugin
 
 TOTALS = {}
 

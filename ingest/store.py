@@ -6,9 +6,8 @@ owns it), so a run is stored completely or not at all.
 
 from __future__ import annotations
 
-import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -19,7 +18,8 @@ from pandas.util import hash_array
 
 from analysis.frames import fact_values, labels_key, sum_fact_values
 from ingest.merge import MergedRun
-from ingest.pg_binary import PgType, encode_binary_copy
+from pgcodec.binary_copy import PgType, encode_binary_copy
+from pgcodec.text_values import MAX_NAME_BYTES, cut_name, cut_names, storable_column, storable_text
 
 _TEST_CASE_COLUMNS = (
     "id",
@@ -142,6 +142,73 @@ class StoreResult:
     results: int
     new_tests: int
     missing_durations: int
+    # Per-row problems fixed while storing (cut names), for the upload's warnings.
+    warnings: list[str] = field(default_factory=list)
+
+
+# Names that are indexed (test_case nodeid, per-file rollup keys) or shown as one: cut.
+_NAME_COLUMNS = ("nodeid", "file", "classname", "function", "params")
+_TEXT_COLUMNS = (*_NAME_COLUMNS, "outcome", "worker", "suite", "message")
+
+
+def storable_results(results: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The results with every text storable and every name within MAX_NAME_BYTES, and a
+    warning per column that had names cut. A report never fails for one row's text."""
+    fixed = results.copy(deep=False)
+    warnings = []
+    for column in _TEXT_COLUMNS:
+        fixed[column] = storable_column(fixed[column])
+    # NOT NULL in test_case: a report that names no test still stores it, as "".
+    fixed["nodeid"] = fixed["nodeid"].fillna("")
+    fixed["function"] = fixed["function"].fillna("")
+    for column in _NAME_COLUMNS:
+        fixed[column], cut = cut_names(fixed[column])
+        if cut:
+            warnings.append(
+                f"{cut} {column} value(s) longer than {MAX_NAME_BYTES} bytes were cut to "
+                f"{MAX_NAME_BYTES} bytes (ending in ~ and a hash of the full value)"
+            )
+    # Markers are made storable where each distinct set is rendered (_pg_array), parametrize
+    # values where each is dumped to JSON (_param_json): per row here would cost more.
+    return fixed, warnings
+
+
+def _param_json(value: Any) -> str | None:
+    """jsonb text of a parametrize-values dict; None when there is none."""
+    if not isinstance(value, dict):
+        return None
+    dumped = json.dumps(value)
+    # jsonb refuses \u0000 and lone surrogates as much as text does (json.dumps escapes both).
+    if "\\u0000" in dumped or "\\ud" in dumped:
+        dumped = json.dumps(_storable_json(value), ensure_ascii=False)
+    return dumped
+
+
+def _storable_json(value: Any) -> Any:
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable_text(str(k)): _storable_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable_json(v) for v in value]
+    return value
+
+
+def storable_metadata(meta: RunMetadata) -> RunMetadata:
+    """Run metadata with its texts storable and the cell key's names cut."""
+
+    def clean(value: str | None) -> str | None:
+        return None if value is None else cut_name(storable_text(value))
+
+    return replace(
+        meta,
+        job=clean(meta.job) or "",
+        pipeline=clean(meta.pipeline),
+        commit=clean(meta.commit),
+        branch=clean(meta.branch),
+        machine=clean(meta.machine),
+        labels={storable_text(k): storable_text(v) for k, v in meta.labels.items()},
+    )
 
 
 def compute_test_ids(project_id: int, nodeids: pd.Series) -> np.ndarray:
@@ -163,13 +230,14 @@ def store_run(
     known_tests: KnownTests = KNOWN_TESTS,
 ) -> StoreResult:
     """Insert the run, its results, new test cases and the daily rollups."""
-    results = merged.results
+    results, warnings = storable_results(merged.results)
+    meta = storable_metadata(meta)
     started_at = meta.started_at or _session_start(merged) or datetime.now(UTC)
     day = started_at.astimezone(UTC).date()
     wall_s = meta.wall_s if meta.wall_s is not None else merged.session.wall_s
     peak = meta.peak_rss_mib if meta.peak_rss_mib is not None else merged.session.peak_rss_mib
     durations = results["duration_s"]
-    lkey = labels_key(meta.labels)
+    lkey = cut_name(labels_key(meta.labels))
 
     _ensure_partition(conn, day)
     cell_id = _cell_id(conn, project_id, meta, lkey)
@@ -213,6 +281,7 @@ def store_run(
         results=len(results),
         new_tests=new_tests,
         missing_durations=int(durations.isna().sum()),
+        warnings=warnings,
     )
 
 
@@ -284,7 +353,10 @@ def _pg_array(values: pd.Series) -> pd.Series:
         return tuple(value)
 
     def render(items: tuple[str, ...]) -> str:
-        quoted = ('"' + i.replace("\\", "\\\\").replace('"', '\\"') + '"' for i in items)
+        quoted = (
+            '"' + storable_text(str(i)).replace("\\", "\\\\").replace('"', '\\"') + '"'
+            for i in items
+        )
         return "{" + ",".join(quoted) + "}"
 
     keys = values.map(as_key)
@@ -300,14 +372,13 @@ def _fresh_stage(conn: psycopg.Connection[Any], ddl: str, table: str) -> None:
     conn.execute(f"TRUNCATE {table}")
 
 
-def _csv_copy(conn: psycopg.Connection[Any], table: str, frame: pd.DataFrame) -> None:
-    buffer = io.StringIO()
-    # CSV COPY: an unquoted empty field is NULL; pandas quotes what needs quoting.
-    frame.to_csv(buffer, header=False, index=False, na_rep="", float_format="%.17g")
-    with conn.cursor().copy(
-        f"COPY {table} ({', '.join(frame.columns)}) FROM STDIN (FORMAT csv)"
-    ) as copy:
-        copy.write(buffer.getvalue())
+def _copy_rows(conn: psycopg.Connection[Any], table: str, frame: pd.DataFrame) -> None:
+    """COPY a frame with free text: psycopg escapes every value for the text format, so "" stays
+    "", missing (None/NaN) becomes NULL, and backslashes, tabs and newlines round-trip."""
+    cells = frame.astype(object).where(frame.notna(), None)
+    with conn.cursor().copy(f"COPY {table} ({', '.join(frame.columns)}) FROM STDIN") as copy:
+        for row in cells.itertuples(index=False, name=None):
+            copy.write_row(row)
 
 
 def _upsert_test_cases(
@@ -329,7 +400,7 @@ def _upsert_test_cases(
         return 0
     subset = results.loc[todo]
     _fresh_stage(conn, _STAGE_TESTS_DDL, "stage_test")
-    _csv_copy(
+    _copy_rows(
         conn,
         "stage_test",
         pd.DataFrame(
@@ -340,9 +411,7 @@ def _upsert_test_cases(
                 "classname": subset["classname"].to_numpy(),
                 "function": subset["function"].to_numpy(),
                 "params": subset["params"].to_numpy(),
-                "param_values": subset["param_values"]
-                .map(lambda v: json.dumps(v) if isinstance(v, dict) else None)
-                .to_numpy(),
+                "param_values": subset["param_values"].map(_param_json).to_numpy(),
                 "markers": markers.loc[todo].to_numpy(),
             }
         ),
@@ -396,8 +465,8 @@ def _copy_results(
             "message": results["message"].to_numpy(),
         }
     )
-    # Messages are free text (failures, skips): those few rows go through CSV; every other
-    # row is encoded in binary by numpy.
+    # Messages are free text (failures, skips): those few rows go through psycopg's row
+    # writer; every other row is encoded in binary by numpy.
     with_message = frame["message"].notna().to_numpy()
     columns = ", ".join(name for name, _ in _RESULT_SPEC)
     # Rows in test_id order touch each page of the test_id index once.
@@ -407,7 +476,7 @@ def _copy_results(
         with conn.cursor().copy(f"COPY test_result ({columns}) FROM STDIN (FORMAT binary)") as cp:
             cp.write(payload)
     if with_message.any():
-        _csv_copy(conn, "test_result", frame.loc[with_message])
+        _copy_rows(conn, "test_result", frame.loc[with_message])
 
 
 def _rollup_rows(results: pd.DataFrame, ids: np.ndarray) -> pd.DataFrame:
@@ -517,7 +586,7 @@ def _store_file_rollups(
         "ON COMMIT DELETE ROWS",
         "stage_file_rollup",
     )
-    _csv_copy(conn, "stage_file_rollup", files)
+    _copy_rows(conn, "stage_file_rollup", files)
     for table, period, value in (
         ("rollup_file_daily", "day", "%(day)s"),
         ("rollup_file_weekly", "week", "%(week)s"),

@@ -2,8 +2,13 @@
 
 A claim locks the row with FOR NO KEY UPDATE SKIP LOCKED and holds the lock for the whole
 ingest transaction, which also stores the results and marks the upload done: exactly once.
-A worker that dies mid-ingest rolls back and releases the row for the next worker. Claims are
-counted on a side connection so that a poison upload fails after `max_attempts`.
+A worker that dies mid-ingest rolls back and releases the row for the next worker; one that
+stops beating while its connection lingers has its claim taken over (ingest/heartbeat.py).
+
+Attempts are recorded on a side connection when a claim starts, so a report that crashes or
+hangs every worker fails after `max_attempts`. Transient database errors (ingest/failures.py)
+give their attempt back and the worker backs off, reconnects and goes on: a database restart
+or a full disk delays uploads, never fails them. The report's own faults fail it at once.
 """
 
 from __future__ import annotations
@@ -13,12 +18,21 @@ import logging
 import os
 import socket
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
+from ingest.failures import (
+    Backoff,
+    describe,
+    is_input_fault,
+    is_resource_shortage,
+    is_transient,
+)
+from ingest.heartbeat import Heartbeat, take_over_stale_claims
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
@@ -28,14 +42,12 @@ from ingest.store import KNOWN_TESTS, RunMetadata, store_run
 log = logging.getLogger("laptime.worker")
 
 CHANNEL = "laptime_uploads"
-# Set only by the crash-recovery test: the worker blocks just before committing an ingest.
-FAULT_HANG_ENV = "LAPTIME_FAULT_HANG_BEFORE_COMMIT"
-
 
 # Codes an upload can fail with besides its files' parse errors (docs/errors.md lists both).
 WORKER_ERROR_CODES: dict[str, str] = {
     "ingest-gave-up": "workers claimed it max_attempts times without finishing",
     "no-report-files": "the upload holds no report file",
+    "store-rejected": "the database refused the report's data",
 }
 
 
@@ -47,6 +59,41 @@ class WorkerConfig:
     poll_s: float = 5.0
     limits: ParseLimits | None = None
     name: str = ""
+    heartbeat_s: float = 5.0
+    # A claim whose worker has not beaten for this long is taken over.
+    lease_s: float = 60.0
+    backoff_first_s: float = 0.5
+    backoff_cap_s: float = 10.0
+    # Free retries of one upload after a resource shortage (disk full, out of memory); past
+    # them each try spends an attempt, so an upload that itself causes the shortage fails
+    # after max_attempts instead of holding the head of the queue forever.
+    resource_retries: int = 10
+
+
+class ShutdownRequested(KeyboardInterrupt):
+    """Raised in the worker's thread to abandon an ingest at shutdown: it rolls back.
+
+    A KeyboardInterrupt, so no `except Exception` mistakes it for an ingest failure that
+    spends an attempt, and psycopg cancels the running query instead of leaving it running.
+    """
+
+
+class ClaimFailed(Exception):
+    """An ingest failed after its claim was recorded; the cause is `__cause__`."""
+
+    def __init__(self, upload_id: int, attempt_id: int, attempts: int) -> None:
+        super().__init__(f"ingest of upload {upload_id} failed")
+        self.upload_id = upload_id
+        self.attempt_id = attempt_id
+        self.attempts = attempts
+
+
+class TransientFailure(Exception):
+    """The database failed for a reason of the moment; back off and try again."""
+
+    def __init__(self, detail: str, attempt_ids: list[int]) -> None:
+        super().__init__(detail)
+        self.attempt_ids = attempt_ids
 
 
 def worker_name() -> str:
@@ -71,90 +118,141 @@ def metadata_from_json(raw: dict[str, Any], default_job: str) -> RunMetadata:
     )
 
 
+_CLAIM = """
+SELECT id, project_id, metadata, job FROM upload
+WHERE status = 'queued' ORDER BY id LIMIT 1
+FOR NO KEY UPDATE SKIP LOCKED
+"""
+
+
 def process_next(
-    conn: psycopg.Connection[Any], side: psycopg.Connection[Any], config: WorkerConfig
+    conn: psycopg.Connection[Any],
+    side: psycopg.Connection[Any],
+    config: WorkerConfig,
+    *,
+    heartbeat: Heartbeat | None = None,
 ) -> int | None:
-    """Claim and ingest one queued upload; returns its id, or None when the queue is empty."""
+    """Claim and ingest one queued upload; returns its id, or None when the queue is empty.
+
+    Raises ClaimFailed (the cause chained) when the ingest fails after its attempt was recorded.
+    """
     name = config.name or worker_name()
-    with conn.transaction():
-        row = conn.execute(
-            """
-            SELECT id, project_id, metadata, job FROM upload
-            WHERE status = 'queued' ORDER BY id LIMIT 1
-            FOR NO KEY UPDATE SKIP LOCKED
-            """
-        ).fetchone()
-        if row is None:
-            return None
-        upload_id, project_id, metadata, job = row
-        attempts = _count_attempt(side, upload_id, name)
-        if attempts > config.max_attempts:
-            last = side.execute(
-                "SELECT error FROM upload_attempt WHERE upload_id = %s AND error IS NOT NULL "
-                "ORDER BY id DESC LIMIT 1",
-                (upload_id,),
-            ).fetchone()
-            reason = last[0] if last else "the worker stopped while ingesting it"
-            _finish_failed(
-                conn,
-                upload_id,
-                attempts - 1,
-                "ingest-gave-up",
-                f"gave up after {attempts - 1} attempts; last error: {reason}",
-            )
-            return int(upload_id)
-        try:
-            reports = _parse_files(conn, upload_id, config, runner=metadata.get("runner"))
-        except ReportParseError as exc:
-            _finish_failed(conn, upload_id, attempts, exc.code, exc.describe())
-            return int(upload_id)
-        if not reports:
-            # The API never queues one, but a run of nothing would count as a job that ran.
-            _finish_failed(
-                conn, upload_id, attempts, "no-report-files", "the upload holds no report files"
-            )
-            return int(upload_id)
-        merged = merge_reports(reports)
-        meta = metadata_from_json(metadata, job or "default")
-        stored = store_run(
-            conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged
-        )
-        counts = {
-            "results": stored.results,
-            "new_tests": stored.new_tests,
-            "missing_durations": stored.missing_durations,
-            "hidden_rows": merged.hidden_rows,
-            "files": len(reports),
-        }
-        conn.execute(
-            """
-            UPDATE upload SET status = 'done', run_id = %s, counts = %s, warnings = %s,
-                attempts = %s, finished_at = now(), error_code = NULL, error_detail = NULL
-            WHERE id = %s
-            """,
-            (
-                stored.run_id,
-                json.dumps(counts),
-                json.dumps(merged.warnings[:200]),
-                attempts,
-                upload_id,
-            ),
-        )
-        if os.environ.get(FAULT_HANG_ENV):
-            # Fault injection for the crash test: everything is written, nothing committed.
-            threading.Event().wait()
-    return int(upload_id)
+    attempt: tuple[int, int, int] | None = None  # upload id, attempt id, attempts counted
+    try:
+        with conn.transaction():
+            row = conn.execute(_CLAIM).fetchone()
+            if row is None:
+                return None
+            upload_id, project_id, metadata, job = row
+            spent, last_error = _attempts_so_far(side, upload_id)
+            if spent >= config.max_attempts:
+                reason = last_error or "the worker stopped while ingesting it"
+                _finish_failed(
+                    conn,
+                    upload_id,
+                    spent,
+                    "ingest-gave-up",
+                    f"gave up after {spent} attempts; last error: {reason}",
+                )
+                return int(upload_id)
+            attempt = (upload_id, _record_attempt(side, upload_id, name), spent + 1)
+            if heartbeat is not None:
+                heartbeat.set("ingesting", upload_id=upload_id)
+            _ingest(conn, upload_id, project_id, metadata, job, attempt[2], config)
+        return int(upload_id)
+    except ShutdownRequested:
+        if attempt is not None:
+            _forget_attempts(side, [attempt[1]])
+        raise
+    except Exception as exc:
+        if attempt is None:
+            raise
+        raise ClaimFailed(*attempt) from exc
+    finally:
+        if heartbeat is not None:
+            # With the next beat: a claim must be named at once (a takeover needs it), its end
+            # need not, and a write per upload would cost a commit each.
+            heartbeat.set("idle", at_once=False)
 
 
-def _count_attempt(side: psycopg.Connection[Any], upload_id: int, name: str) -> int:
-    side.execute(
-        "INSERT INTO upload_attempt (upload_id, worker) VALUES (%s, %s)", (upload_id, name)
+def _ingest(
+    conn: psycopg.Connection[Any],
+    upload_id: int,
+    project_id: int,
+    metadata: dict[str, Any],
+    job: str | None,
+    attempts: int,
+    config: WorkerConfig,
+) -> None:
+    """Parse, store and mark done, inside the claim's transaction."""
+    try:
+        reports = _parse_files(conn, upload_id, config, runner=metadata.get("runner"))
+    except ReportParseError as exc:
+        _finish_failed(conn, upload_id, attempts, exc.code, exc.describe())
+        return
+    if not reports:
+        # The API never queues one, but a run of nothing would count as a job that ran.
+        _finish_failed(
+            conn, upload_id, attempts, "no-report-files", "the upload holds no report files"
+        )
+        return
+    merged = merge_reports(reports)
+    meta = metadata_from_json(metadata, job or "default")
+    stored = store_run(conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged)
+    counts = {
+        "results": stored.results,
+        "new_tests": stored.new_tests,
+        "missing_durations": stored.missing_durations,
+        "hidden_rows": merged.hidden_rows,
+        "files": len(reports),
+    }
+    # clock_timestamp(): now() would be the start of this (possibly long) transaction.
+    conn.execute(
+        """
+        UPDATE upload SET status = 'done', run_id = %s, counts = %s, warnings = %s,
+            attempts = %s, finished_at = clock_timestamp(), error_code = NULL,
+            error_detail = NULL
+        WHERE id = %s
+        """,
+        (
+            stored.run_id,
+            json.dumps(counts),
+            json.dumps([*stored.warnings, *merged.warnings][:200]),
+            attempts,
+            upload_id,
+        ),
     )
+
+
+def _attempts_so_far(side: psycopg.Connection[Any], upload_id: int) -> tuple[int, str | None]:
     row = side.execute(
-        "SELECT count(*) FROM upload_attempt WHERE upload_id = %s", (upload_id,)
+        "SELECT count(*), (SELECT error FROM upload_attempt WHERE upload_id = %(u)s "
+        "AND error IS NOT NULL ORDER BY id DESC LIMIT 1) "
+        "FROM upload_attempt WHERE upload_id = %(u)s",
+        {"u": upload_id},
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), row[1]
+
+
+def _record_attempt(side: psycopg.Connection[Any], upload_id: int, name: str) -> int:
+    row = side.execute(
+        "INSERT INTO upload_attempt (upload_id, worker) VALUES (%s, %s) RETURNING id",
+        (upload_id, name),
     ).fetchone()
     assert row is not None
     return int(row[0])
+
+
+def _forget_attempts(side: psycopg.Connection[Any], attempt_ids: list[int]) -> None:
+    """Give back attempts that failed for a transient reason (best effort)."""
+    if not attempt_ids or side.closed or side.broken:
+        return
+    try:
+        side.execute("DELETE FROM upload_attempt WHERE id = ANY(%s)", (attempt_ids,))
+        attempt_ids.clear()
+    except psycopg.Error:
+        log.warning("could not give back attempts %s yet", attempt_ids)
 
 
 def _parse_files(
@@ -181,53 +279,165 @@ def _finish_failed(
     conn.execute(
         """
         UPDATE upload SET status = 'failed', error_code = %s, error_detail = %s, attempts = %s,
-            finished_at = now()
+            finished_at = clock_timestamp()
         WHERE id = %s
         """,
         (code, detail[:4000], attempts, upload_id),
     )
 
 
+def _fail_rejected(conn: psycopg.Connection[Any], failed: ClaimFailed, detail: str) -> None:
+    """Fail an upload whose data the database refused, in a transaction of its own."""
+    with conn.transaction():
+        still_queued = conn.execute(
+            "SELECT 1 FROM upload WHERE id = %s AND status = 'queued' FOR NO KEY UPDATE",
+            (failed.upload_id,),
+        ).fetchone()
+        if still_queued:
+            _finish_failed(conn, failed.upload_id, failed.attempts, "store-rejected", detail)
+
+
 def drain(
-    conn: psycopg.Connection[Any], side: psycopg.Connection[Any], config: WorkerConfig
+    conn: psycopg.Connection[Any],
+    side: psycopg.Connection[Any],
+    config: WorkerConfig,
+    *,
+    heartbeat: Heartbeat | None = None,
+    stop: threading.Event | None = None,
+    shortages: Counter[int] | None = None,
 ) -> int:
-    """Process uploads until the queue is empty; returns how many were processed."""
+    """Process uploads until the queue is empty (or `stop`); returns how many were processed.
+
+    Raises TransientFailure when the database fails for a reason of the moment: the claim
+    rolled back, its attempt is given back (or listed for later if the database is gone),
+    unless `shortages` counts more than `resource_retries` of them for that upload.
+    """
     processed = 0
-    while True:
+    while stop is None or not stop.is_set():
         try:
-            upload_id = process_next(conn, side, config)
-        except Exception as exc:
-            # Not the report's fault (a bug, a lost connection): the claim rolled back and
-            # the upload stays queued for a retry; the error is kept for the give-up message.
-            log.exception("ingest failed; the upload stays queued")
-            KNOWN_TESTS.clear()
-            _record_error(side, config.name or worker_name(), repr(exc))
-            if conn.closed or conn.broken:
-                raise
+            upload_id = process_next(conn, side, config, heartbeat=heartbeat)
+        except ClaimFailed as failed:
+            exc = failed.__cause__ or failed
+            KNOWN_TESTS.clear()  # the rollback undid what it remembers
+            if is_transient(exc):
+                if _spends_attempt(failed.upload_id, exc, shortages, config):
+                    _record_error(side, failed.attempt_id, describe(exc))
+                    raise TransientFailure(describe(exc), []) from exc
+                pending = [failed.attempt_id]
+                _forget_attempts(side, pending)
+                raise TransientFailure(describe(exc), pending) from exc
+            _record_error(side, failed.attempt_id, describe(exc))
+            if is_input_fault(exc):
+                log.warning("upload %s refused by the database: %s", failed.upload_id, exc)
+                _fail_rejected(conn, failed, describe(exc))
+            else:
+                # Not the report's fault as far as we know (a bug): the upload stays queued
+                # and another attempt is spent on it.
+                log.error("ingest of upload %s failed", failed.upload_id, exc_info=exc)
+            processed += 1
             continue
+        except psycopg.Error as exc:
+            if is_transient(exc):
+                raise TransientFailure(describe(exc), []) from exc
+            raise
         if upload_id is None:
             return processed
+        if shortages is not None:
+            shortages.pop(upload_id, None)
         processed += 1
+    return processed
 
 
-def _record_error(side: psycopg.Connection[Any], name: str, error: str) -> None:
-    side.execute(
-        "UPDATE upload_attempt SET error = %s "
-        "WHERE id = (SELECT max(id) FROM upload_attempt WHERE worker = %s)",
-        (error[:2000], name),
+def _spends_attempt(
+    upload_id: int, exc: BaseException, shortages: Counter[int] | None, config: WorkerConfig
+) -> bool:
+    """Whether this transient failure counts as an attempt: a resource shortage past the
+    upload's free retries does (the count starts again for the next attempt)."""
+    if shortages is None or not is_resource_shortage(exc):
+        return False
+    shortages[upload_id] += 1
+    if shortages[upload_id] <= config.resource_retries:
+        return False
+    del shortages[upload_id]
+    return True
+
+
+def _record_error(side: psycopg.Connection[Any], attempt_id: int, error: str) -> None:
+    side.execute("UPDATE upload_attempt SET error = %s WHERE id = %s", (error[:2000], attempt_id))
+
+
+def _connect(dsn: str, name: str, *, autocommit: bool = False) -> psycopg.Connection[Any]:
+    # application_name shows the worker in pg_stat_activity; keepalives notice a dead server.
+    return psycopg.connect(
+        dsn,
+        autocommit=autocommit,
+        connect_timeout=10,
+        application_name=f"laptime-worker {name}"[:63],
+        keepalives=1,
+        keepalives_idle=30,
     )
 
 
 def run_worker(dsn: str, config: WorkerConfig, stop: threading.Event) -> None:
-    """Loop until `stop` is set: drain the queue, then sleep until NOTIFY or the poll timeout."""
-    with (
-        psycopg.connect(dsn) as conn,
-        psycopg.connect(dsn, autocommit=True) as side,
-        psycopg.connect(dsn, autocommit=True) as listener,
-    ):
-        listener.execute(f"LISTEN {CHANNEL}")
+    """Ingest until `stop` is set: drain the queue, take over dead workers' claims, sleep until
+    NOTIFY or the poll timeout. Connection losses and transient errors never end it: it backs
+    off (jittered, capped), reconnects and goes on."""
+    name = config.name or worker_name()
+    heartbeat = Heartbeat(dsn, name, interval_s=config.heartbeat_s)
+    heartbeat.start()
+    backoff = Backoff(config.backoff_first_s, config.backoff_cap_s)
+    given_back: list[int] = []  # attempts to give back once the database answers again
+    shortages: Counter[int] = Counter()  # resource shortages per upload, see resource_retries
+    try:
         while not stop.is_set():
-            drain(conn, side, config)
+            try:
+                _serve_queue(dsn, name, config, stop, heartbeat, backoff, given_back, shortages)
+            except TransientFailure as exc:
+                given_back.extend(exc.attempt_ids)
+                detail = str(exc)
+            except ShutdownRequested:
+                return
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                detail = describe(exc)
+            except Exception as exc:
+                # Outside any claim (e.g. the schema is not there yet): a worker that exits
+                # ingests nothing, so it logs, waits and tries again like after an outage.
+                log.exception("worker loop failed")
+                detail = describe(exc)
+            if stop.is_set():
+                return
+            delay = backoff.next_delay()
+            log.warning("cannot ingest (%s); retrying in %.1f s", detail, delay)
+            heartbeat.set("waiting", detail=f"{detail}; retrying in {delay:.1f} s")
+            stop.wait(delay)
+    finally:
+        heartbeat.stop()
+
+
+def _serve_queue(
+    dsn: str,
+    name: str,
+    config: WorkerConfig,
+    stop: threading.Event,
+    heartbeat: Heartbeat,
+    backoff: Backoff,
+    given_back: list[int],
+    shortages: Counter[int],
+) -> None:
+    with (
+        _connect(dsn, name) as conn,
+        _connect(dsn, name, autocommit=True) as side,
+        _connect(dsn, name, autocommit=True) as listener,
+    ):
+        heartbeat.attach(conn)
+        listener.execute(f"LISTEN {CHANNEL}")
+        _forget_attempts(side, given_back)
+        while not stop.is_set():
+            drain(conn, side, config, heartbeat=heartbeat, stop=stop, shortages=shortages)
+            backoff.reset()
+            if take_over_stale_claims(side, me=name, lease_s=config.lease_s):
+                continue
+            heartbeat.set("idle")
             waited = 0.0
             # Short slices keep shutdown prompt; a NOTIFY ends the wait at once.
             while waited < config.poll_s and not stop.is_set():

@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q -e .
+.venv/bin/python -m pip install -q -e ./client -e .
 exec .venv/bin/laptime serve "$@"

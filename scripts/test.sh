@@ -12,7 +12,7 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv || exit 1
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e '.[test]' || { echo "summary: install failed"; exit 1; }
+.venv/bin/python -m pip install -q -e ./client -e '.[test]' || { echo "summary: install failed"; exit 1; }
 if ! command -v chromium >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ]; then
         (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \

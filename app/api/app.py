@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from app.api.errors import install_error_handlers
 from app.api.header_limit import HeaderLimit
+from app.api.health import router as health_router
 from app.api.projects import router as projects_router
 from app.api.recommendations import router as recommendations_router
 from app.api.upload_guard import UploadGuard
@@ -34,17 +35,11 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.add_middleware(UploadGuard, max_upload_bytes=settings.max_upload_bytes)
     app.add_middleware(HeaderLimit)
 
+    app.include_router(health_router)
     app.include_router(uploads_router)
     app.include_router(projects_router)
     app.include_router(recommendations_router)
     mount_pages(app)
-
-    @app.get("/healthz", tags=["health"])
-    def healthz() -> dict[str, str]:
-        """Liveness and database reachability."""
-        with engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
-        return {"status": "ok"}
 
     return app
 

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from app.labels import parse_labels, split_label
 from ingest.parsers.runners import RUNNERS
+from laptime_ci.labels import parse_labels, split_label
 
 # Longest accepted value of each text field, in characters.
 FIELD_MAX_CHARS: dict[str, int] = {

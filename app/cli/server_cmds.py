@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +26,8 @@ def _worker_config(settings: Settings) -> WorkerConfig:
     return WorkerConfig(
         max_attempts=settings.max_attempts,
         poll_s=settings.worker_poll_s,
+        heartbeat_s=settings.worker_heartbeat_s,
+        lease_s=settings.worker_lease_s,
         limits=ParseLimits(
             max_decompressed_bytes=settings.max_report_bytes,
         ),
@@ -37,48 +43,135 @@ def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     import uvicorn
 
     from app.api.app import create_app
+    from app.cli.worker_process import SupervisedWorker
     from app.db.engine import make_engine
-    from ingest.worker import run_worker
 
     settings = Settings()
     with open_database(settings) as url:
         engine = make_engine(url)
-        stop = threading.Event()
-        thread = None
-        if not no_worker:
-            config = _worker_config(settings)
-            thread = threading.Thread(
-                target=run_worker, args=(libpq_url(url), config, stop), daemon=True
-            )
-            thread.start()
+        worker_child = None if no_worker else SupervisedWorker(url)
         bind_host = host or settings.host
         bind_port = port or settings.port
+        config = uvicorn.Config(
+            create_app(settings, engine),
+            host=bind_host,
+            port=bind_port,
+            log_level="info",
+            # In-flight requests get this long after SIGTERM; the whole stop stays under 10 s.
+            timeout_graceful_shutdown=5,
+        )
+        server = _server(config, on_exit=worker_child.begin_stop if worker_child else None)
         click.echo(f"laptime serving on http://{bind_host}:{bind_port} (API docs at /docs)")
         try:
-            uvicorn.run(
-                create_app(settings, engine), host=bind_host, port=bind_port, log_level="info"
-            )
+            if worker_child is not None:
+                worker_child.start()
+            server.run()
         finally:
-            stop.set()
-            if thread is not None:
-                thread.join(timeout=10)
+            if worker_child is not None:
+                worker_child.stop(timeout_s=settings.worker_stop_grace_s + 2)
             engine.dispose()
 
 
+def _server(config: Any, on_exit: Callable[[], None] | None) -> Any:
+    """uvicorn's Server, also telling the worker to stop the moment a signal arrives, so the
+    worker's rollback and the server's graceful shutdown overlap instead of adding up."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if on_exit is not None:
+                on_exit()
+            super().handle_exit(sig, frame)
+
+    return Server(config)
+
+
 @click.command()
-def worker() -> None:
-    """Run an ingestion worker until interrupted; start as many as you like."""
-    from ingest.worker import run_worker
+@click.option("--no-migrate", is_flag=True, hidden=True, help="The caller migrated already.")
+@click.option(
+    "--exit-with-parent", type=int, default=None, hidden=True, help="Stop when this pid is gone."
+)
+def worker(no_migrate: bool, exit_with_parent: int | None) -> None:
+    """Run an ingestion worker until SIGTERM/Ctrl-C; start as many as you like.
+
+    It waits out database outages (reconnecting with backoff) and never exits on them. On
+    SIGTERM it finishes the current ingest if that takes under `worker_stop_grace_s`, else
+    rolls it back; a second signal rolls back at once.
+    """
+    from ingest.worker import ShutdownRequested, run_worker
 
     settings = Settings()
-    with open_database(settings) as url:
+    with open_database(settings, run_migrations=False) as url:
         config = _worker_config(settings)
         stop = threading.Event()
-        click.echo("laptime worker waiting for uploads")
+        restore = _stop_on_signals(stop, grace_s=settings.worker_stop_grace_s)
+        if exit_with_parent is not None:
+            _watch_parent(exit_with_parent, stop)
         try:
+            if not no_migrate:
+                _migrate_when_reachable(url, stop)
+            click.echo("laptime worker waiting for uploads")
             run_worker(libpq_url(url), config, stop)
-        except KeyboardInterrupt:
-            stop.set()
+        except ShutdownRequested:
+            pass
+        finally:
+            restore()
+
+
+def _migrate_when_reachable(url: str, stop: threading.Event) -> None:
+    """Migrate, waiting (with backoff) for a database that is down when the worker starts."""
+    from sqlalchemy.exc import OperationalError
+
+    from app.db.engine import migrate
+    from ingest.failures import Backoff
+
+    backoff = Backoff()
+    while not stop.is_set():
+        try:
+            migrate(url)
+            return
+        except OperationalError as exc:
+            delay = backoff.next_delay()
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            click.echo(f"database unavailable ({reason}); retrying in {delay:.1f} s", err=True)
+            stop.wait(delay)
+
+
+def _stop_on_signals(stop: threading.Event, *, grace_s: float) -> Callable[[], None]:
+    """SIGTERM/SIGINT set `stop`; an ingest still running `grace_s` later is abandoned (rolled
+    back) by raising ShutdownRequested in the main thread. Returns a function undoing this."""
+    from ingest.worker import ShutdownRequested
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise ShutdownRequested()
+        stop.set()
+        signal.setitimer(signal.ITIMER_REAL, grace_s)
+
+    def abandon(signum: int, frame: FrameType | None) -> None:
+        raise ShutdownRequested()
+
+    previous = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, abandon)
+
+    def restore() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+    return restore
+
+
+def _watch_parent(parent_pid: int, stop: threading.Event) -> None:
+    """Stop the worker when its parent (the server) is gone, even if it was SIGKILLed."""
+
+    def watch() -> None:
+        while not stop.wait(1.0):
+            if os.getppid() != parent_pid:
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+
+    threading.Thread(target=watch, name="laptime-parent-watch", daemon=True).start()
 
 
 @click.command()

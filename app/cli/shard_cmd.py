@@ -15,6 +15,7 @@ from analysis.shards import Shard, assign_shards
 from analysis.split_plan import format_duration
 from app.cli.local_reports import load_local, local_runner
 from app.cli.options import chosen_runner, report_format_option
+from laptime_ci.shards import read_collected
 
 
 def _print_selection(shard: Shard, runner: str, *, as_command: bool) -> None:
@@ -38,12 +39,9 @@ def _read_collected(source: str, runner: str = "pytest") -> list[str]:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except OSError as exc:
         raise click.ClickException(f"{source}: cannot read: {exc.strerror or exc}") from exc
-    # `-q` ends with a blank line and "N tests collected in 0.1s"; nodeids never hold spaces
-    # outside their parametrize brackets, so keep lines that look like nodeids.
-    lines = [line.strip() for line in text.splitlines()]
     if runner != "pytest":
-        return [line for line in lines if line]
-    return [line for line in lines if line and ("::" in line or line.endswith(".py"))]
+        return [line.strip() for line in text.splitlines() if line.strip()]
+    return read_collected(text)
 
 
 @click.command()

@@ -1,24 +1,21 @@
 """`laptime upload`: send report files to a laptime server from a CI job; `laptime upload
-retry ID` puts a failed upload back in the queue."""
+retry ID` puts a failed upload back in the queue.
+
+A click front-end over the CI client (laptime_ci): the sending, retrying and printing happen
+there, once. Unlike `laptime-ci upload`, this command exits 1 when the upload fails.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import click
 
-from app.client import (
-    UploadError,
-    metadata_from_env,
-    parse_labels,
-    retry_upload,
-    upload_reports,
-    wait_for_upload,
-)
+from laptime_ci.labels import parse_labels
+from laptime_ci.send import send_and_report
+from laptime_ci.upload import UploadError, metadata_from_env, retry_upload
 
 SEND = "send"
 
@@ -32,19 +29,6 @@ def _read_files(paths: tuple[str, ...]) -> list[tuple[str, bytes]]:
         except OSError as exc:
             raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from exc
     return files
-
-
-def _progress_printer() -> Callable[[dict[str, Any]], None]:
-    """A callback printing the upload's status each time it changes."""
-    last: list[str | None] = [None]
-
-    def show(answer: dict[str, Any]) -> None:
-        status = str(answer.get("status"))
-        if status != last[0]:
-            last[0] = status
-            click.echo(f"  status: {status}", err=True)
-
-    return show
 
 
 class _UploadGroup(click.Group):
@@ -130,35 +114,19 @@ def send(
     )
     payload = _read_files(files)
     try:
-        answer = upload_reports(payload, url=url, token=token, metadata=metadata, retries=retries)
-    except UploadError as exc:
-        raise click.ClickException(exc.message) from exc
-    duplicate = ""
-    if answer.get("requeued"):
-        duplicate = " (sent before and failed: re-queued)"
-    elif answer.get("duplicate"):
-        duplicate = " (already uploaded)"
-    click.echo(f"upload {answer.get('id')}: {answer.get('status')}{duplicate} {answer.get('url')}")
-    if not wait:
-        return
-    upload_id = answer.get("id")
-    if upload_id is None:
-        raise click.ClickException("server answer has no upload id to wait for")
-    try:
-        final = wait_for_upload(
-            url, upload_id, token=token, poll_s=poll_s, on_status=_progress_printer()
+        send_and_report(
+            payload,
+            url=url,
+            token=token,
+            metadata=metadata,
+            echo=lambda line, err: click.echo(line, err=err),
+            retries=retries,
+            wait=wait,
+            poll_s=poll_s,
+            project=os.environ.get("LAPTIME_PROJECT"),
         )
     except UploadError as exc:
         raise click.ClickException(exc.message) from exc
-    for warning in final.get("warnings") or []:
-        click.echo(f"warning: {warning}", err=True)
-    if final.get("status") == "failed":
-        code = final.get("error_code") or "failed"
-        detail = final.get("error_detail") or "no detail"
-        raise click.ClickException(f"upload {upload_id} failed: [{code}] {detail}")
-    counts = final.get("counts") or {}
-    shown = ", ".join(f"{key}={value}" for key, value in sorted(counts.items()))
-    click.echo(f"upload {upload_id}: done" + (f" ({shown})" if shown else ""))
 
 
 @upload.command()

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, text
 
 from analysis.filters import Filters, filter_facts
 from analysis.frames import FACT_COLUMNS, OUTCOMES, RUN_COLUMNS, label_pair, parse_labels_key
-from ingest.pg_binary import PgType, decode_binary_array
+from pgcodec.binary_copy import PgType, decode_binary_array
 
 WEEKLY_AFTER_DAYS = 14
 _NAMED_PARAM = re.compile(r"(?<![:\w]):(\w+)")

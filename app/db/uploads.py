@@ -190,8 +190,12 @@ def _find_existing(
     return UploadReceipt(id=int(row[0]), status=row[1], duplicate=True) if row else None
 
 
-def get_upload(conn: Connection, upload_id: int) -> dict[str, Any] | None:
-    """The status document of one upload (what GET /api/v1/uploads/{id} answers)."""
+def get_upload(conn: Connection, upload_id: int, *, lease_s: float = 60.0) -> dict[str, Any] | None:
+    """The status document of one upload (what GET /api/v1/uploads/{id} answers).
+
+    "processing" only while a worker whose heartbeat is younger than `lease_s` holds it: a
+    claim whose worker died reads "queued" (with its attempts) until another takes it over.
+    """
     row = (
         conn.execute(
             text(
@@ -199,13 +203,16 @@ def get_upload(conn: Connection, upload_id: int) -> dict[str, Any] | None:
             SELECT u.id, u.project_id, u.status, u.counts, u.warnings, u.error_code,
                 u.error_detail, u.created_at, u.finished_at, u.run_id, u.metadata,
                 (SELECT count(*) FROM upload_attempt a WHERE a.upload_id = u.id) AS attempts,
+                EXISTS (SELECT 1 FROM worker_heartbeat h WHERE h.upload_id = u.id
+                    AND h.seen_at > clock_timestamp() - make_interval(secs => :lease))
+                    AS claimed,
                 (SELECT json_agg(json_build_object('filename', f.filename,
                     'size_bytes', f.size_bytes) ORDER BY f.position)
                  FROM upload_file f WHERE f.upload_id = u.id) AS files
             FROM upload u WHERE u.id = :u
             """
             ),
-            {"u": upload_id},
+            {"u": upload_id, "lease": lease_s},
         )
         .mappings()
         .first()
@@ -213,7 +220,7 @@ def get_upload(conn: Connection, upload_id: int) -> dict[str, Any] | None:
     if row is None:
         return None
     status = row["status"]
-    if status == "queued" and row["attempts"] > 0:
+    if status == "queued" and row["claimed"]:
         status = "processing"
     return {
         "id": row["id"],

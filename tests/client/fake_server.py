@@ -44,14 +44,15 @@ class Recorded:
 
 @dataclass
 class FakeServer:
-    """Answers POSTs and GETs from per-method scripts of (status, json body); the last repeats."""
+    """Answers POSTs and GETs from per-method scripts of (status, json body[, headers]); the
+    last repeats."""
 
     url: str = ""
-    posts: list[tuple[int, Any]] = field(default_factory=list)
-    gets: list[tuple[int, Any]] = field(default_factory=list)
+    posts: list[tuple[Any, ...]] = field(default_factory=list)
+    gets: list[tuple[Any, ...]] = field(default_factory=list)
     requests: list[Recorded] = field(default_factory=list)
 
-    def answer(self, method: str) -> tuple[int, Any]:
+    def answer(self, method: str) -> tuple[Any, ...]:
         script = self.posts if method == "POST" else self.gets
         return script.pop(0) if len(script) > 1 else script[0]
 
@@ -73,9 +74,11 @@ def fake_server() -> Iterator[FakeServer]:
                     body,
                 )
             )
-            status, payload = state.answer(self.command)
+            status, payload, *extra = state.answer(self.command)
             data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
             self.send_response(status)
+            for name, value in (extra[0] if extra else {}).items():
+                self.send_header(name, value)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -1,4 +1,4 @@
-"""app/client.py against a real HTTP server on 127.0.0.1."""
+"""The CI client's uploader (laptime_ci.upload) against a real HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from app.client import (
+from laptime_ci.upload import (
     UploadError,
     UploadMetadata,
     default_idempotency_key,
@@ -40,10 +40,11 @@ def test_retries_503_twice_then_accepts_with_backoff_and_one_key():
             metadata=UploadMetadata(pipeline="p1", job="j"),
             backoff_s=0.5,
             sleep=delays.append,
+            rng=lambda: 0.0,  # the low end of the jitter: half of each exponential step
         )
     assert answer == ACCEPTED
     assert [r.path for r in server.requests] == ["/api/v1/uploads"] * 3
-    assert delays == [0.5, 1.0]
+    assert delays == [0.25, 0.5]
     keys = {tuple(r.form()[0]["idempotency_key"]) for r in server.requests}
     assert len(keys) == 1  # every retry carries the same idempotency key
 
@@ -135,9 +136,10 @@ def test_5xx_exhausts_retries():
                 retries=2,
                 backoff_s=0.25,
                 sleep=delays.append,
+                rng=lambda: 0.0,
             )
     assert len(server.requests) == 3
-    assert delays == [0.25, 0.5]
+    assert delays == [0.125, 0.25]
 
 
 def test_connection_refused_is_retried_then_fails():
@@ -151,8 +153,9 @@ def test_connection_refused_is_retried_then_fails():
             metadata=UploadMetadata(),
             retries=1,
             sleep=delays.append,
+            rng=lambda: 0.0,
         )
-    assert delays == [0.5]
+    assert delays == [0.25]
 
 
 def test_default_idempotency_key_depends_on_pipeline_job_and_content():
@@ -235,6 +238,7 @@ def test_detect_ci_metadata(env, expected):
 
 def test_metadata_from_env_overrides_and_labels():
     env = {
+        "GITLAB_CI": "true",
         "CI_PIPELINE_ID": "5",
         "CI_JOB_NAME": "ci-job",
         "LAPTIME_JOB": "mine",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.client import UploadMetadata, default_idempotency_key, metadata_from_env
+from laptime_ci.upload import UploadMetadata, default_idempotency_key, metadata_from_env
 
 FILES = [("junit.xml", b"<testsuite/>")]
 

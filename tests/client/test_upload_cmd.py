@@ -65,7 +65,7 @@ def test_upload_prints_id_status_url_and_sends_env_and_flags(report):
             env={**env, "LAPTIME_URL": "http://127.0.0.1:9"},  # the flag wins over the env
         )
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == "upload 12: queued /api/v1/uploads/12"
+    assert result.output.strip() == f"upload 12: queued {server.url}/api/v1/uploads/12"
     (request,) = server.requests
     assert request.headers["authorization"] == "Bearer env-token"
     fields, files = request.form()
@@ -143,7 +143,7 @@ def test_wait_shows_progress_and_counts(report):
         )
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0] == "upload 12: queued /api/v1/uploads/12"
+    assert lines[0] == f"upload 12: queued {server.url}/api/v1/uploads/12"
     # Progress lines only when the status changes.
     assert [line for line in lines if line.startswith("  status:")] == [
         "  status: queued",

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-# In-process pytester runs drop the modules first imported inside them. httpx imports
-# httpcore lazily and caches its exception classes, so a second httpcore module would raise
-# errors httpx no longer translates. Import both up front, outside any inner run.
-import httpcore  # noqa: F401
 import pytest
-
-import app.client  # noqa: F401
 
 LAPTIME_VARS = (
     "LAPTIME_REPORT",
@@ -18,6 +12,10 @@ LAPTIME_VARS = (
     "LAPTIME_JOB",
     "LAPTIME_MACHINE",
     "LAPTIME_LABELS",
+    "LAPTIME_PROJECT",
+    "LAPTIME_READ_TOKEN",
+    "LAPTIME_SHARD_CACHE",
+    "LAPTIME_UPLOAD_MAX_TIME_S",
 )
 
 

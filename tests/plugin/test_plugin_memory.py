@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.plugin_memory import (
+from laptime_ci.plugin_memory import (
     MIB,
     KernelHighWaterMark,
     KernelPeakRssMonitor,
@@ -404,7 +404,7 @@ def test_peak_rss_of_a_known_allocation(clean_pytester, option, method):
 def test_session_peak_survives_the_per_test_resets(clean_pytester, monkeypatch):
     # Without a cgroup the session's peak is the process's own, which the resets of the
     # kernel's mark (and with it ru_maxrss) would otherwise forget.
-    monkeypatch.setattr("ingest.plugin.cgroup_peak_mib", lambda: None)
+    monkeypatch.setattr("laptime_ci.plugin.cgroup_peak_mib", lambda: None)
     clean_pytester.makepyfile(test_memory=MEMORY_SUITE)
     clean_pytester.inline_run("--laptime-report=m.json", "-p", "no:xdist").assertoutcome(passed=5)
     document = json.loads((clean_pytester.path / "m.json").read_text())

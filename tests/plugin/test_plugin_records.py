@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ingest.plugin import EXCLUDED_MARKERS
-from ingest.plugin_memory import KernelHighWaterMark
+from laptime_ci.plugin import EXCLUDED_MARKERS
+from laptime_ci.plugin_memory import KernelHighWaterMark
 
 _MARK = KernelHighWaterMark.open()
 EXPECTED_METHOD = "hwm-reset" if _MARK is not None else "sampling"
@@ -220,9 +220,25 @@ def test_fine():
 """
 
 
+# Logs every phase report where pytest's own terminal sees it (the controller under xdist).
+PHASE_LOG_CONFTEST = """
+WORKER = []
+
+def pytest_configure(config):
+    WORKER.append(hasattr(config, "workerinput"))
+
+def pytest_runtest_logreport(report):
+    if WORKER[0]:
+        return
+    with open("phases.log", "a") as log:
+        log.write(f"{report.nodeid} {report.when} {report.duration!r}\\n")
+"""
+
+
 @pytest.mark.parametrize("xdist", [False, True], ids=["serial", "xdist"])
 def test_reruns_count_attempts_and_flaky(clean_pytester, xdist):
     clean_pytester.makepyfile(test_rerun=RERUN_SUITE)
+    clean_pytester.makeconftest(PHASE_LOG_CONFTEST)
     args = ["--reruns", "2", "--laptime-report=r.json"]
     if xdist:
         args += ["-n", "2"]
@@ -237,11 +253,20 @@ def test_reruns_count_attempts_and_flaky(clean_pytester, xdist):
     assert (always["outcome"], always["attempts"], always["flaky"]) == ("failed", 3, False)
     assert always["message"].startswith("AssertionError: always")
     assert (fine["outcome"], fine["attempts"], fine["flaky"]) == ("passed", 1, False)
+    logged: dict[str, list[tuple[str, float]]] = {}
+    for line in (clean_pytester.path / "phases.log").read_text().splitlines():
+        nodeid, when, seconds = line.split(" ")
+        logged.setdefault(nodeid, []).append((when, float(seconds)))
     for entry in (flaky, always, fine):
-        assert entry["duration_s"] == pytest.approx(
-            entry["setup_s"] + entry["call_s"] + entry["teardown_s"], abs=3e-6
+        phases = logged[entry["nodeid"]]
+        # Every attempt's seconds count; the phases shown are the last attempt's.
+        assert entry["duration_s"] == pytest.approx(sum(s for _, s in phases), abs=1e-5)
+        last = dict(phases[-3:])
+        assert (entry["setup_s"], entry["call_s"], entry["teardown_s"]) == pytest.approx(
+            (last["setup"], last["call"], last["teardown"]), abs=1e-5
         )
         assert entry["peak_rss_mib"] > 0
+    assert flaky["duration_s"] > flaky["setup_s"] + flaky["call_s"] + flaky["teardown_s"]
 
 
 def test_xdist_merges_every_workers_records(clean_pytester):
@@ -302,7 +327,7 @@ def test_report_parses_back_with_the_same_numbers(clean_pytester):
 
 def test_importing_the_plugin_pulls_in_nothing_heavy():
     code = (
-        "import sys, ingest.plugin; "
+        "import sys, laptime_ci.plugin; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'pandas', 'numpy', 'httpx', 'app', 'psutil', 'sqlalchemy', 'fastapi'}))"
     )

@@ -20,9 +20,15 @@ def test_upload_sends_the_report_with_ci_metadata(clean_pytester, monkeypatch):
         monkeypatch.setenv("GITHUB_RUN_ATTEMPT", "1")
         monkeypatch.setenv("GITHUB_JOB", "unit")
         monkeypatch.setenv("LAPTIME_MACHINE", "medium")
+        monkeypatch.setenv("LAPTIME_PROJECT", "demo")
         result = clean_pytester.runpytest("--laptime-report=r.json", "--laptime-upload")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["laptime: uploaded as 5 (queued) /api/v1/uploads/5"])
+    result.stdout.fnmatch_lines(
+        [
+            f"laptime: uploaded 1 tests as upload 5: queued {server.url}/api/v1/uploads/5"
+            f" dashboard: {server.url}/p/demo"
+        ]
+    )
     (request,) = server.requests
     assert request.headers["authorization"] == "Bearer tok"
     fields, _ = request.form()

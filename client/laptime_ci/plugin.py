@@ -1,9 +1,9 @@
 """laptime's pytest plugin: per-test timings, parameters, markers and peak RSS as laptime JSON.
 
 Registered through the `pytest11` entry point and inert unless `--laptime-report=PATH`,
-`LAPTIME_REPORT` or `--laptime-upload` is given: until then it adds command-line options and
-nothing else (no per-test hooks, no thread). Heavy imports (httpx, app.client) happen only at
-session end when uploading.
+`LAPTIME_REPORT`, `--laptime-upload` or `--laptime-shard` is given: until then it adds
+command-line options and nothing else (no per-test hooks, no thread). Standard library only;
+the uploader and the shard client are imported when used.
 
 Under pytest-xdist each worker attaches its per-test record to the teardown report (a plain
 JSON-able attribute, which xdist ships to the controller with the report itself) and its own
@@ -18,14 +18,14 @@ import platform
 import socket
 import sys
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import pytest
 
-from ingest.plugin_memory import (
+from laptime_ci.plugin_memory import (
     DEFAULT_INTERVAL_S,
     METHOD_CHOICES,
     PeakRssMonitor,
@@ -39,6 +39,7 @@ VERSION = 1
 # The attribute carrying the worker-side record on a TestReport (survives xdist serialisation).
 REPORT_ATTR = "laptime"
 WORKEROUTPUT_KEY = "laptime_max_rss_mib"
+SHARD_PLUGIN_NAME = "laptime-shard"
 WORKEROUTPUT_METHOD_KEY = "laptime_rss_method"
 MESSAGE_MAX_CHARS = 2000
 PARAM_VALUE_MAX_CHARS = 200
@@ -82,6 +83,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="upload the report to LAPTIME_URL with LAPTIME_TOKEN at session end.",
     )
     group.addoption(
+        "--laptime-shard",
+        dest="laptime_shard",
+        metavar="I/N",
+        default=None,
+        help="run only shard I of N, planned by the server (LAPTIME_URL, LAPTIME_PROJECT, "
+        "LAPTIME_READ_TOKEN), else by cached durations, else by nodeid hash.",
+    )
+    group.addoption(
+        "--laptime-shard-cache",
+        dest="laptime_shard_cache",
+        metavar="PATH",
+        default=None,
+        help="durations cache the shard fallback reads and every run updates "
+        "(env LAPTIME_SHARD_CACHE, default .laptime/durations.json).",
+    )
+    group.addoption(
         "--laptime-rss-interval-ms",
         dest="laptime_rss_interval_ms",
         type=float,
@@ -106,6 +123,11 @@ def report_path_option(config: pytest.Config) -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """Register the recording plugins, only when the report or the upload is asked for."""
+    shard = config.getoption("laptime_shard")
+    if shard:
+        from laptime_ci.shard_plugin import ShardSelector
+
+        config.pluginmanager.register(ShardSelector(config, str(shard)), SHARD_PLUGIN_NAME)
     path = report_path_option(config)
     upload = bool(config.getoption("laptime_upload"))
     if path is None and not upload:
@@ -134,7 +156,7 @@ def _param_text(name: str, value: object, index: int | None) -> str:
     return f"{name}{index if index is not None else ''}"
 
 
-ParentInfo = tuple[str | None, frozenset[str]]
+ParentInfo = tuple[Optional[str], frozenset[str]]
 
 
 def describe_parent(parent: pytest.Collector | None) -> ParentInfo:
@@ -227,7 +249,7 @@ class ItemRecorder:
         self.monitor.close()
 
 
-@dataclass(slots=True)
+@dataclass
 class ItemState:
     """What the reports of one test said so far; a new setup report starts a new attempt."""
 
@@ -239,6 +261,8 @@ class ItemState:
     message: str | None = None
     failed_now: bool = False
     phases: dict[str, float] = field(default_factory=dict)
+    # Seconds of the attempts before the current one: a rerun's time is spent too.
+    earlier_s: float = 0.0
     record: dict[str, Any] | None = None
     # Without xdist the item itself is kept (and described once, at session end) with the
     # peak RSS over its attempts: the same record, built off the per-test path.
@@ -267,6 +291,7 @@ def fold_report(state: ItemState, report: pytest.TestReport) -> None:
             state.failed_attempts += 1
         state.attempts += 1
         state.outcome, state.xfail, state.message, state.failed_now = "passed", False, None, False
+        state.earlier_s += sum(state.phases.values())
         state.phases = {}
     elif state.attempts == 0:  # a report without setup (an xdist crash report): one attempt
         state.attempts = 1
@@ -344,7 +369,8 @@ def result_entry(state: ItemState, record: dict[str, Any] | None = None) -> dict
         "param_values": info.get("param_values"),
         "markers": info.get("markers"),
         "outcome": state.outcome,
-        "duration_s": _seconds(sum(phases.values())) if phases else None,
+        # Every attempt's seconds; the phases are the last attempt's.
+        "duration_s": _seconds(state.earlier_s + sum(phases.values())) if phases else None,
         "setup_s": _seconds(phases.get("setup")),
         "call_s": _seconds(phases.get("call")),
         "teardown_s": _seconds(phases.get("teardown")),
@@ -396,14 +422,14 @@ class ReportWriter(ItemRecorder):
         self.workers: set[str] = set()
         self.worker_max_rss_mib: dict[str, float] = {}
         self.worker_rss_methods: set[str] = set()
-        self.started_at = datetime.now(UTC)
+        self.started_at = datetime.now(timezone.utc)
         self.started_perf = time.perf_counter()
         self.notes: list[tuple[str, bool]] = []  # (line, is_warning) for the terminal summary
         self.distributed = False
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """Note the start, and whether xdist runs the tests elsewhere."""
-        self.started_at = datetime.now(UTC)
+        self.started_at = datetime.now(timezone.utc)
         self.started_perf = time.perf_counter()
         self.distributed = session.config.pluginmanager.has_plugin("dsession")
 
@@ -417,7 +443,7 @@ class ReportWriter(ItemRecorder):
         """Collect a finished worker's RSS high-water mark."""
         output = getattr(node, "workeroutput", None) or {}
         value = output.get(WORKEROUTPUT_KEY)
-        if isinstance(value, int | float):
+        if isinstance(value, (int, float)):
             self.worker_max_rss_mib[str(node.workerinput["workerid"])] = float(value)
         method = output.get(WORKEROUTPUT_METHOD_KEY)
         if isinstance(method, str):
@@ -493,7 +519,9 @@ class ReportWriter(ItemRecorder):
             except OSError as exc:
                 self.notes.append((f"cannot write {self.path}: {exc}", True))
         if self.upload:
-            self.notes.append(upload_document(document, data, self.path))
+            selector = self.config.pluginmanager.get_plugin(SHARD_PLUGIN_NAME)
+            labels = dict(getattr(selector, "labels", None) or {})
+            self.notes.append(upload_document(document, data, self.path, labels=labels))
         if not self.config.pluginmanager.has_plugin("terminalreporter"):
             for line, _ in self.notes:
                 print(f"laptime: {line}", file=sys.stderr)  # noqa: T201
@@ -504,14 +532,18 @@ class ReportWriter(ItemRecorder):
             terminalreporter.write_line(f"laptime: {line}", yellow=warning)
 
 
-def upload_document(document: dict[str, Any], data: bytes, path: Path | None) -> tuple[str, bool]:
-    """Upload the report with the CI metadata of this environment; returns a summary line."""
+def upload_document(
+    document: dict[str, Any], data: bytes, path: Path | None, *, labels: dict[str, str]
+) -> tuple[str, bool]:
+    """Upload the report with this environment's CI metadata and `labels` (the shard run);
+    returns a summary line. Never raises: the tests' outcome is the job's."""
     url = os.environ.get("LAPTIME_URL")
     token = os.environ.get("LAPTIME_TOKEN")
     if not url or not token:
         return "upload skipped: set LAPTIME_URL and LAPTIME_TOKEN", True
     try:
-        from app.client import metadata_from_env, upload_reports
+        from laptime_ci.send import summary_line
+        from laptime_ci.upload import metadata_from_env, upload_reports
 
         session = document["session"]
         metadata = metadata_from_env(os.environ).with_session(
@@ -519,11 +551,19 @@ def upload_document(document: dict[str, Any], data: bytes, path: Path | None) ->
             wall_s=session["wall_s"],
             peak_rss_mib=session["peak_rss_mib"],
         )
+        metadata = replace(metadata, labels={**metadata.labels, **labels})
         name = path.name if path is not None else "laptime.json"
         retries = int(os.environ.get("LAPTIME_UPLOAD_RETRIES", "4"))
+        max_total_s = float(os.environ.get("LAPTIME_UPLOAD_MAX_TIME_S", "60"))
         answer = upload_reports(
-            [(name, data)], url=url, token=token, metadata=metadata, retries=retries
+            [(name, data)],
+            url=url,
+            token=token,
+            metadata=metadata,
+            retries=retries,
+            max_total_s=max_total_s,
         )
     except Exception as exc:  # an upload problem must never fail the test run
         return f"upload failed: {exc}", True
-    return f"uploaded as {answer.get('id')} ({answer.get('status')}) {answer.get('url')}", False
+    line = summary_line(answer, url=url, project=os.environ.get("LAPTIME_PROJECT"))
+    return f"uploaded {len(document['tests'])} tests as {line}", False

@@ -23,12 +23,12 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Optional, Protocol
 
 MIB = 1024 * 1024
 DEFAULT_INTERVAL_S = 0.005
 
-RssReader = Callable[[], float | None]
+RssReader = Callable[[], Optional[float]]
 
 
 def _statm_reader() -> RssReader | None:

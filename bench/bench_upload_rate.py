@@ -1,0 +1,219 @@
+"""Sustained upload rate, upload latency and drain time with 0, 1 and 3 workers.
+
+    .venv/bin/python -m bench.bench_upload_rate [--clients 12] [--uploads 10] [--tests 500]
+
+A real `laptime serve --no-worker` API process and real `laptime worker` processes on a scratch
+embedded Postgres. Each phase uses a fresh project: `--clients` threads (httpx) each POST
+`--uploads` distinct JUnit reports of `--tests` testcases. Measured per phase: acknowledged
+uploads per second while the clients send, p50/p95 upload latency, and the drain time (last
+acknowledgement to every upload `done`). Baseline, same run: the API with no worker running,
+so the ratios say what ingesting alongside costs the uploaders, and what 3 workers buy over 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+import httpx
+import psycopg
+
+from bench.common import scratch_database
+from tests.factories import junit_xml
+
+LAPTIME = [sys.executable, "-c", "from app.cli.main import main; main()"]
+
+
+@dataclass
+class Phase:
+    """What one configuration measured."""
+
+    workers: int
+    sent: int
+    send_s: float
+    latencies_s: list[float]
+    drain_s: float | None
+
+    @property
+    def rate(self) -> float:
+        return self.sent / self.send_s
+
+    def p(self, q: float) -> float:
+        return statistics.quantiles(self.latencies_s, n=100)[int(q) - 1]
+
+
+def _env(url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAPTIME_")}
+    env.update({"DATABASE_URL": url, "LAPTIME_WORKER_POLL_S": "0.5"})
+    return env
+
+
+def _poll(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out: {what}")
+        time.sleep(0.05)
+
+
+def _count(dsn: str, sql: str, *args: object) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
+    return int(row[0]) if row else 0
+
+
+def _await_line(proc: subprocess.Popen[str], ready: threading.Event) -> None:
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "waiting for uploads" in line:
+            ready.set()
+
+
+def _token(url: str) -> str:
+    from app.db.engine import make_engine
+    from app.db.projects import create_project, create_token
+
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        project = create_project(conn, f"bench-{time.time_ns()}")
+        token = create_token(conn, project, "upload")
+    engine.dispose()
+    return token
+
+
+def _send(base: str, token: str, client: int, uploads: int, tests: int, out: list[float]) -> None:
+    reports = [
+        junit_xml(tests, seed=client * 1000 + i, prefix=f"tests/c{client}/u{i}/m")
+        for i in range(uploads)
+    ]
+    with httpx.Client(base_url=base, timeout=60) as http:
+        for i, body in enumerate(reports):
+            start = time.perf_counter()
+            answer = http.post(
+                "/api/v1/uploads",
+                headers={"Authorization": f"Bearer {token}"},
+                files={"file": ("junit.xml", body)},
+                data={"job": f"job{client}", "pipeline": f"p{i}"},
+            )
+            out.append(time.perf_counter() - start)
+            answer.raise_for_status()
+
+
+def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namespace) -> Phase:
+    """One configuration: start `workers` workers, send, wait for the drain."""
+    procs = [
+        subprocess.Popen([*LAPTIME, "worker"], env=_env(url), stdout=subprocess.PIPE, text=True)
+        for _ in range(workers)
+    ]
+    try:
+        # Every version of the worker prints this line once it listens for uploads.
+        ready = [threading.Event() for _ in procs]
+        for proc, event in zip(procs, ready, strict=True):
+            threading.Thread(target=_await_line, args=(proc, event), daemon=True).start()
+        _poll(lambda: all(e.is_set() for e in ready), 120, "workers up")
+        token = _token(url)
+        before = _count(dsn, "SELECT coalesce(max(id), 0) FROM upload")
+        latencies: list[list[float]] = [[] for _ in range(args.clients)]
+        threads = [
+            threading.Thread(target=_send, args=(base, token, c, args.uploads, args.tests, lat))
+            for c, lat in enumerate(latencies)
+        ]
+        start = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=600)
+        send_s = time.perf_counter() - start
+        sent = args.clients * args.uploads
+        drain_s = None
+        if workers:
+            drained = time.perf_counter()
+            _poll(
+                lambda: (
+                    _count(
+                        dsn, "SELECT count(*) FROM upload WHERE id > %s AND status = 'done'", before
+                    )
+                    >= sent
+                ),
+                1800,
+                "drain",
+            )
+            drain_s = time.perf_counter() - drained
+        return Phase(workers, sent, send_s, [x for lat in latencies for x in lat], drain_s)
+    finally:
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+        for proc in procs:
+            proc.wait(timeout=30)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            # Leftover uploads of the no-worker phase must not count in the next phase's drain.
+            conn.execute("UPDATE upload SET status = 'done' WHERE status = 'queued'")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--clients", type=int, default=12)
+    parser.add_argument("--uploads", type=int, default=10, help="per client")
+    parser.add_argument("--tests", type=int, default=500, help="testcases per report")
+    args = parser.parse_args()
+    from tests.conftest import free_port
+
+    with scratch_database() as (url, dsn):
+        port = free_port()
+        api = subprocess.Popen(
+            [*LAPTIME, "serve", "--no-worker", "--port", str(port)],
+            env=_env(url),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+
+            def up() -> bool:
+                try:
+                    return httpx.get(f"{base}/healthz").status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            _poll(up, 120, "API up")
+            # Unmeasured warm-up: the first requests pay for imports and cold caches.
+            _send(base, _token(url), 99, 3, args.tests, [])
+            phases = [run_phase(url, dsn, base, n, args) for n in (0, 1, 3)]
+        finally:
+            api.send_signal(signal.SIGTERM)
+            api.wait(timeout=30)
+    baseline = phases[0]
+    print(
+        f"{args.clients} clients x {args.uploads} uploads of {args.tests} testcases "
+        f"({baseline.sent} uploads per phase)"
+    )
+    for phase in phases:
+        drain = "-" if phase.drain_s is None else f"{phase.drain_s:.1f} s"
+        ingest = (
+            "-"
+            if phase.drain_s is None
+            else f"{phase.sent / (phase.send_s + phase.drain_s):.1f} uploads/s end to end"
+        )
+        print(
+            f"workers={phase.workers}: {phase.rate:6.1f} uploads/s acknowledged "
+            f"(x{phase.rate / baseline.rate:.2f} of no worker), latency p50 "
+            f"{phase.p(50) * 1000:.0f} ms p95 {phase.p(95) * 1000:.0f} ms, drain {drain}, {ingest}"
+        )
+    one, three = phases[1], phases[2]
+    assert one.drain_s is not None
+    assert three.drain_s is not None
+    print(
+        f"3 workers vs 1: end-to-end time x"
+        f"{(three.send_s + three.drain_s) / (one.send_s + one.drain_s):.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()

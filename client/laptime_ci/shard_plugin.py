@@ -1,0 +1,101 @@
+"""`pytest --laptime-shard=I/N`: deselect every collected test outside shard I, and keep the
+durations cache the offline fallback reads up to date."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from laptime_ci.shards import (
+    DEFAULT_CACHE,
+    ServerConfig,
+    parse_shard_spec,
+    plan_shard,
+    save_durations,
+)
+
+WORKEROUTPUT_NOTES = "laptime_shard_notes"
+WORKEROUTPUT_LABELS = "laptime_shard_labels"
+
+
+class ShardSelector:
+    """Selects this shard's tests at collection and records their seconds for the cache."""
+
+    def __init__(self, config: pytest.Config, spec: str) -> None:
+        try:
+            self.index, self.total = parse_shard_spec(spec)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--laptime-shard: {exc}") from exc
+        cache = (
+            config.getoption("laptime_shard_cache")
+            or os.environ.get("LAPTIME_SHARD_CACHE")
+            or DEFAULT_CACHE
+        )
+        self.cache_path = Path(cache)
+        if not self.cache_path.is_absolute():
+            self.cache_path = Path(str(config.rootpath)) / self.cache_path
+        self.labels: dict[str, str] = {"shard": f"{self.index}/{self.total}"}
+        self.notes: list[str] = []
+        self.seconds: dict[str, float] = {}
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """Keep this shard's items, in collection order; report the rest as deselected."""
+        plan = plan_shard(
+            [item.nodeid for item in items],
+            index=self.index,
+            total=self.total,
+            server=ServerConfig.from_env(os.environ),
+            cache_path=self.cache_path,
+        )
+        self.labels = dict(plan.labels)
+        if plan.warning:
+            self.notes.append(f"warning: {plan.warning}")
+        mine = set(plan.nodeids)
+        kept = [item for item in items if item.nodeid in mine]
+        dropped = [item for item in items if item.nodeid not in mine]
+        self.notes.append(
+            f"shard {self.index}/{self.total}: {len(kept)} of {len(items)} tests ({plan.source})"
+        )
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = kept
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Add up every phase and attempt of each test: what the next split balances."""
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Merge this run's seconds into the cache; an xdist worker instead hands its plan's
+        notes and labels to the controller, which alone writes and prints."""
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[WORKEROUTPUT_NOTES] = list(self.notes)
+            workeroutput[WORKEROUTPUT_LABELS] = dict(self.labels)
+            return
+        if self.seconds:
+            try:
+                save_durations(self.cache_path, self.seconds)
+            except OSError as exc:
+                self.notes.append(f"warning: cannot write {self.cache_path}: {exc}")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """Take a finished worker's plan notes (every worker planned the same) and labels."""
+        output = getattr(node, "workeroutput", None) or {}
+        for line in output.get(WORKEROUTPUT_NOTES) or []:
+            if line not in self.notes:
+                self.notes.append(str(line))
+        labels = output.get(WORKEROUTPUT_LABELS)
+        if isinstance(labels, dict):
+            self.labels.update({str(k): str(v) for k, v in labels.items()})
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        """Say which shard ran and which fallback planned it."""
+        for line in self.notes:
+            terminalreporter.write_line(f"laptime: {line}", yellow=line.startswith("warning"))

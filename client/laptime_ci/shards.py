@@ -1,0 +1,224 @@
+"""Which collected tests this CI shard runs: the server's plan, else the cached durations, else
+a stable hash. Never raises for a server problem: a one-line warning names the fallback.
+
+Every collected test lands in exactly one of the N shards in every case, provided every shard
+sees the same collected tests and (for the cache fallback) the same cache file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from laptime_ci import transport
+
+DEFAULT_TIMEOUT_S = 5.0
+DEFAULT_CACHE = ".laptime/durations.json"
+CACHE_VERSION = 1
+
+
+class ShardSpecError(ValueError):
+    """`I/N` is not a shard of N (1-based)."""
+
+
+def parse_shard_spec(text: str) -> tuple[int, int]:
+    """ "2/5" -> (2, 5); raises ShardSpecError unless 1 <= I <= N."""
+    index_text, sep, total_text = text.partition("/")
+    if not sep or not index_text.strip().isdigit() or not total_text.strip().isdigit():
+        raise ShardSpecError(f"shard {text!r} is not I/N (e.g. 1/3)")
+    index, total = int(index_text), int(total_text)
+    if not 1 <= index <= total:
+        raise ShardSpecError(f"shard {text!r}: I must be between 1 and N (it is 1-based)")
+    return index, total
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Where the shards endpoint is; any field missing means "no server"."""
+
+    url: str | None = None
+    token: str | None = None
+    project: str | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ServerConfig:
+        """LAPTIME_URL, LAPTIME_PROJECT and a read token (LAPTIME_READ_TOKEN, else
+        LAPTIME_TOKEN); LAPTIME_SHARD_TIMEOUT_S bounds the request."""
+        timeout = env.get("LAPTIME_SHARD_TIMEOUT_S")
+        try:
+            timeout_s = float(timeout) if timeout else DEFAULT_TIMEOUT_S
+        except ValueError:
+            timeout_s = DEFAULT_TIMEOUT_S
+        return cls(
+            url=env.get("LAPTIME_URL") or None,
+            token=env.get("LAPTIME_READ_TOKEN") or env.get("LAPTIME_TOKEN") or None,
+            project=env.get("LAPTIME_PROJECT") or None,
+            timeout_s=timeout_s,
+        )
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """The tests of one shard and how they were chosen."""
+
+    index: int
+    total: int
+    nodeids: tuple[str, ...]
+    source: str  # "server" | "cache" | "hash"
+    plan_id: str | None = None
+    warning: str | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+class PlanUnavailable(Exception):
+    """The server gave no usable plan (its reason is the message)."""
+
+
+def fetch_server_split(
+    collected: Sequence[str], total: int, server: ServerConfig
+) -> tuple[list[list[str]], str | None]:
+    """Every shard's nodeids from `POST .../shards` and the plan id if the server gave one.
+
+    All shards are asked for, so the answer can be checked to hold each collected test once.
+    """
+    if not (server.url and server.token and server.project):
+        raise PlanUnavailable("no server configured (LAPTIME_URL, LAPTIME_PROJECT, token)")
+    slug = urllib.parse.quote(server.project, safe="")
+    # History up to yesterday (UTC) only: the shards of one pipeline ask minutes apart, and
+    # an upload landing in between (a sibling shard's) must not change the plan under them.
+    until = (datetime.now(timezone.utc).date() - timedelta(days=1)).isoformat()
+    query = urllib.parse.urlencode({"total": total, "until": until})
+    endpoint = f"{server.url.rstrip('/')}/api/v1/projects/{slug}/shards?{query}"
+    try:
+        answer = transport.request(
+            "POST",
+            endpoint,
+            token=server.token,
+            data=json.dumps(list(collected)).encode(),
+            content_type="application/json",
+            timeout_s=server.timeout_s,
+        )
+    except transport.Unreachable as exc:
+        raise PlanUnavailable(str(exc)) from exc
+    if answer.status >= 400:
+        raise PlanUnavailable(f"server answered {answer.status}: {answer.message()}")
+    body = answer.body
+    shards = body.get("shards") if isinstance(body, dict) else None
+    if not isinstance(shards, list) or len(shards) != total:
+        raise PlanUnavailable("server answer holds no plan of that many shards")
+    split: list[list[str]] = []
+    for shard in sorted(shards, key=lambda s: s.get("index", 0) if isinstance(s, dict) else 0):
+        nodeids = shard.get("nodeids") if isinstance(shard, dict) else None
+        if not isinstance(nodeids, list) or not all(isinstance(n, str) for n in nodeids):
+            raise PlanUnavailable("server answer has a shard without nodeids")
+        split.append(list(nodeids))
+    if not covers_exactly(split, collected):
+        raise PlanUnavailable("server plan does not hold each collected test exactly once")
+    plan_id = body.get("plan_id") if isinstance(body, dict) else None
+    return split, str(plan_id) if plan_id else None
+
+
+def covers_exactly(split: Sequence[Sequence[str]], collected: Sequence[str]) -> bool:
+    """True when the shards together hold each collected test once and nothing else."""
+    flat = [nodeid for shard in split for nodeid in shard]
+    return len(flat) == len(set(flat)) and set(flat) == set(collected)
+
+
+def split_by_durations(
+    collected: Sequence[str], durations: Mapping[str, float], total: int
+) -> list[list[str]]:
+    """Longest first onto the least loaded shard; tests without a duration count the median.
+
+    Deterministic: ties break by nodeid and shard number, so every shard computes the same split.
+    """
+    known = sorted(v for v in durations.values() if v >= 0)
+    median = known[len(known) // 2] if known else 1.0
+    weighted = sorted(
+        ((durations.get(n, median), n) for n in set(collected)), key=lambda x: (-x[0], x[1])
+    )
+    loads = [0.0] * total
+    split: list[list[str]] = [[] for _ in range(total)]
+    for seconds, nodeid in weighted:
+        target = min(range(total), key=lambda i: (loads[i], len(split[i]), i))
+        loads[target] += seconds
+        split[target].append(nodeid)
+    return [sorted(shard) for shard in split]
+
+
+def split_by_hash(collected: Sequence[str], total: int) -> list[list[str]]:
+    """Order by sha1 of the nodeid, then deal round-robin: equal counts, stable across runs."""
+    ordered = sorted(set(collected), key=lambda n: (hashlib.sha1(n.encode()).hexdigest(), n))
+    return [sorted(ordered[i::total]) for i in range(total)]
+
+
+def load_durations(path: Path | None) -> dict[str, float] | None:
+    """The cached nodeid -> seconds, None when there is no usable cache file."""
+    if path is None:
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    durations = doc.get("durations") if isinstance(doc, dict) else None
+    if not isinstance(durations, dict) or not durations:
+        return None
+    return {
+        str(k): float(v)
+        for k, v in durations.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+    }
+
+
+def save_durations(path: Path, measured: Mapping[str, float]) -> None:
+    """Merge measured seconds into the cache file (newest wins), written atomically."""
+    merged = load_durations(path) or {}
+    merged.update({k: round(float(v), 6) for k, v in measured.items()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=".durations-", suffix=".tmp")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump({"version": CACHE_VERSION, "durations": merged}, out, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def plan_shard(
+    collected: Sequence[str],
+    *,
+    index: int,
+    total: int,
+    server: ServerConfig,
+    cache_path: Path | None,
+) -> ShardPlan:
+    """This shard's tests: from the server, else from the cache, else by hash."""
+    labels = {"shard": f"{index}/{total}"}
+    try:
+        split, plan_id = fetch_server_split(collected, total, server)
+    except PlanUnavailable as exc:
+        reason = str(exc)
+    else:
+        if plan_id:
+            labels["plan"] = plan_id
+        return ShardPlan(index, total, tuple(split[index - 1]), "server", plan_id, None, labels)
+    durations = load_durations(cache_path)
+    if durations is not None:
+        split = split_by_durations(collected, durations, total)
+        warning = f"shard plan from cached durations {cache_path} ({reason})"
+        return ShardPlan(index, total, tuple(split[index - 1]), "cache", None, warning, labels)
+    split = split_by_hash(collected, total)
+    warning = f"shard plan by nodeid hash, no cached durations ({reason})"
+    return ShardPlan(index, total, tuple(split[index - 1]), "hash", None, warning, labels)
+
+
+def read_collected(text: str) -> list[str]:
+    """Nodeids, one a line, as `pytest --collect-only -q` prints them (summary lines dropped)."""
+    # `-q` ends with a blank line and "N tests collected in 0.1s"; nodeids never hold spaces
+    # outside their parametrize brackets, so keep lines that look like nodeids.
+    lines = [line.strip() for line in text.splitlines()]
+    return [line for line in lines if line and ("::" in line or line.endswith(".py"))]
