@@ -19,6 +19,7 @@ import pandas as pd
 
 from analysis.estimate import estimate_new_tests
 from analysis.partition import partition_items
+from analysis.runner_commands import FILE_ONLY, JobSelection, select_jobs
 from analysis.split_items import item_keys
 
 
@@ -31,20 +32,36 @@ class Shard:
     nodeids: tuple[str, ...]
     predicted_s: float
     new_tests: tuple[str, ...]  # nodeids without history, placed by estimate
+    # What the runner takes for this shard (#17): its arguments and a full command.
+    selection: JobSelection | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {
+        out: dict[str, Any] = {
             "index": self.index,
             "members": list(self.members),
             "nodeids": list(self.nodeids),
             "predicted_s": round(self.predicted_s, 3),
             "new_tests": list(self.new_tests),
         }
+        if self.selection is not None:
+            out.update(self.selection.to_dict())
+        return out
 
 
-def assign_shards(estimates: pd.Series, collected: Sequence[str] | None, total: int) -> list[Shard]:
-    """Split the collected tests (or, with None, every test in `estimates`) into `total` shards."""
+def assign_shards(
+    estimates: pd.Series,
+    collected: Sequence[str] | None,
+    total: int,
+    *,
+    runner: str = "pytest",
+    units: pd.Series | None = None,
+) -> list[Shard]:
+    """Split the collected tests (or, with None, every test in `estimates`) into `total` shards.
+
+    `runner` words each shard's selection (runner_commands); `units` maps nodeids to their
+    selection unit where known (else the nodeid's first part). A runner that selects files
+    only keeps every file whole, so no test runs in two shards."""
     if total < 1:
         raise ValueError(f"total must be at least 1, got {total}")
     if collected is None:
@@ -55,9 +72,14 @@ def assign_shards(estimates: pd.Series, collected: Sequence[str] | None, total: 
         return [Shard(i + 1, (), (), 0.0, ()) for i in range(total)]
     tests = estimate_new_tests(estimates, ids)
     tests = tests.sort_index()
+    if units is not None:
+        known = units.reindex(tests.index)
+        tests["file"] = known.where(known.notna(), tests["file"])
     fair_s = float(tests["duration_s"].sum()) / total
-    keys = item_keys(tests, "auto", fair_s)
-    keys = _split_until(keys, min(total, len(tests)))
+    if runner in FILE_ONLY:
+        keys = item_keys(tests, "file", fair_s)
+    else:
+        keys = _split_until(item_keys(tests, "auto", fair_s), min(total, len(tests)))
     names = np.asarray(sorted(set(keys)), dtype=object)
     weight_by_key = tests["duration_s"].groupby(keys.to_numpy()).sum()
     weights = weight_by_key.reindex(names).to_numpy(dtype=np.float64)
@@ -66,6 +88,11 @@ def assign_shards(estimates: pd.Series, collected: Sequence[str] | None, total: 
     bin_of_key = pd.Series(assignment, index=names)
     bin_of_test = keys.map(bin_of_key)
     new = tests["source"] != "history"
+    in_bins = [tuple(tests.index[bin_of_test.to_numpy() == b]) for b in range(total)]
+    # pytest takes the nodeids themselves; other runners get their own words.
+    selections: list[JobSelection | None] = [None] * total
+    if runner != "pytest":
+        selections = list(select_jobs(runner, tests["file"], in_bins))
     shards = []
     for b in range(total):
         in_bin = bin_of_test.to_numpy() == b
@@ -77,6 +104,7 @@ def assign_shards(estimates: pd.Series, collected: Sequence[str] | None, total: 
                 nodeids=nodeids,
                 predicted_s=float(tests["duration_s"].to_numpy()[in_bin].sum()),
                 new_tests=tuple(tests.index[in_bin & new.to_numpy()]),
+                selection=selections[b],
             )
         )
     return shards

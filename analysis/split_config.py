@@ -72,21 +72,23 @@ def _yaml_quote(text: str) -> str:
 # Past this many pytest arguments in all, the snippet hands the split to pytest-split with
 # the .test_durations file instead of listing every nodeid in the workflow.
 MATRIX_MAX_ARGS = 200
+# The opening of a GitHub Actions job whose matrix lists one entry per planned job.
+GITHUB_MATRIX_HEAD = (
+    "jobs:",
+    "  test:",
+    "    runs-on: ubuntu-latest",
+    "    strategy:",
+    "      fail-fast: false",
+    "      matrix:",
+    "        include:",
+)
 
 
 def github_actions_matrix(args_per_job: Sequence[Sequence[str]]) -> str:
     """A GitHub Actions job with one matrix entry per planned job."""
     if sum(len(args) for args in args_per_job) > MATRIX_MAX_ARGS:
         return _pytest_split_matrix(len(args_per_job))
-    lines = [
-        "jobs:",
-        "  test:",
-        "    runs-on: ubuntu-latest",
-        "    strategy:",
-        "      fail-fast: false",
-        "      matrix:",
-        "        include:",
-    ]
+    lines = list(GITHUB_MATRIX_HEAD)
     for i, args in enumerate(args_per_job, start=1):
         lines.append(f"          - group: {i}")
         lines.append(f"            pytest-args: {_yaml_quote(shlex.join(args))}")
@@ -107,12 +109,7 @@ def _pytest_split_matrix(k: int) -> str:
             [
                 "# Too many tests to list: commit the plan's .test_durations and let pytest-split",
                 "# (least_duration) cut the same number of groups from it.",
-                "jobs:",
-                "  test:",
-                "    runs-on: ubuntu-latest",
-                "    strategy:",
-                "      fail-fast: false",
-                "      matrix:",
+                *GITHUB_MATRIX_HEAD[:-1],  # a `group` list instead of `include` entries
                 f"        group: [{groups}]",
                 "    steps:",
                 "      - uses: actions/checkout@v4",

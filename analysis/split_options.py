@@ -72,9 +72,13 @@ class SplitOptions:
     min_gain_frac: float = 0.10
     # ...and costs at most this many extra machine seconds per second of wait saved.
     max_machine_per_wait: float = 1.0
+    # The test runner the jobs run (#17): commands and CI snippets are written in its terms.
+    runner: str = "pytest"
 
     def __post_init__(self) -> None:
         check_job_range(*self.jobs)
+        if self.runner != "pytest" and self.granularity == "marker":
+            raise ValueError("granularity 'marker' writes pytest markers: pytest only")
         if self.granularity not in GRANULARITIES:
             raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}")
         if self.objective not in OBJECTIVES:

@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.ci_snippets import SETUPS, circleci, github_actions, gitlab_ci, pytest_commands
 from analysis.durations import format_duration
 from analysis.durations import parse_duration_s as parse_duration_s  # app.pages imports it here
 from analysis.estimate import estimate_durations, result_durations
 from analysis.frames import labels_key
 from analysis.partition import Partition, lower_bound, partition_items
+from analysis.runner_commands import FILE_ONLY, JobSelection, nodeids_of_members, select_jobs
 from analysis.split_config import (
     github_actions_matrix,
     job_pytest_args,
@@ -233,11 +235,17 @@ def plan_splits(
     if results.empty or runs.empty:
         raise ValueError("no results to plan from")
     estimates = estimate_durations(results, runs, window_runs=options.window_runs)
+    forced: list[str] = []
+    if options.runner in FILE_ONLY and options.granularity in ("auto", "test"):
+        # Its command line selects files, not single tests: a split file would run twice.
+        forced.append(f"{options.runner} selects whole files: files are kept whole")
+        options = replace(options, granularity="file")
     before_jobs, ref, warnings = current_layout(
         results, runs, estimates, overhead_s=options.overhead_s, price_per_min=price_per_min
     )
     if options.objective == "cost" and _price(price_per_min, ref.machine) is None:
         raise ValueError(f"objective 'cost' needs a price for machine type {ref.machine!r}")
+    warnings = forced + warnings
     before = _totals(before_jobs)
     missing = int((estimates["source"] != "history").sum())
     if missing:
@@ -265,13 +273,13 @@ def plan_splits(
         [c.row for c in candidates], best_jobs, best_jobs if verdict == "split" else None
     )
     jobs = (
-        _finish(chosen, options)
+        _finish(chosen, options, estimates)
         if chosen is not None and verdict == "split"
         else tuple(before_jobs)
     )
     after = _totals(jobs) if verdict == "split" else before
     config = _config(jobs, options, estimates) if verdict == "split" else {}
-    if verdict != "split":
+    if verdict != "split" and options.runner == "pytest":
         config = {"test_durations": pytest_split_durations(estimates["duration_s"])}
     return SplitPlan(
         verdict=verdict,
@@ -355,12 +363,26 @@ def _candidate(
     return _Candidate(row, jobs, overflow, names, tuple(groups))
 
 
-def _finish(candidate: _Candidate, options: SplitOptions) -> tuple[PlannedJob, ...]:
-    """The chosen plan's jobs with their members and pytest arguments."""
+def _finish(
+    candidate: _Candidate, options: SplitOptions, estimates: pd.DataFrame
+) -> tuple[PlannedJob, ...]:
+    """The chosen plan's jobs with their members and their runner's arguments and command."""
     members = [tuple(candidate.names[g].tolist()) for g in candidate.groups]
-    args = job_pytest_args(members, options.granularity, options.marker)
+    if options.runner == "pytest":
+        args = job_pytest_args(members, options.granularity, options.marker)
+        selections = pytest_commands(args)
+    else:
+        args = [()] * len(members)
+        nodeids = nodeids_of_members(estimates, members)
+        selections = select_jobs(options.runner, estimates["file"], nodeids)
     return tuple(
-        replace(job, members=members[i], pytest_args=args[i])
+        replace(
+            job,
+            members=members[i],
+            pytest_args=args[i],
+            runner_args=selections[i].args,
+            command=selections[i].command,
+        )
         for i, job in enumerate(candidate.jobs)
     )
 
@@ -484,6 +506,15 @@ def _config(
         config["marker_expressions"] = list(split.expressions)
     elif options.granularity == "file":
         config["files"] = [list(job.members) for job in jobs]
-    config["github_actions"] = github_actions_matrix([list(job.pytest_args) for job in jobs])
-    config["test_durations"] = pytest_split_durations(estimates["duration_s"])
+    config["runner"] = options.runner
+    selections = [JobSelection(options.runner, j.runner_args, j.command) for j in jobs]
+    if options.runner == "pytest":
+        config["github_actions"] = github_actions_matrix([list(j.pytest_args) for j in jobs])
+        config["test_durations"] = pytest_split_durations(estimates["duration_s"])
+    elif options.runner in SETUPS:
+        config["github_actions"] = github_actions(options.runner, selections)
+    if options.runner in SETUPS:
+        config["gitlab_ci"] = gitlab_ci(options.runner, selections)
+        config["circleci"] = circleci(options.runner, selections)
+    config["selections"] = [s.to_dict() for s in selections]
     return config

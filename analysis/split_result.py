@@ -39,6 +39,9 @@ class PlannedJob:
     wall_s: float
     cost: float | None
     pytest_args: tuple[str, ...] = ()
+    # What the job's runner takes (#17): its arguments and a full shell command.
+    runner_args: tuple[str, ...] = ()
+    command: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; cost is left out when unknown."""
@@ -52,6 +55,8 @@ class PlannedJob:
             "machine": self.machine,
             "predicted_wall_s": round(self.wall_s, 3),
             "pytest_args": list(self.pytest_args),
+            "runner_args": list(self.runner_args),
+            "command": self.command,
         }
         return _with_cost(out, self.cost)
 

@@ -6,7 +6,7 @@ The REST API and the dashboard both call these functions and return/render their
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -24,11 +24,12 @@ from analysis.frames import labels_key
 from analysis.machine_fit import fit_machines, job_specs
 from analysis.matrix_reduce import reduce_matrix
 from analysis.parametrize import find_explosions, propose_covering
-from analysis.shards import assign_shards
+from analysis.shards import Shard, assign_shards
 from analysis.split_options import SplitOptions
 from analysis.split_plan import SplitPlan, plan_splits
 from app.db.projects import Project
 from app.db.queries import load_run_results, load_runs, run_days, with_tests
+from app.db.runners import runner_of_runs
 from app.project_reads import kept_test_dictionary, run_results
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 
@@ -142,6 +143,7 @@ def split_recommendation(
         else load_history(conn, project, filters, one_cell=True, cell=cell)
     )
     cell_key, cells, history = _pick_cell(loaded, cell)
+    options = _with_stored_runner(conn, project, history.runs, options)  # runners (#17)
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
     plan = _plan(loaded, cell_key, history, options, prices, should_stop)
     return {"cell": cell_key, "cells": cells, **plan.to_dict()}
@@ -264,6 +266,7 @@ def shard_assignment(
     """Shards of the collected tests (or of every test known) by their estimated durations."""
     if index is not None and not 1 <= index <= total:
         raise RecommendationError(f"index must be between 1 and {total}, got {index}")
+    history: History | None = None
     try:
         history = load_history(conn, project, filters)
         estimates = estimate_durations(history.results, history.runs)["duration_s"]
@@ -271,9 +274,35 @@ def shard_assignment(
         if collected is None:
             raise
         estimates = pd.Series(dtype=float)
-    shards = assign_shards(estimates, collected, total)
+    shards = _runner_shards(conn, project, history, estimates, collected, total)
     chosen = [shards[index - 1]] if index is not None else shards
     return {"total": total, "shards": [s.to_dict() for s in chosen]}
+
+
+def _with_stored_runner(
+    conn: Connection, project: Project, runs: pd.DataFrame, options: SplitOptions
+) -> SplitOptions:
+    """`options` in the words of the runner stored on the cell's runs (#17)."""
+    runner = runner_of_runs(conn, project.id, runs["run_id"].tolist())
+    if runner is None or runner == options.runner or options.granularity == "marker":
+        return options
+    return replace(options, runner=runner)
+
+
+def _runner_shards(
+    conn: Connection,
+    project: Project,
+    history: History | None,
+    estimates: pd.Series,
+    collected: Sequence[str] | None,
+    total: int,
+) -> list[Shard]:
+    """assign_shards in the stored runner's words, units from the results' files (#17)."""
+    if history is None or history.results.empty:
+        return assign_shards(estimates, collected, total)
+    runner = runner_of_runs(conn, project.id, history.runs["run_id"].tolist()) or "pytest"
+    units = history.results.drop_duplicates("nodeid", keep="last").set_index("nodeid")["file"]
+    return assign_shards(estimates, collected, total, runner=runner, units=units)
 
 
 def parametrize_recommendation(

@@ -32,6 +32,7 @@ class MergedRun:
     warnings: list[str] = field(default_factory=list)
     partial: bool = False
     hidden_rows: int = 0
+    file_derived: bool = False  # some report's files are derived from class names (#17)
 
 
 def merge_reports(reports: list[ParsedReport]) -> MergedRun:
@@ -60,6 +61,7 @@ def merge_reports(reports: list[ParsedReport]) -> MergedRun:
         warnings=warnings,
         partial=any(r.partial for r in reports),
         hidden_rows=sum(r.hidden_rows or 0 for r in reports),
+        file_derived=any(r.file_derived for r in reports),
     )
 
 

@@ -11,7 +11,7 @@ from analysis.frames import OUTCOMES, RESULT_COLUMNS
 
 __all__ = ["OUTCOMES", "RESULT_COLUMNS", "ParsedReport", "ReportParseError", "SessionInfo"]
 
-ReportFormat = Literal["junit", "durations", "laptime-json"]
+ReportFormat = Literal["junit", "durations", "laptime-json", "nunit", "trx"]
 FLOAT_COLUMNS = ("duration_s", "setup_s", "call_s", "teardown_s", "peak_rss_mib")
 
 
@@ -34,6 +34,7 @@ class SessionInfo:
     test_peak_rss_method: str | None = None
     hostname: str | None = None
     pytest: str | None = None  # pytest version that ran the tests
+    runner: str | None = None  # ingest.parsers.runners.RUNNERS key (detected or overridden)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,10 @@ class ParsedReport:
     hidden_rows_unknown: bool = False
     session: SessionInfo = field(default_factory=SessionInfo)
     properties: dict[str, str] = field(default_factory=dict)
+    # The runner that wrote the report (ingest.parsers.runners.RUNNERS) and whether `file`
+    # holds paths derived from class names (Java's src/test/java convention), not written.
+    runner: str = "generic"
+    file_derived: bool = False
 
     @property
     def partial(self) -> bool:

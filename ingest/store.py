@@ -136,6 +136,7 @@ class RunMetadata:
     # None (direct callers storing history) trusts the report's own timestamp.
     received_at: datetime | None = None
     backfill: bool = False
+    runner: str | None = None  # the upload's `runner` field: overrides detection (#17)
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,9 @@ def store_run(
             "partial": merged.partial,
             "hidden": merged.hidden_rows,
             "missing": int(durations.isna().sum()),
+            # Runner (#17): the upload's override, else what detection found in the reports.
+            "runner": meta.runner or merged.session.runner,
+            "file_derived": merged.file_derived,
         },
     )
     if results.empty:
@@ -345,11 +349,11 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
         """
         INSERT INTO run (project_id, upload_id, cell_id, pipeline, job, commit_sha, branch,
             machine, labels, labels_key, started_at, day, wall_s, test_s, tests, peak_rss_mib,
-            xdist_workers, partial, hidden_rows, missing)
+            xdist_workers, partial, hidden_rows, missing, runner, file_derived)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
-            %(missing)s)
+            %(missing)s, %(runner)s, %(file_derived)s)
         RETURNING id
         """,
         values,

@@ -118,6 +118,7 @@ def metadata_from_json(
         peak_rss_mib=raw.get("peak_rss_mib"),
         received_at=received_at,
         backfill=bool(raw.get("backfill")),
+        runner=raw.get("runner"),
     )
 
 
@@ -190,7 +191,7 @@ def _ingest(
 ) -> None:
     """Parse, store and mark done, inside the claim's transaction."""
     try:
-        reports = _parse_files(conn, upload_id, config)
+        reports = _parse_files(conn, upload_id, config, runner=metadata.get("runner"))
     except ReportParseError as exc:
         _finish_failed(conn, upload_id, attempts, exc.code, exc.describe())
         return
@@ -260,7 +261,7 @@ def _forget_attempts(side: psycopg.Connection[Any], attempt_ids: list[int]) -> N
 
 
 def _parse_files(
-    conn: psycopg.Connection[Any], upload_id: int, config: WorkerConfig
+    conn: psycopg.Connection[Any], upload_id: int, config: WorkerConfig, runner: str | None = None
 ) -> list[ParsedReport]:
     files = conn.execute(
         "SELECT filename, raw_gzip FROM upload_file WHERE upload_id = %s ORDER BY position",
@@ -271,6 +272,8 @@ def _parse_files(
         kwargs: dict[str, Any] = {"filename": filename}
         if config.limits is not None:
             kwargs["limits"] = config.limits
+        if runner:  # the upload's `runner` field (#17): selection units in that runner's terms
+            kwargs["runner"] = runner
         reports.append(parse_report(bytes(raw), **kwargs))
     return reports
 

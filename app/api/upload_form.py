@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from ingest.parsers.runners import RUNNERS
 from laptime_ci.labels import parse_labels, split_label
 
 # Longest accepted value of each text field, in characters.
@@ -58,6 +59,15 @@ def _in_range(value: datetime | None) -> datetime | None:
     return value
 
 
+def _runner(value: str | None) -> str | None:
+    """A RUNNERS name (#17); "" and "auto" mean: detect it from each report."""
+    if value in (None, "", "auto"):
+        return None
+    if value not in RUNNERS:
+        raise ValueError(f"unknown runner; one of {', '.join(RUNNERS)}")
+    return value
+
+
 def _text(name: str, description: str) -> Any:
     return Field(default=None, max_length=FIELD_MAX_CHARS[name], description=description)
 
@@ -90,6 +100,9 @@ class UploadForm(BaseModel):
         description="keep the report's own timestamp however old (importing history); "
         "otherwise one older than 7 days or in the future dates the run when received",
     )
+    runner: Annotated[str | None, AfterValidator(_runner)] = Field(
+        default=None, max_length=40, description="test runner (default: detected per report)"
+    )
 
     def run_metadata(self) -> dict[str, Any]:
         """The metadata document stored on the upload row (what the worker reads back)."""
@@ -104,4 +117,5 @@ class UploadForm(BaseModel):
             "wall_s": self.wall_s,
             "peak_rss_mib": self.peak_rss_mib,
             "backfill": self.backfill,
+            "runner": self.runner,
         }

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.frames import RUN_COLUMNS
+from app.cli.options import chosen_runner
 from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
 
@@ -31,7 +32,7 @@ def read_report_file(path: Path, fmt: str = "auto") -> ParsedReport:
     except OSError as exc:
         raise click.ClickException(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
-        return parse_report(data, filename=str(path), format=fmt)
+        return parse_report(data, filename=str(path), format=fmt, runner=chosen_runner())
     except ReportParseError as exc:
         raise click.ClickException(exc.describe()) from exc
 
@@ -73,3 +74,11 @@ def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
     results = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
     return LocalData(results=results, runs=runs, reports=reports)
+
+
+def local_runner(data: LocalData) -> str:
+    """The runner of the reports (the one behind most results; pytest when none is known)."""
+    counts: dict[str, int] = {}
+    for report in data.reports:
+        counts[report.runner] = counts.get(report.runner, 0) + len(report.results)
+    return max(sorted(counts), key=lambda r: counts[r]) if counts else "pytest"

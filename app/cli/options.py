@@ -9,14 +9,40 @@ import click
 from rich.console import Console
 
 from analysis.split_options import MAX_JOBS, parse_job_range, parse_plan_duration_s
+from ingest.parsers.runners import RUNNERS
 
 # Report formats the offline commands read; `auto` sniffs each file.
-FORMATS = ("auto", "junit", "durations", "laptime-json")
+FORMATS = ("auto", "junit", "durations", "laptime-json", "nunit", "trx")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+RUNNER_META = "laptime.runner"
+
+
+def _remember_runner(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    ctx.meta[RUNNER_META] = value
+    return value
+
+
+def chosen_runner() -> str:
+    """The `--runner` of the running command ("auto" outside one, or when not given)."""
+    ctx = click.get_current_context(silent=True)
+    return str(ctx.meta.get(RUNNER_META, "auto")) if ctx is not None else "auto"
+
+
 def report_format_option(function: F) -> F:
-    """`--format` (stored as `fmt`): the report format of the files, default auto."""
+    """`--format` (stored as `fmt`): the report format of the files, default auto; and
+    `--runner` (#17), kept on the click context for `local_reports` so that every command
+    reading reports takes it without another parameter."""
+    runner = click.option(
+        "--runner",
+        type=click.Choice(["auto", *RUNNERS]),
+        default="auto",
+        show_default=True,
+        expose_value=False,
+        callback=_remember_runner,
+        help="Test runner that wrote the reports (selection units, emitted commands).",
+    )
     option = click.option(
         "--format",
         "fmt",
@@ -25,7 +51,7 @@ def report_format_option(function: F) -> F:
         show_default=True,
         help="Report format of the files.",
     )
-    return option(function)
+    return runner(option(function))
 
 
 class DurationParam(click.ParamType):  # type: ignore[type-arg]

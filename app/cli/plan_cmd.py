@@ -22,7 +22,7 @@ from analysis.split_options import (
     SplitOptions,
 )
 from analysis.split_plan import SplitPlan, plan_splits
-from app.cli.local_reports import load_local
+from app.cli.local_reports import load_local, local_runner
 from app.cli.options import (
     DURATION,
     JOB_RANGE,
@@ -158,6 +158,7 @@ def plan(
             wait_target_s=wait_target_s,
             window_runs=window_runs,
             marker=marker,
+            runner=local_runner(data),  # runners (#17)
         )
         result = plan_splits(
             data.results,
@@ -250,6 +251,8 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
         console.print("[bold]Run[/]:")
         for job in result.jobs:
             command = shlex.join(["pytest", *job.pytest_args])
+            if result.config.get("runner", "pytest") != "pytest":  # runners (#17)
+                command = job.command
             if len(command) > COMMAND_SHOWN:
                 command = command[:COMMAND_SHOWN] + " ..."
             console.print(f"  {job.name}: {command}", markup=False, highlight=False)

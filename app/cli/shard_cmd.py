@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -10,20 +11,36 @@ import click
 import pandas as pd
 
 from analysis.estimate import estimate_durations
-from analysis.shards import assign_shards
+from analysis.shards import Shard, assign_shards
 from analysis.split_plan import format_duration
-from app.cli.local_reports import load_local
+from app.cli.local_reports import load_local, local_runner
+from app.cli.options import chosen_runner, report_format_option
 from laptime_ci.shards import read_collected
 
-FORMATS = ("auto", "junit", "durations", "laptime-json")
+
+def _print_selection(shard: Shard, runner: str, *, as_command: bool) -> None:
+    """The shard in its runner's words (#17): the arguments one a line, or the command."""
+    if shard.selection is None:  # pytest: the nodeids are its arguments
+        click.echo(shlex.join(["python", "-m", "pytest", *shard.nodeids]))
+        return
+    if as_command and not shard.selection.command:
+        raise click.ClickException(f"laptime writes no command for runner {runner!r}")
+    if as_command:
+        click.echo(shard.selection.command)
+        return
+    for arg in shard.selection.args:
+        click.echo(arg)
 
 
-def _read_collected(source: str) -> list[str]:
-    """Nodeids, one a line, from a file or stdin ('-'), as `pytest --collect-only -q` prints."""
+def _read_collected(source: str, runner: str = "pytest") -> list[str]:
+    """Nodeids, one a line, as `pytest --collect-only -q` prints them (summary lines dropped;
+    for other runners every non-blank line is a nodeid)."""
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except OSError as exc:
         raise click.ClickException(f"{source}: cannot read: {exc.strerror or exc}") from exc
+    if runner != "pytest":
+        return [line.strip() for line in text.splitlines() if line.strip()]
     return read_collected(text)
 
 
@@ -53,13 +70,12 @@ def _read_collected(source: str) -> list[str]:
     show_default=True,
     help="Recent results per test the median is taken over.",
 )
+@report_format_option
 @click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(FORMATS),
-    default="auto",
-    show_default=True,
-    help="Report format of the files.",
+    "--command",
+    "as_command",
+    is_flag=True,
+    help="Print the runner's full command for the shard instead of its arguments.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print every shard as JSON.")
 def shard(
@@ -70,6 +86,7 @@ def shard(
     as_files: bool,
     window_runs: int,
     fmt: str,
+    as_command: bool,
     as_json: bool,
 ) -> None:
     """Print the tests of shard INDEX of TOTAL, using the reports FILE... as duration history."""
@@ -78,20 +95,26 @@ def shard(
     if not files and collected is None:
         raise click.ClickException("give report files as history, --collected, or both")
     estimates = pd.Series(dtype="float64")
+    runner = chosen_runner()
+    units = None
     if files:
         data = load_local(files, fmt)
+        runner = local_runner(data)
         if not data.results.empty:
-            estimates = estimate_durations(data.results, data.runs, window_runs=window_runs)[
-                "duration_s"
-            ]
-    tests = _read_collected(collected) if collected is not None else None
-    shards = assign_shards(estimates, tests, total)
+            found = estimate_durations(data.results, data.runs, window_runs=window_runs)
+            estimates, units = found["duration_s"], found["file"]
+    runner = "pytest" if runner == "auto" else runner
+    tests = _read_collected(collected, runner) if collected is not None else None
+    shards = assign_shards(estimates, tests, total, runner=runner, units=units)
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in shards], indent=2))
         return
     mine = shards[index - 1]
-    for line in mine.members if as_files else mine.nodeids:
-        click.echo(line)
+    if as_command or (mine.selection is not None and not as_files):
+        _print_selection(mine, runner, as_command=as_command)
+    else:
+        for line in mine.members if as_files else mine.nodeids:
+            click.echo(line)
     click.echo(
         f"shard {index}/{total}: {len(mine.nodeids)} tests, predicted "
         f"{format_duration(mine.predicted_s)}, {len(mine.new_tests)} without history",

@@ -18,8 +18,9 @@ from ingest.parsers.compression import (
     plain_chunks,
     refuse_containers,
 )
-from ingest.parsers.detect import detect_format, sniff_xml, utf16_as_utf8
+from ingest.parsers.detect import detect_format, sniff_xml, utf16_as_utf8, xml_dialect
 from ingest.parsers.limits import DEFAULT_LIMITS, ParseLimits
+from ingest.parsers.runners import with_runner
 from ingest.parsers.xml_guard import NodeGuard
 
 __all__ = ["DEFAULT_LIMITS", "PARSERS", "ParseLimits", "detect_format", "parse_report"]
@@ -29,6 +30,8 @@ PARSERS: dict[str, tuple[str, str]] = {
     "junit": ("ingest.parsers.junit", "parse_junit"),
     "durations": ("ingest.parsers.durations", "parse_durations"),
     "laptime-json": ("ingest.parsers.laptime_json", "parse_laptime_json"),
+    "nunit": ("ingest.parsers.nunit", "parse_nunit"),
+    "trx": ("ingest.parsers.trx", "parse_trx"),
 }
 
 Parser = Callable[..., ParsedReport]
@@ -40,8 +43,12 @@ def parse_report(
     filename: str | None = None,
     format: str = "auto",
     limits: ParseLimits = DEFAULT_LIMITS,
+    runner: str = "auto",
 ) -> ParsedReport:
-    """Parse one report (gzip accepted) of the given or detected format into a ParsedReport."""
+    """Parse one report (gzip accepted) of the given or detected format into a ParsedReport.
+
+    `runner` names the test runner (ingest.parsers.runners.RUNNERS) or "auto" to detect it;
+    each result's `file` becomes the unit that runner selects."""
     if format != "auto" and format not in PARSERS:
         known = ", ".join(["auto", *PARSERS])
         raise ReportParseError(
@@ -49,11 +56,14 @@ def parse_report(
             f"unknown format {format!r} (expected one of {known})",
             filename=filename,
         )
-    data = read_content(data, limits, filename, xml=format in ("auto", "junit"))
+    data = read_content(data, limits, filename, xml=format in ("auto", "junit", "nunit", "trx"))
     if not data.strip(b" \t\r\n\x00") or data in (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff"):
         raise ReportParseError("empty-report", "the report is empty", filename=filename)
     fmt: ReportFormat = detect_format(data) if format == "auto" else format  # type: ignore[assignment]
-    return parser_for(fmt)(data, filename=filename)
+    if fmt == "junit" and format == "auto":
+        fmt = xml_dialect(data)
+    report = parser_for(fmt)(data, filename=filename)
+    return with_runner(report, data, filename=filename, runner=runner)
 
 
 def read_content(data: bytes, limits: ParseLimits, filename: str | None, *, xml: bool) -> bytes:

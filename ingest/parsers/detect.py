@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ingest.model import ReportFormat, ReportParseError
 
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
@@ -62,3 +64,33 @@ def utf16_as_utf8(data: bytes, filename: str | None) -> bytes:
             filename=filename,
         ) from None
     return decoded.lstrip("\ufeff").encode("utf-8")
+
+
+# The first element's name, after the XML declaration, comments and processing instructions.
+_ROOT = re.compile(rb"<([A-Za-z_][\w.:-]*)")
+_DIALECTS: dict[bytes, ReportFormat] = {
+    b"test-run": "nunit",
+    b"test-results": "nunit",
+    b"TestRun": "trx",
+}
+
+
+def xml_dialect(data: bytes) -> ReportFormat:
+    """Which XML parser a document calls for, by its root element: NUnit's `<test-run>` /
+    `<test-results>`, TRX's `<TestRun>`, else JUnit (which refuses other roots itself)."""
+    head = data[:_SNIFF_BYTES]
+    if sniff_xml(head[:4]) == "utf-16":
+        head = (
+            head.decode("utf-16", "ignore").encode("utf-8")
+            if head[:2]
+            in (
+                b"\xff\xfe",
+                b"\xfe\xff",
+            )
+            else head.replace(b"\x00", b"")
+        )
+    head = re.sub(rb"<!--.*?-->|<\?.*?\?>", b"", head, flags=re.DOTALL)
+    match = _ROOT.search(head)
+    if match is None:
+        return "junit"
+    return _DIALECTS.get(match.group(1).split(b":")[-1], "junit")

@@ -17,13 +17,14 @@ ERROR_CODES: dict[str, str] = {
     "zip-not-supported": "the file is a zip archive; reports are read plain or gzipped",
     "compression-not-supported": "the file is bzip2, xz, zstd or 7z compressed",
     "format-unknown": "the format could not be detected, or an unknown format was requested",
+    "runner-unknown": "an unknown test runner was named (--runner or the upload's runner field)",
     # XML / JUnit
     "xml-malformed": "the XML is not well-formed",
     "xml-truncated": "the XML ends before its root element is closed",
     "xml-dtd-forbidden": "the XML has a DOCTYPE; DTDs are refused (entity expansion, XXE)",
     "xml-entity-forbidden": "the XML declares or references an entity that is not predefined",
     "encoding-invalid": "the bytes are not valid in the declared (or default UTF-8) encoding",
-    "not-junit": "well-formed XML whose root is neither <testsuites> nor <testsuite>",
+    "not-junit": "well-formed XML whose root is not a known report's (JUnit, NUnit, TRX)",
     "node-too-large": "one XML text run, tag, comment, CDATA section or PI is over the node limit",
     # pytest --durations text
     "durations-missing": "no pytest --durations section found in the text",

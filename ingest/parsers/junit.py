@@ -70,7 +70,7 @@ def parse_junit(data: bytes, *, filename: str | None = None, fast: bool = True) 
 
     `fast=False` skips the bulk scanner (junit_fast) and runs expat over every element.
     """
-    text, encoding, line_offset = _prepare(data, filename)
+    text, encoding, line_offset = prepare_xml(data, filename)
     # Hundreds of thousands of attribute dicts are kept alive while parsing; the cyclic
     # collector would rescan them over and over (quadratic) and they form no cycles.
     gc_was_enabled = gc.isenabled()
@@ -92,7 +92,14 @@ def _parse_into(
     cols: Columns, text: bytes, encoding: str | None, line_offset: int, filename: str | None
 ) -> None:
     """Run expat over the whole document, mapping every failure to a ReportParseError."""
-    parser = make_parser(cols, encoding)
+    run_expat(make_parser(cols, encoding), text, encoding, line_offset, filename)
+
+
+def run_expat(
+    parser: Any, text: bytes, encoding: str | None, line_offset: int, filename: str | None
+) -> None:
+    """Feed `text` to a hardened expat `parser`, mapping every failure (malformed, truncated,
+    forbidden DTD/entity, foreign root) to a ReportParseError with the file's position."""
     try:
         try:
             parser.Parse(text, False)
@@ -115,7 +122,7 @@ def _parse_into(
         ) from None
 
 
-def _prepare(data: bytes, filename: str | None) -> tuple[bytes, str | None, int]:
+def prepare_xml(data: bytes, filename: str | None) -> tuple[bytes, str | None, int]:
     """Normalise the start of the document: UTF-16 to UTF-8, BOM and leading blanks dropped.
 
     Returns the bytes to parse, the encoding to force on expat (None = as declared) and

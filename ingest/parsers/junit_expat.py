@@ -74,23 +74,34 @@ class Columns:
         return None
 
 
-def make_parser(cols: Columns, encoding: str | None) -> Any:
-    """An expat parser that refuses DTDs and entities and fills `cols` as it goes."""
-    parser = expat.ParserCreate(encoding)
+def _forbid_doctype(*_args: object) -> NoReturn:
+    raise Forbidden("xml-dtd-forbidden", "DOCTYPE declarations are not allowed in test reports")
+
+
+def _forbid_entity(*_args: object) -> NoReturn:
+    raise Forbidden("xml-entity-forbidden", "entity declarations are not allowed")
+
+
+def hardened_parser(encoding: str | None, namespace_separator: str | None = None) -> Any:
+    """An expat parser that refuses DTDs and entity declarations (raising Forbidden)."""
+    parser = (
+        expat.ParserCreate(encoding)
+        if namespace_separator is None
+        else expat.ParserCreate(encoding, namespace_separator)
+    )
     parser.SetParamEntityParsing(expat.XML_PARAM_ENTITY_PARSING_NEVER)
     parser.buffer_text = True
     parser.buffer_size = 1 << 16
+    parser.StartDoctypeDeclHandler = _forbid_doctype
+    parser.EntityDeclHandler = _forbid_entity
+    parser.UnparsedEntityDeclHandler = _forbid_entity
+    parser.ExternalEntityRefHandler = _forbid_entity
+    return parser
 
-    def forbid_doctype(*_args: object) -> NoReturn:
-        raise Forbidden("xml-dtd-forbidden", "DOCTYPE declarations are not allowed in test reports")
 
-    def forbid_entity(*_args: object) -> NoReturn:
-        raise Forbidden("xml-entity-forbidden", "entity declarations are not allowed")
-
-    parser.StartDoctypeDeclHandler = forbid_doctype
-    parser.EntityDeclHandler = forbid_entity
-    parser.UnparsedEntityDeclHandler = forbid_entity
-    parser.ExternalEntityRefHandler = forbid_entity
+def make_parser(cols: Columns, encoding: str | None) -> Any:
+    """An expat parser that refuses DTDs and entities and fills `cols` as it goes."""
+    parser = hardened_parser(encoding)
 
     # The hot path is one call per testcase: keep it to two appends (the attribute dict
     # expat already built, and the suite index); everything else is derived afterwards.

@@ -141,7 +141,7 @@ def collect_fast(
 ) -> Columns | None:
     """The parser's columns for a document in the common shape, or None to use expat alone.
 
-    `text` and `encoding` are what `junit._prepare` returns; under `min_cases` childless
+    `text` and `encoding` are what `junit.prepare_xml` returns; under `min_cases` childless
     testcases the scan is not worth it and None is returned.
     """
     if encoding is None:

@@ -5,7 +5,7 @@ For every JUnit file that parses: the executions printed == the testcase element
 ElementTree minus the documented merges (repeated pytest testcases are rerun attempts, see
 ingest/parsers/executions.py), and the sum of `duration_s` == the sum of the testcase `time`
 attributes (nanosecond reports divided by 1e9). Every durations log: executions == distinct
-nodeids of its rows, seconds == the sum of its rows. Files that are not reports (TRX, NUnit,
+nodeids of its rows, seconds == the sum of its rows. Files that are not reports (xUnit native,
 go test output, markdown, snapshots) fail with the code listed, under `--format auto`.
 """
 
@@ -17,6 +17,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -92,23 +93,15 @@ FAILS_WITH: dict[str, str] = {
     "dorny__test-reporter/__tests__/__snapshots__/swift-xunit.test.ts.snap": "durations-missing",
     "dorny__test-reporter/__tests__/__snapshots__/tester-junit.test.ts.snap": "durations-missing",
     "dorny__test-reporter/__tests__/fixtures/dart-json.json": "json-malformed",
-    "dorny__test-reporter/__tests__/fixtures/dotnet-nunit.xml": "not-junit",
-    "dorny__test-reporter/__tests__/fixtures/dotnet-trx.trx": "not-junit",
-    "dorny__test-reporter/__tests__/fixtures/dotnet-xunitv3.trx": "not-junit",
     "dorny__test-reporter/__tests__/fixtures/empty/dart-json.json": "json-malformed",
-    "dorny__test-reporter/__tests__/fixtures/empty/dotnet-trx-empty-test-definitions.trx": "not-junit",  # noqa: E501
-    "dorny__test-reporter/__tests__/fixtures/empty/dotnet-trx.trx": "not-junit",
     "dorny__test-reporter/__tests__/fixtures/empty/mocha-json.json": "json-schema",
     "dorny__test-reporter/__tests__/fixtures/empty/rspec-json.json": "json-schema",
-    "dorny__test-reporter/__tests__/fixtures/external/FluentValidation.Tests.trx": "not-junit",
-    "dorny__test-reporter/__tests__/fixtures/external/SilentNotes.trx": "not-junit",
     "dorny__test-reporter/__tests__/fixtures/external/flutter/files.txt": "durations-missing",
     "dorny__test-reporter/__tests__/fixtures/external/flutter/provider-test-results.json": "json-malformed",  # noqa: E501
     "dorny__test-reporter/__tests__/fixtures/external/java/files.txt": "durations-missing",
     "dorny__test-reporter/__tests__/fixtures/external/jest/files.txt": "durations-missing",
     "dorny__test-reporter/__tests__/fixtures/external/mocha/files.txt": "durations-missing",
     "dorny__test-reporter/__tests__/fixtures/external/mocha/mocha-test-results.json": "json-schema",
-    "dorny__test-reporter/__tests__/fixtures/external/nunit-sample.xml": "not-junit",
     "dorny__test-reporter/__tests__/fixtures/golang-json.json": "json-malformed",
     "dorny__test-reporter/__tests__/fixtures/mocha-json.json": "json-schema",
     "dorny__test-reporter/__tests__/fixtures/rspec-json.json": "json-schema",
@@ -166,12 +159,7 @@ FAILS_WITH: dict[str, str] = {
     "launchableinc__cli/tests/data/ctest/Testing/latest/Test.xml": "not-junit",
     "launchableinc__cli/tests/data/cts/test_result.xml": "not-junit",
     "launchableinc__cli/tests/data/cucumber/report/dummy.xml": "empty-report",
-    "launchableinc__cli/tests/data/dotnet/test-result.xml": "not-junit",
     "launchableinc__cli/tests/data/maven/reports/dummy.xml": "not-junit",
-    "launchableinc__cli/tests/data/nunit/list.xml": "not-junit",
-    "launchableinc__cli/tests/data/nunit/nunit-reporter-bug-with-nested-type.xml": "not-junit",
-    "launchableinc__cli/tests/data/nunit/output-linux.xml": "not-junit",
-    "launchableinc__cli/tests/data/nunit/output-windows.xml": "not-junit",
     "launchableinc__cli/tests/data/robot/dryrun.xml": "not-junit",
     "launchableinc__cli/tests/data/robot/output.xml": "not-junit",
     "launchableinc__cli/tests/data/robot/single-output.xml": "not-junit",
@@ -192,6 +180,24 @@ FAILS_WITH: dict[str, str] = {
     "semaphoreci__test-results/priv/parsers/phpunit/out.json": "json-schema",
     "semaphoreci__test-results/priv/parsers/rspec/out.json": "json-schema",
     "semaphoreci__test-results/priv/parsers/stdout/out.json": "json-schema",
+}
+
+# Native .NET reports (#17): NUnit <test-case> / TRX leaf <UnitTestResult> elements are
+# counted instead of <testcase>.
+NATIVE = {
+    "dorny__test-reporter/__tests__/fixtures/dotnet-nunit.xml",
+    "dorny__test-reporter/__tests__/fixtures/dotnet-trx.trx",
+    "dorny__test-reporter/__tests__/fixtures/dotnet-xunitv3.trx",
+    "dorny__test-reporter/__tests__/fixtures/empty/dotnet-trx-empty-test-definitions.trx",
+    "dorny__test-reporter/__tests__/fixtures/empty/dotnet-trx.trx",
+    "dorny__test-reporter/__tests__/fixtures/external/FluentValidation.Tests.trx",
+    "dorny__test-reporter/__tests__/fixtures/external/SilentNotes.trx",
+    "dorny__test-reporter/__tests__/fixtures/external/nunit-sample.xml",
+    "launchableinc__cli/tests/data/dotnet/test-result.xml",
+    "launchableinc__cli/tests/data/nunit/list.xml",
+    "launchableinc__cli/tests/data/nunit/nunit-reporter-bug-with-nested-type.xml",
+    "launchableinc__cli/tests/data/nunit/output-linux.xml",
+    "launchableinc__cli/tests/data/nunit/output-windows.xml",
 }
 
 # Repeated pytest testcases merged as attempts: file -> testcase elements merged away.
@@ -230,8 +236,35 @@ def attribute_seconds(element: ET.Element) -> float:
         return 0.0
 
 
+def _check_native(path: Path, frame: pd.DataFrame) -> None:
+    """NUnit test-cases or TRX leaf results, and their seconds, read independently."""
+    root = ET.parse(path).getroot()
+    local = {e: e.tag.rsplit("}", 1)[-1] for e in root.iter()}
+    if local[root] == "TestRun":
+        cases = [
+            e
+            for e, tag in local.items()
+            if tag == "UnitTestResult" and not any(local[c] == "InnerResults" for c in e)
+        ]
+        expected_s = math.fsum(_timespan(e.get("duration")) for e in cases)
+    else:
+        cases = [e for e, tag in local.items() if tag == "test-case"]
+        expected_s = math.fsum(float(e.get("duration") or e.get("time") or 0) for e in cases)
+    assert len(frame) == len(cases)
+    assert frame["nodeid"].is_unique
+    assert float(frame["duration_s"].fillna(0).sum()) == pytest.approx(expected_s, abs=1e-6)
+
+
+def _timespan(raw: str | None) -> float:
+    if not raw:
+        return 0.0
+    hours, minutes, seconds = raw.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+
+
 def test_table_names_only_corpus_files() -> None:
     files = set(corpus_files())
+    assert files >= NATIVE
     assert set(FAILS_WITH) <= files
     assert set(MERGED) | NANOSECONDS <= files
 
@@ -247,6 +280,9 @@ def test_corpus_file(rel: str) -> None:
         assert caught.value.filename == rel
         return
     frame = parse_report(data, filename=rel).results
+    if rel in NATIVE:
+        _check_native(path, frame)
+        return
     assert tuple(frame.columns) == RESULT_COLUMNS
     assert frame["duration_s"].dtype == "float64"
     assert frame["attempts"].dtype == "int64"

@@ -21,7 +21,7 @@ CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "jun
 
 def scanned(data: bytes) -> ParsedReport | None:
     """The report through the scanner, None when the scanner declines the document."""
-    text, encoding, _ = junit._prepare(data, "r.xml")
+    text, encoding, _ = junit.prepare_xml(data, "r.xml")
     cols = collect_fast(text, encoding, min_cases=1)
     return None if cols is None else junit._build_report(cols)
 
@@ -233,7 +233,7 @@ def test_other_declared_encodings_are_left_to_expat() -> None:
 
 
 def test_small_documents_use_expat_alone() -> None:
-    text, encoding, _ = junit._prepare(doc("<testsuite>" + cases(5) + "</testsuite>"), None)
+    text, encoding, _ = junit.prepare_xml(doc("<testsuite>" + cases(5) + "</testsuite>"), None)
     assert collect_fast(text, encoding) is None
     assert collect_fast(text, encoding, min_cases=5) is not None
 

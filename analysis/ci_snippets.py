@@ -1,0 +1,180 @@
+"""CI configuration for a split: GitHub Actions, GitLab CI and CircleCI, one entry per planned
+job, each with its runner's own setup, install step and command (#17).
+
+pytest keeps `split_config.github_actions_matrix` (pytest arguments, pytest-split past the
+listing limit); every snippet of another runner runs that runner's command from
+`runner_commands`. Values are written as JSON strings (valid YAML double-quoted scalars), so
+a hostile test name cannot end the scalar; commands are shell-quoted by `shlex`.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from analysis.runner_commands import JobSelection
+from analysis.split_config import GITHUB_MATRIX_HEAD
+
+
+@dataclass(frozen=True)
+class RunnerSetup:
+    """How a CI machine gets ready to run one runner's tests."""
+
+    github_steps: tuple[str, ...]  # YAML lines of steps, indented under `steps:`
+    image: str  # container image for GitLab and CircleCI
+    install: str  # shell command installing the project's dependencies ("" for none)
+
+
+_NODE = RunnerSetup(
+    ("- uses: actions/setup-node@v4", "  with:", "    node-version: 20", "- run: npm ci"),
+    "node:20",
+    "npm ci",
+)
+_JAVA = ("- uses: actions/setup-java@v4", "  with:", "    distribution: temurin")
+SETUPS: dict[str, RunnerSetup] = {
+    "pytest": RunnerSetup(
+        ("- uses: actions/setup-python@v5", "- run: pip install -e . pytest"),
+        "python:3.12",
+        "pip install -e . pytest",
+    ),
+    "jest": _NODE,
+    "vitest": _NODE,
+    "mocha": _NODE,
+    "cypress": _NODE,
+    "playwright": RunnerSetup(
+        (*_NODE.github_steps, "- run: npx playwright install --with-deps"),
+        "mcr.microsoft.com/playwright:v1.49.0-noble",
+        "npm ci",
+    ),
+    "rspec": RunnerSetup(
+        ("- uses: ruby/setup-ruby@v1", "  with:", "    bundler-cache: true"),
+        "ruby:3.3",
+        "bundle install",
+    ),
+    "phpunit": RunnerSetup(
+        (
+            "- uses: shivammathur/setup-php@v2",
+            "  with:",
+            "    php-version: '8.3'",
+            "- run: composer install --no-interaction --no-progress",
+        ),
+        "composer:2",
+        "composer install --no-interaction --no-progress",
+    ),
+    "go": RunnerSetup(
+        ("- uses: actions/setup-go@v5", "  with:", "    go-version: stable"),
+        "golang:1.23",
+        "go mod download",
+    ),
+    "maven": RunnerSetup(
+        (*_JAVA, "    java-version: 21", "    cache: maven"),
+        "maven:3-eclipse-temurin-21",
+        "",
+    ),
+    "gradle": RunnerSetup(
+        (*_JAVA, "    java-version: 21", "- uses: gradle/actions/setup-gradle@v4"),
+        "gradle:8-jdk21",
+        "",
+    ),
+    "nextest": RunnerSetup(
+        (
+            "- uses: dtolnay/rust-toolchain@stable",
+            "- uses: taiki-e/install-action@nextest",
+        ),
+        "rust:1",
+        "cargo install cargo-nextest --locked",
+    ),
+    "dotnet": RunnerSetup(
+        ("- uses: actions/setup-dotnet@v4", "  with:", "    dotnet-version: 8.0.x"),
+        "mcr.microsoft.com/dotnet/sdk:8.0",
+        "dotnet restore",
+    ),
+    "bazel": RunnerSetup(
+        ("- uses: bazel-contrib/setup-bazel@0.9.1",),
+        "gcr.io/bazel-public/bazel:latest",
+        "",
+    ),
+}
+
+
+def _scalar(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _case(variable: str, commands: Sequence[str], first: int, indent: str) -> list[str]:
+    """A shell `case` choosing this job's command by its index (no eval of data)."""
+    lines = [f'{indent}case "${variable}" in']
+    for i, command in enumerate(commands, start=first):
+        lines.append(f"{indent}  {i}) {command} ;;")
+    lines.append(f'{indent}  *) echo "no planned tests for job ${variable}"; exit 1 ;;')
+    lines.append(f"{indent}esac")
+    return lines
+
+
+def _unsafe(commands: Sequence[str]) -> bool:
+    # A line break inside a (quoted) argument would break the YAML block around it.
+    return any("\n" in c or "\r" in c for c in commands)
+
+
+_UNSAFE = "# A selected test name holds a line break: run `laptime shard` in each job instead.\n"
+
+
+def github_actions(runner: str, selections: Sequence[JobSelection]) -> str:
+    """A GitHub Actions job with one matrix entry per planned job, in the runner's terms."""
+    setup = SETUPS[runner]
+    lines = list(GITHUB_MATRIX_HEAD)
+    for i, selection in enumerate(selections, start=1):
+        lines.append(f"          - group: {i}")
+        lines.append(f"            command: {_scalar(selection.command)}")
+    lines += ["    steps:", "      - uses: actions/checkout@v4"]
+    lines += [f"      {line}" for line in setup.github_steps]
+    lines.append("      - run: ${{ matrix.command }}")
+    return "\n".join(lines) + "\n"
+
+
+def gitlab_ci(runner: str, selections: Sequence[JobSelection]) -> str:
+    """A GitLab CI job run `parallel: N` times, each picking its command by CI_NODE_INDEX."""
+    commands = [s.command for s in selections]
+    if _unsafe(commands):
+        return _UNSAFE
+    setup = SETUPS[runner]
+    lines = ["test:", f"  image: {_scalar(setup.image)}", f"  parallel: {len(commands)}"]
+    if setup.install:
+        lines += ["  before_script:", f"    - {_scalar(setup.install)}"]
+    lines += ["  script:", "    - |"]
+    lines += _case("CI_NODE_INDEX", commands, 1, "      ")
+    return "\n".join(lines) + "\n"
+
+
+def circleci(runner: str, selections: Sequence[JobSelection]) -> str:
+    """A CircleCI job with `parallelism: N`, each node picking its command by CIRCLE_NODE_INDEX."""
+    commands = [s.command for s in selections]
+    if _unsafe(commands):
+        return _UNSAFE
+    setup = SETUPS[runner]
+    lines = [
+        "version: 2.1",
+        "jobs:",
+        "  test:",
+        "    docker:",
+        f"      - image: {_scalar(setup.image)}",
+        f"    parallelism: {len(commands)}",
+        "    steps:",
+        "      - checkout",
+    ]
+    if setup.install:
+        lines.append(f"      - run: {_scalar(setup.install)}")
+    lines += ["      - run:", "          name: tests", "          command: |"]
+    lines += _case("CIRCLE_NODE_INDEX", commands, 0, "            ")
+    lines += ["workflows:", "  tests:", "    jobs: [test]"]
+    return "\n".join(lines) + "\n"
+
+
+def pytest_commands(args_per_job: Sequence[Sequence[str]]) -> list[JobSelection]:
+    """pytest's selections from its per-job arguments (the split plan's `pytest_args`)."""
+    return [
+        JobSelection("pytest", tuple(args), shlex.join(["python", "-m", "pytest", *args]))
+        for args in args_per_job
+    ]
