@@ -34,6 +34,10 @@ DATE_MAX = date(2999, 12, 31)
 # Text without NUL bytes: the pattern is in the OpenAPI schema, so clients (and schemathesis)
 # see the rule; pydantic enforces it before the route runs.
 Text = Annotated[str, StringConstraints(max_length=MAX_TEXT_CHARS, pattern=r"^[^\x00]*$")]
+# A test's nodeid as a parameter: stored names are cut at 2000 bytes (docs/errors.md), so
+# 4096 characters hold any of them.
+MAX_NODEID_CHARS = 4096
+NodeidText = Annotated[Text, StringConstraints(max_length=MAX_NODEID_CHARS)]
 DurationText = Annotated[
     str, StringConstraints(max_length=MAX_DURATION_CHARS, pattern=r"^[0-9hmsHMS. ]*$")
 ]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, HTTPException, Query
-from pydantic import StringConstraints
 
 from analysis.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
 from analysis.split_options import MAX_JOBS, SplitOptions
@@ -15,6 +14,7 @@ from app.api.params import (
     DurationText,
     FiltersDep,
     JobRangeText,
+    NodeidText,
     Text,
     duration_s,
     invalid,
@@ -40,7 +40,6 @@ MAX_SHARDS = 1000
 JOBS_TEXT = f"job count N or range N-M, at most {MAX_JOBS} jobs"
 # Nodeids a shard request may carry, and their length: a big monorepo collects ~100k tests.
 MAX_COLLECTED = 200_000
-MAX_NODEID_CHARS = 4096
 # A machine catalogue is a page of TOML; past this it is not a catalogue.
 MAX_CATALOGUE_CHARS = 256 * 1024
 
@@ -140,7 +139,7 @@ def shards_for_collected(
     filters: FiltersDep,
     total: Annotated[int, Query(ge=1, le=MAX_SHARDS)],
     collected: Annotated[
-        list[Annotated[Text, StringConstraints(max_length=MAX_NODEID_CHARS)]],
+        list[NodeidText],
         Body(max_length=MAX_COLLECTED, description="nodeids collected by pytest"),
     ],
     index: Annotated[int | None, Query(ge=1, le=MAX_SHARDS)] = None,

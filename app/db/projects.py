@@ -25,6 +25,9 @@ SCOPE_GRANTS: dict[str, frozenset[str]] = {
 # not to break the layout. Slugs match the database CHECK (63 characters).
 MAX_PROJECT_NAME = 100
 MAX_SLUG = 63
+# The database's CHECK on project.slug: a path that cannot be a slug names no project, so it
+# is answered without a query (a NUL byte would otherwise reach Postgres and fail there).
+SLUG_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
 
 
 class ProjectError(ValueError):
@@ -126,6 +129,8 @@ def create_project(conn: Connection, name: str, *, public: bool = False) -> Proj
 
 def get_project(conn: Connection, slug: str) -> Project | None:
     """The project with this slug, or None."""
+    if not SLUG_PATTERN.fullmatch(slug):
+        return None
     row = conn.execute(
         text(f"SELECT {_PROJECT_COLUMNS} FROM project WHERE slug = :s"), {"s": slug}
     ).first()

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 
 from analysis.rollups import function_keys
 from app.api.deps import ConnDep
-from app.api.params import FiltersDep
+from app.api.params import FiltersDep, NodeidText
 from app.db.queries import load_test_case, load_test_history
 from app.pages.common import (
     TABLE_ROWS,
@@ -30,7 +30,7 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/p/{slug}/test", response_class=HTMLResponse)
 def test_page(
-    request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep, nodeid: str
+    request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep, nodeid: NodeidText
 ) -> Any:
     """One test: duration history, outcomes, flaky runs and its parametrize variants."""
     case = load_test_case(conn, project.id, nodeid)

@@ -473,3 +473,28 @@ def test_reductions_page_explains_what_it_cannot_answer(
     doc = page(site, f"/p/{site.public.slug}/reductions{query}")
     assert notice in doc.cssselect(".notice")[0].text_content()
     assert not doc.cssselect("#explosions, #matrix")
+
+
+PAGE_PARAMS: dict[str, tuple[str, ...]] = {
+    "": ("days", "branch", "job", "label", "marker", "exclude_marker", "file"),
+    "/time": ("by", "days", "since", "until", "label"),
+    "/test": ("nodeid",),
+    "/recommendations": ("jobs", "granularity", "objective", "overhead", "budget", "cell"),
+    "/reductions": ("top", "by", "threshold", "show"),
+}
+HOSTILE_VALUES = ("%00", "a%00b", "0001-01-01", "-1", "9" * 30, "x" * 3000)
+
+
+@pytest.mark.parametrize("value", HOSTILE_VALUES)
+def test_no_page_answers_5xx_to_hostile_parameters(site: Site, value: str) -> None:
+    # Pages are outside the OpenAPI schema (schemathesis does not reach them): every page
+    # parameter, and the slug and file path, get NUL bytes, old dates and huge numbers.
+    cookies = session_cookies(site.url, site.private.read_token)
+    base = f"/p/{site.private.slug}"
+    paths = [
+        f"{base}{tail}?{name}={value}" for tail, names in PAGE_PARAMS.items() for name in names
+    ]
+    paths += [f"/p/{value}", f"{base}/files/{value}", f"/signin?next={value}"]
+    with httpx.Client(base_url=site.url, cookies=cookies, timeout=60) as client:
+        statuses = {path: client.get(path).status_code for path in paths}
+    assert {path: s for path, s in statuses.items() if s >= 500} == {}

@@ -193,10 +193,6 @@ def test_many_small_headers_past_the_total_answer_431(live_server: LiveServer) -
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app/api/deps.py (auth, helper `security`) sends a NUL slug to Postgres: 500",
-)
 def test_a_nul_byte_in_the_slug_answers_4xx(live_server: LiveServer, small: ProjectFixture) -> None:
     response = httpx.get(
         f"{live_server.url}/api/v1/projects/a%00b/trend",
