@@ -24,9 +24,11 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=default_home)
     host: str = "127.0.0.1"
     port: int = 8000
-    # Upload limits: the compressed request and each report once decompressed.
-    max_upload_bytes: int = 50 * 1024 * 1024
+    # One limit on a report's content whatever the transport: a plain report may be as large
+    # as a gzipped one inflates to, so the request limit defaults to the report limit (the
+    # worker refuses a gzip inflating past max_report_bytes with decompressed-too-large).
     max_report_bytes: int = 500 * 1024 * 1024
+    max_upload_bytes: int = 500 * 1024 * 1024
     # A poison upload (crashes the worker every time) fails after this many claims.
     max_attempts: int = 3
     worker_poll_s: float = 5.0
