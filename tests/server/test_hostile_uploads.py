@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 import zlib
 
+import httpx
 import pytest
 from sqlalchemy import Engine
 
@@ -84,3 +86,46 @@ def test_one_content_limit_whatever_the_transport(
     assert response.status_code == 202, response.text
     doc = wait_done(live_server, project.upload_token, response.json()["id"])
     assert doc["error_code"] == "node-too-large"
+
+
+def _gzip_of(head: bytes, fill: bytes, mib: int, tail: bytes) -> bytes:
+    packer = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    chunk = fill * ((1 << 20) // len(fill))
+    parts = [packer.compress(head)]
+    parts += [packer.compress(chunk) for _ in range(mib)]
+    parts += [packer.compress(tail), packer.flush()]
+    return b"".join(parts)
+
+
+def test_service_answers_while_the_worker_chews_on_hostile_gzips(
+    live_server: LiveServer, project: ProjectFixture
+) -> None:
+    # The repros: a small gzip holding a 450 MB XML comment (quadratic in expat: 266 s
+    # and 1.4 GiB) and a 1 MB gzip of 1 GiB of zeros (inflated on the event loop: ~5 s
+    # frozen). Both must fail with their code while /healthz keeps answering quickly; the
+    # live server's worker is a thread of the same process, the worst case for the GIL.
+    comment = _gzip_of(b"<testsuite><!--", b"x", 450, b"--></testsuite>")
+    zeros = _gzip_of(b"", b"\0", 1024, b"")
+    assert len(comment) < 1_000_000
+    assert len(zeros) < 1_100_000
+    ids = []
+    for name, body in (("comment.xml.gz", comment), ("zeros.xml.gz", zeros)):
+        response = upload(live_server, project.upload_token, [(name, body)], job=name)
+        assert response.status_code == 202, response.text
+        ids.append(response.json()["id"])
+    latencies = []
+    with httpx.Client(base_url=live_server.url, timeout=30) as client:
+        auth = {"Authorization": f"Bearer {project.upload_token}"}
+        for _ in range(600):  # bounded: at most 600 probes
+            started = time.perf_counter()
+            assert client.get("/healthz").status_code == 200
+            latencies.append(time.perf_counter() - started)
+            states = [client.get(f"/api/v1/uploads/{i}", headers=auth).json() for i in ids]
+            if all(s["status"] == "failed" for s in states):
+                break
+    assert [s["status"] for s in states] == ["failed", "failed"], states
+    assert states[0]["error_code"] == "node-too-large"
+    assert states[1]["error_code"] in {"decompressed-too-large", "encoding-invalid", "xml-invalid"}
+    latencies.sort()
+    p95 = latencies[int(0.95 * (len(latencies) - 1))]
+    assert p95 < 0.5, f"healthz p95 {p95:.3f} s over {len(latencies)} probes"
