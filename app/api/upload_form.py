@@ -24,6 +24,8 @@ FIELD_MAX_CHARS: dict[str, int] = {
     "label key": 100,
     "label value": 500,
     "idempotency_key": 200,
+    "pull_request": 50,
+    "runner_os": 50,
 }
 # started_at must fall in [EARLIEST_START, now + START_SLACK]: a clock a day ahead is a
 # misconfigured runner, not a reason to lose its report; anything else is a bug in the sender.
@@ -84,6 +86,8 @@ class UploadForm(BaseModel):
     branch: Text | None = _text("branch", "branch name")
     pipeline: Text | None = _text("pipeline", "pipeline run id grouping the jobs of one CI run")
     machine: Text | None = _text("machine", "machine type or resource class")
+    pull_request: Text | None = _text("pull_request", "pull/merge request number, if any")
+    runner_os: Text | None = _text("runner_os", "the CI runner's operating system")
     label: list[Annotated[str, AfterValidator(_label)]] = Field(
         default_factory=list, max_length=100, description="run label `key=value`, repeatable"
     )
@@ -112,6 +116,8 @@ class UploadForm(BaseModel):
             "pipeline": self.pipeline,
             "job": self.job or "default",
             "machine": self.machine,
+            "pull_request": self.pull_request,
+            "runner_os": self.runner_os,
             "labels": parse_labels(self.label),
             "started_at": self.started_at.isoformat() if self.started_at else None,
             "wall_s": self.wall_s,

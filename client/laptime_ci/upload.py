@@ -53,6 +53,8 @@ class UploadMetadata:
     job: str | None = None
     machine: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
+    pull_request: str | None = None
+    runner_os: str | None = None
     started_at: str | None = None
     wall_s: float | None = None
     peak_rss_mib: float | None = None
@@ -78,7 +80,7 @@ class UploadMetadata:
     def form_fields(self) -> list[tuple[str, str]]:
         """The multipart text fields, leaving out unknown values."""
         fields: list[tuple[str, str]] = []
-        for name in ("commit", "branch", "pipeline", "job", "machine"):
+        for name in ("commit", "branch", "pipeline", "job", "machine", "pull_request", "runner_os"):
             value = getattr(self, name)
             if value:
                 fields.append((name, str(value)))
@@ -97,7 +99,8 @@ class UploadMetadata:
 
 
 def detect_ci_metadata(env: Mapping[str, str]) -> dict[str, str]:
-    """commit, branch, pipeline and job of the CI service running us (unknown keys left out).
+    """commit, branch, pipeline, job, pull request and runner OS of the CI service running us
+    (unknown keys left out).
 
     A re-run attempt is a new pipeline run with its own wait time, so the attempt joins the
     pipeline id.
@@ -106,7 +109,14 @@ def detect_ci_metadata(env: Mapping[str, str]) -> dict[str, str]:
     pipeline = info.pipeline
     if pipeline and info.run_attempt:
         pipeline = f"{pipeline}-{info.run_attempt}"
-    found = {"commit": info.commit, "branch": info.branch, "pipeline": pipeline, "job": info.job}
+    found = {
+        "commit": info.commit,
+        "branch": info.branch,
+        "pipeline": pipeline,
+        "job": info.job,
+        "pull_request": info.pr,
+        "runner_os": info.os,
+    }
     return {key: value for key, value in found.items() if value}
 
 
@@ -123,6 +133,8 @@ def metadata_from_env(env: Mapping[str, str]) -> UploadMetadata:
         job=env.get("LAPTIME_JOB") or ci.get("job"),
         machine=env.get("LAPTIME_MACHINE") or None,
         labels=labels,
+        pull_request=ci.get("pull_request"),
+        runner_os=ci.get("runner_os"),
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from laptime_ci.ci_env import PROVIDERS, CiInfo, detect_ci
-from laptime_ci.upload import detect_ci_metadata
+from laptime_ci.upload import detect_ci_metadata, metadata_from_env
 
 # service -> (environment a job of it sees, what must be read from it)
 CASES: dict[str, tuple[dict[str, str], CiInfo]] = {
@@ -191,10 +191,21 @@ def test_placeholders_are_unknown_not_values() -> None:
 
 
 def test_upload_metadata_joins_the_attempt_to_the_pipeline() -> None:
-    env, _ = CASES["azure-pipelines"]
-    assert detect_ci_metadata(env) == {
+    env, info = CASES["azure-pipelines"]
+    expected = {
         "commit": "f6",
         "branch": "main",
         "pipeline": "321-3",
         "job": "Tests Linux",
+        "pull_request": info.pr,
+        "runner_os": info.os,
     }
+    assert detect_ci_metadata(env) == {k: v for k, v in expected.items() if v}
+
+
+@pytest.mark.parametrize("service", sorted(CASES))
+def test_pull_request_and_runner_os_are_sent_with_the_upload(service: str) -> None:
+    env, info = CASES[service]
+    fields = dict(metadata_from_env(env).form_fields())
+    assert fields.get("pull_request") == info.pr
+    assert fields.get("runner_os") == info.os

@@ -89,12 +89,15 @@ def test_labels_keep_any_printable_text_exactly(
         project.upload_token,
         label=[f"{k}={v}" for k, v in labels.items()],
         started_at="2026-12-01T10:00:00Z",
+        pull_request="42",
+        runner_os="Linux",
     )
     assert answer.status_code == 202, answer.text
     doc = wait_done(live_server, project.upload_token, answer.json()["id"])
     assert doc["status"] == "done", doc
     assert doc["metadata"]["labels"] == labels
     assert doc["metadata"]["started_at"] == "2026-12-01T10:00:00+00:00"
+    assert (doc["metadata"]["pull_request"], doc["metadata"]["runner_os"]) == ("42", "Linux")
 
 
 def test_matrix_cells_with_identical_reports_are_two_uploads(
