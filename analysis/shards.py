@@ -10,6 +10,7 @@ file's first test, is paid once rather than once per shard.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,17 @@ class Shard:
         if self.selection is not None:
             out.update(self.selection.to_dict())
         return out
+
+
+def plan_id(shards: Sequence[Shard]) -> str:
+    """A short, stable id of a whole assignment (every shard's nodeids, in order): the same
+    for each shard of one pipeline, so uploads can name the plan they ran."""
+    digest = hashlib.sha256()
+    for shard in shards:
+        digest.update(f"{shard.index}\0".encode())
+        for nodeid in shard.nodeids:
+            digest.update(nodeid.encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def assign_shards(

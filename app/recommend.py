@@ -24,7 +24,7 @@ from analysis.frames import labels_key
 from analysis.machine_fit import fit_machines, job_specs
 from analysis.matrix_reduce import reduce_matrix
 from analysis.parametrize import find_explosions, propose_covering
-from analysis.shards import Shard, assign_shards
+from analysis.shards import Shard, assign_shards, plan_id
 from analysis.split_options import SplitOptions
 from analysis.split_plan import SplitPlan, plan_splits
 from app.db.projects import Project
@@ -276,7 +276,7 @@ def shard_assignment(
         estimates = pd.Series(dtype=float)
     shards = _runner_shards(conn, project, history, estimates, collected, total)
     chosen = [shards[index - 1]] if index is not None else shards
-    return {"total": total, "shards": [s.to_dict() for s in chosen]}
+    return {"total": total, "plan_id": plan_id(shards), "shards": [s.to_dict() for s in chosen]}
 
 
 def _with_stored_runner(

@@ -26,6 +26,7 @@ FIELD_MAX_CHARS: dict[str, int] = {
     "idempotency_key": 200,
     "pull_request": 50,
     "runner_os": 50,
+    "plan_id": 64,
 }
 # started_at must fall in [EARLIEST_START, now + START_SLACK]: a clock a day ahead is a
 # misconfigured runner, not a reason to lose its report; anything else is a bug in the sender.
@@ -88,6 +89,7 @@ class UploadForm(BaseModel):
     machine: Text | None = _text("machine", "machine type or resource class")
     pull_request: Text | None = _text("pull_request", "pull/merge request number, if any")
     runner_os: Text | None = _text("runner_os", "the CI runner's operating system")
+    plan_id: Text | None = _text("plan_id", "the shard plan this job ran (from the shards API)")
     label: list[Annotated[str, AfterValidator(_label)]] = Field(
         default_factory=list, max_length=100, description="run label `key=value`, repeatable"
     )
@@ -118,6 +120,7 @@ class UploadForm(BaseModel):
             "machine": self.machine,
             "pull_request": self.pull_request,
             "runner_os": self.runner_os,
+            "plan_id": self.plan_id,
             "labels": parse_labels(self.label),
             "started_at": self.started_at.isoformat() if self.started_at else None,
             "wall_s": self.wall_s,

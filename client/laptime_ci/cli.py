@@ -60,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--wall-s", type=float, help="the job's wall time in seconds")
     up.add_argument("--peak-rss-mib", type=float, help="the job's peak memory in MiB")
     up.add_argument("--wait", action="store_true", help="wait for ingest; non-zero if it failed")
+    up.add_argument("--plan-id", help="the shard plan this job ran (`laptime-ci shard` prints it)")
     up.add_argument(
         "--backfill",
         action="store_true",
@@ -115,6 +116,7 @@ def _upload(args: argparse.Namespace) -> int:
             peak_rss_mib=args.peak_rss_mib,
             idempotency_key=args.idempotency_key,
             backfill=args.backfill,
+            plan_id=args.plan_id,
         )
         files = []
         for raw in args.files:
@@ -186,7 +188,11 @@ def _shard(args: argparse.Namespace) -> int:
         _echo(nodeid, False)
     if plan.warning:
         _echo(f"{PREFIX}: warning: {plan.warning}", True)
-    _echo(f"{PREFIX}: shard {index}/{total}: {len(plan.nodeids)} tests ({plan.source})", True)
+    plan_note = f", plan {plan.plan_id} (upload with --plan-id)" if plan.plan_id else ""
+    _echo(
+        f"{PREFIX}: shard {index}/{total}: {len(plan.nodeids)} tests ({plan.source}{plan_note})",
+        True,
+    )
     return 0
 
 

@@ -543,7 +543,10 @@ class ReportWriter(ItemRecorder):
         if self.upload:
             selector = self.config.pluginmanager.get_plugin(SHARD_PLUGIN_NAME)
             labels = dict(getattr(selector, "labels", None) or {})
-            self.notes.append(upload_document(document, data, self.path, labels=labels))
+            plan_id = getattr(selector, "plan_id", None)
+            self.notes.append(
+                upload_document(document, data, self.path, labels=labels, plan_id=plan_id)
+            )
         if not self.config.pluginmanager.has_plugin("terminalreporter"):
             for line, _ in self.notes:
                 print(f"laptime: {line}", file=sys.stderr)  # noqa: T201
@@ -555,10 +558,15 @@ class ReportWriter(ItemRecorder):
 
 
 def upload_document(
-    document: dict[str, Any], data: bytes, path: Path | None, *, labels: dict[str, str]
+    document: dict[str, Any],
+    data: bytes,
+    path: Path | None,
+    *,
+    labels: dict[str, str],
+    plan_id: str | None = None,
 ) -> tuple[str, bool]:
-    """Upload the report with this environment's CI metadata and `labels` (the shard run);
-    returns a summary line. Never raises: the tests' outcome is the job's."""
+    """Upload the report with this environment's CI metadata, `labels` (the shard run) and the
+    shard plan's id; returns a summary line. Never raises: the tests' outcome is the job's."""
     url = os.environ.get("LAPTIME_URL")
     token = os.environ.get("LAPTIME_TOKEN")
     if not url or not token:
@@ -573,7 +581,9 @@ def upload_document(
             wall_s=session["wall_s"],
             peak_rss_mib=session["peak_rss_mib"],
         )
-        metadata = replace(metadata, labels={**metadata.labels, **labels})
+        metadata = replace(
+            metadata, labels={**metadata.labels, **labels}, plan_id=plan_id or metadata.plan_id
+        )
         name = path.name if path is not None else "laptime.json"
         retries = int(os.environ.get("LAPTIME_UPLOAD_RETRIES", "4"))
         max_total_s = float(os.environ.get("LAPTIME_UPLOAD_MAX_TIME_S", "60"))

@@ -19,6 +19,7 @@ from laptime_ci.shards import (
 
 WORKEROUTPUT_NOTES = "laptime_shard_notes"
 WORKEROUTPUT_LABELS = "laptime_shard_labels"
+WORKEROUTPUT_PLAN = "laptime_shard_plan_id"
 
 
 class ShardSelector:
@@ -38,6 +39,9 @@ class ShardSelector:
         if not self.cache_path.is_absolute():
             self.cache_path = Path(str(config.rootpath)) / self.cache_path
         self.labels: dict[str, str] = {"shard": f"{self.index}/{self.total}"}
+        # The server's id of the plan this shard ran (None for the offline fallbacks): the
+        # upload names it so the service can compare the plan with what the jobs took.
+        self.plan_id: str | None = None
         self.notes: list[str] = []
         self.seconds: dict[str, float] = {}
 
@@ -54,6 +58,7 @@ class ShardSelector:
             cache_path=self.cache_path,
         )
         self.labels = dict(plan.labels)
+        self.plan_id = plan.plan_id
         if plan.warning:
             self.notes.append(f"warning: {plan.warning}")
         mine = set(plan.nodeids)
@@ -77,6 +82,7 @@ class ShardSelector:
         if workeroutput is not None:
             workeroutput[WORKEROUTPUT_NOTES] = list(self.notes)
             workeroutput[WORKEROUTPUT_LABELS] = dict(self.labels)
+            workeroutput[WORKEROUTPUT_PLAN] = self.plan_id
             return
         if self.seconds:
             try:
@@ -94,6 +100,8 @@ class ShardSelector:
         labels = output.get(WORKEROUTPUT_LABELS)
         if isinstance(labels, dict):
             self.labels.update({str(k): str(v) for k, v in labels.items()})
+        if output.get(WORKEROUTPUT_PLAN):
+            self.plan_id = str(output[WORKEROUTPUT_PLAN])
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         """Say which shard ran and which fallback planned it."""

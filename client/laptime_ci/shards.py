@@ -203,8 +203,6 @@ def plan_shard(
     except PlanUnavailable as exc:
         reason = str(exc)
     else:
-        if plan_id:
-            labels["plan"] = plan_id
         return ShardPlan(index, total, tuple(split[index - 1]), "server", plan_id, None, labels)
     durations = load_durations(cache_path)
     if durations is not None:

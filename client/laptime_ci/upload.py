@@ -55,6 +55,7 @@ class UploadMetadata:
     labels: Mapping[str, str] = field(default_factory=dict)
     pull_request: str | None = None
     runner_os: str | None = None
+    plan_id: str | None = None  # the server's shard plan this run executed
     started_at: str | None = None
     wall_s: float | None = None
     peak_rss_mib: float | None = None
@@ -80,7 +81,16 @@ class UploadMetadata:
     def form_fields(self) -> list[tuple[str, str]]:
         """The multipart text fields, leaving out unknown values."""
         fields: list[tuple[str, str]] = []
-        for name in ("commit", "branch", "pipeline", "job", "machine", "pull_request", "runner_os"):
+        for name in (
+            "commit",
+            "branch",
+            "pipeline",
+            "job",
+            "machine",
+            "pull_request",
+            "runner_os",
+            "plan_id",
+        ):
             value = getattr(self, name)
             if value:
                 fields.append((name, str(value)))

@@ -100,6 +100,10 @@ def test_user_project_uploads_and_shards_then_survives_the_outage(
             text("SELECT labels FROM run WHERE upload_id = :u"), {"u": upload_id}
         ).scalar_one()
     assert labels == {"shard": "1/3"}
+    # The upload names the server's plan (not as a label: a new plan is no new matrix cell).
+    plan_id = status["metadata"]["plan_id"]
+    assert isinstance(plan_id, str)
+    assert len(plan_id) == 12
     assert cache.exists()  # the run left its durations for the offline fallback
 
     # The server is gone: every shard plans from the same cached durations (as CI machines

@@ -86,3 +86,16 @@ def test_shard_properties(known: dict[str, float], extra: list[str], total: int)
     assert sorted(everything) == sorted(set(collected))  # each exactly once
     if len(set(collected)) >= total:
         assert all(s.nodeids for s in shards)
+
+
+def test_a_plan_id_names_the_whole_assignment() -> None:
+    from analysis.shards import plan_id
+
+    shards = assign_shards(HISTORY, None, 2)
+    assert plan_id(shards) == plan_id(assign_shards(HISTORY, None, 2))
+    assert len(plan_id(shards)) == 12
+    # Another split of the same tests is another plan; so is another shard count.
+    assert plan_id(shards) != plan_id(assign_shards(HISTORY, None, 3))
+    moved = HISTORY.copy()
+    moved["b.py::t"] = 1.0
+    assert plan_id(assign_shards(moved, None, 2)) != plan_id(shards)
