@@ -39,14 +39,26 @@ def _run(
     )
 
 
-def _plan(report_bytes: bytes, filename: str) -> tuple[SplitPlan, list[str]]:
+def _require(tool: str, install: str) -> None:
+    """Skip, saying how to install it, when the runner's executable is absent."""
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed ({install})")
+
+
+def _plan(
+    report_bytes: bytes, filename: str, runner: str | None = None
+) -> tuple[SplitPlan, list[str]]:
+    """A 3-job plan of the history (its runner detected as `runner` when given), and its
+    nodeids sorted."""
     report = parse_report(report_bytes, filename=filename)
+    assert runner is None or report.runner == runner
     results = report.results.assign(run_id=1)
     runs = runs_frame([run_row(1, wall_s=float(results["duration_s"].sum()) + 1.0)])
     plan = plan_splits(
         results, runs, SplitOptions(jobs=(3, 3), overhead_s=0.0, runner=report.runner)
     )
     assert plan.verdict == "split", plan.reason
+    assert runner is None or plan.config["runner"] == runner
     assert len(plan.jobs) == 3
     return plan, sorted(results["nodeid"])
 
@@ -142,11 +154,8 @@ def _java_project(root: Path) -> bytes:
 
 
 def test_maven_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
-    if shutil.which("mvn") is None:
-        pytest.skip("mvn is not installed")
-    history = _java_project(tmp_path)
-    plan, planned = _plan(history, "TEST-history.xml")
-    assert plan.config["runner"] == "maven"
+    _require("mvn", "Debian: apt-get install maven")
+    plan, planned = _plan(_java_project(tmp_path), "TEST-history.xml", "maven")
     assert any("#" in job.runner_args[0] for job in plan.jobs)  # a class split by method
     reports = tmp_path / "target" / "surefire-reports"
     ran: Counter[str] = Counter()
@@ -182,8 +191,7 @@ def _jest_history() -> bytes:
 
 
 def test_jest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed")
+    _require("npm", "Node.js's npm")
     (tmp_path / "package.json").write_text('{"name": "p", "version": "1.0.0", "private": true}')
     install = _run(
         ["npm", "install", "--offline", "--no-audit", "--no-fund", "jest@29", "jest-junit@16"],
@@ -195,8 +203,7 @@ def test_jest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
     for f, n in JEST_FILES.items():
         body = "".join(f"test('{f}{i}', () => {{}});\n" for i in range(n))
         (tmp_path / "tests" / f"{f}.test.js").write_text(body)
-    plan, planned = _plan(_jest_history(), "jest.xml")
-    assert plan.config["runner"] == "jest"
+    plan, planned = _plan(_jest_history(), "jest.xml", "jest")
     ran: Counter[str] = Counter()
     for i, job in enumerate(plan.jobs):
         argv = shlex.split(job.command)
@@ -232,8 +239,7 @@ GO_SECONDS = {"cart": 10.0, "price": 6.0, "user": 3.0}
 @pytest.fixture(scope="session")
 def go_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Go's caches in one temp dir for the session (builds are reused), and no network."""
-    if shutil.which("go") is None:
-        pytest.skip("go is not installed (Debian: apt-get install golang-go)")
+    _require("go", "Debian: apt-get install golang-go")
     root = tmp_path_factory.mktemp("go")
     return {
         **os.environ,
@@ -280,9 +286,7 @@ def _go_ran(stdout: str) -> list[str]:
 
 
 def test_go_runs_each_planned_test_exactly_once(tmp_path: Path, go_env: dict[str, str]) -> None:
-    history = _go_project(tmp_path)
-    plan, planned = _plan(history, "go-junit.xml")
-    assert plan.config["runner"] == "go"
+    plan, planned = _plan(_go_project(tmp_path), "go-junit.xml", "go")
     assert any("-run" in job.runner_args for job in plan.jobs)  # a package split by test
     ran: Counter[str] = Counter()
     for job in plan.jobs:
@@ -324,11 +328,9 @@ def _rspec_project(root: Path) -> bytes:
 
 
 def test_rspec_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
-    if shutil.which("rspec") is None:
-        pytest.skip("rspec is not installed (Debian: apt-get install ruby-rspec)")
+    _require("rspec", "Debian: apt-get install ruby-rspec")
     history = _rspec_project(tmp_path)
-    plan, _ = _plan(history, "rspec.xml")
-    assert plan.config["runner"] == "rspec"
+    plan, _ = _plan(history, "rspec.xml", "rspec")
     report = parse_report(history, filename="rspec.xml").results
     planned = sorted(zip(report["file"], report["function"], strict=True))
     ran: Counter[tuple[str, str]] = Counter()
