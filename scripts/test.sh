@@ -13,12 +13,23 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 .venv/bin/python -m pip install -q -e ./client -e '.[test]' || { echo "summary: install failed"; exit 1; }
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian packages the browser tests and the real-runner tests (tests/runners) use, installed
+# only when missing and only as root, one at a time so one failure doesn't stop the others; a
+# failed install warns (browser tests then fail, real-runner tests skip). Maven and Jest are
+# not installed here: their tests also need an offline ~/.m2 / npm cache, which apt can't give.
+apt_packages=()
+command -v chromium >/dev/null 2>&1 || apt_packages+=(chromium)
+command -v go >/dev/null 2>&1 || apt_packages+=(golang-go)
+command -v rspec >/dev/null 2>&1 || apt_packages+=(ruby-rspec)
+if [ "${#apt_packages[@]}" -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
-        (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
-            >/tmp/laptime-apt.log 2>&1 || echo "warning: chromium install failed (see /tmp/laptime-apt.log)"
+        apt-get update -qq >/tmp/laptime-apt.log 2>&1 || echo "warning: apt-get update failed"
+        for package in "${apt_packages[@]}"; do
+            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >>/tmp/laptime-apt.log 2>&1 \
+                || echo "warning: $package install failed (see /tmp/laptime-apt.log)"
+        done
     else
-        echo "warning: chromium is not installed and this is not root; browser tests will fail"
+        echo "warning: ${apt_packages[*]} not installed and this is not root; browser tests fail, real-runner tests skip"
     fi
 fi
 

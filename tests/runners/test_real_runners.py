@@ -5,10 +5,13 @@ runner itself, and its real report must show each planned test exactly once acro
 pytest always runs here. Jest runs when jest@29 and jest-junit@16 install from the local npm
 cache (offline). Maven runs when `mvn` and an offline local repository holding
 Surefire 3.2.5 and JUnit 5.11 are present (a CI machine without them skips, saying why).
+Go and RSpec run when Debian's `golang-go` and `ruby-rspec` are installed (scripts/test.sh
+installs them as root); the Go module has no dependencies and runs with GOPROXY=off.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -36,14 +39,26 @@ def _run(
     )
 
 
-def _plan(report_bytes: bytes, filename: str) -> tuple[SplitPlan, list[str]]:
+def _require(tool: str, install: str) -> None:
+    """Skip, saying how to install it, when the runner's executable is absent."""
+    if shutil.which(tool) is None:
+        pytest.skip(f"{tool} is not installed ({install})")
+
+
+def _plan(
+    report_bytes: bytes, filename: str, runner: str | None = None
+) -> tuple[SplitPlan, list[str]]:
+    """A 3-job plan of the history (its runner detected as `runner` when given), and its
+    nodeids sorted."""
     report = parse_report(report_bytes, filename=filename)
+    assert runner is None or report.runner == runner
     results = report.results.assign(run_id=1)
     runs = runs_frame([run_row(1, wall_s=float(results["duration_s"].sum()) + 1.0)])
     plan = plan_splits(
         results, runs, SplitOptions(jobs=(3, 3), overhead_s=0.0, runner=report.runner)
     )
     assert plan.verdict == "split", plan.reason
+    assert runner is None or plan.config["runner"] == runner
     assert len(plan.jobs) == 3
     return plan, sorted(results["nodeid"])
 
@@ -139,11 +154,8 @@ def _java_project(root: Path) -> bytes:
 
 
 def test_maven_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
-    if shutil.which("mvn") is None:
-        pytest.skip("mvn is not installed")
-    history = _java_project(tmp_path)
-    plan, planned = _plan(history, "TEST-history.xml")
-    assert plan.config["runner"] == "maven"
+    _require("mvn", "Debian: apt-get install maven")
+    plan, planned = _plan(_java_project(tmp_path), "TEST-history.xml", "maven")
     assert any("#" in job.runner_args[0] for job in plan.jobs)  # a class split by method
     reports = tmp_path / "target" / "surefire-reports"
     ran: Counter[str] = Counter()
@@ -179,8 +191,7 @@ def _jest_history() -> bytes:
 
 
 def test_jest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed")
+    _require("npm", "Node.js's npm")
     (tmp_path / "package.json").write_text('{"name": "p", "version": "1.0.0", "private": true}')
     install = _run(
         ["npm", "install", "--offline", "--no-audit", "--no-fund", "jest@29", "jest-junit@16"],
@@ -192,8 +203,7 @@ def test_jest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
     for f, n in JEST_FILES.items():
         body = "".join(f"test('{f}{i}', () => {{}});\n" for i in range(n))
         (tmp_path / "tests" / f"{f}.test.js").write_text(body)
-    plan, planned = _plan(_jest_history(), "jest.xml")
-    assert plan.config["runner"] == "jest"
+    plan, planned = _plan(_jest_history(), "jest.xml", "jest")
     ran: Counter[str] = Counter()
     for i, job in enumerate(plan.jobs):
         argv = shlex.split(job.command)
@@ -209,5 +219,129 @@ def test_jest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
         done = _run([*argv, "--reporters=jest-junit"], tmp_path, env)
         assert done.returncode == 0, done.stdout + done.stderr
         ran.update(parse_report(out.read_bytes()).results["nodeid"])
+    assert sorted(ran) == planned
+    assert set(ran.values()) == {1}
+
+
+# --- Go (go-junit-report) -----------------------------------------------------------------
+
+GO_MODULE = "example.com/shop"
+# package -> top-level test -> its subtests; every test weighs GO_SECONDS in the history.
+# Names that are prefixes of others catch an unanchored `-run` (it would run both).
+GO_TESTS: dict[str, dict[str, tuple[str, ...]]] = {
+    "cart": {f"Test{v}{s}": () for v in ("Add", "Remove", "Total") for s in ("", "All")},
+    "price": {"TestRound": ("half", "even"), "TestTax": (), "TestSum": ()},
+    "user": {"TestLogin": (), "TestLogout": ()},
+}
+GO_SECONDS = {"cart": 10.0, "price": 6.0, "user": 3.0}
+
+
+@pytest.fixture(scope="session")
+def go_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Go's caches in one temp dir for the session (builds are reused), and no network."""
+    _require("go", "Debian: apt-get install golang-go")
+    root = tmp_path_factory.mktemp("go")
+    return {
+        **os.environ,
+        "GOCACHE": str(root / "cache"),
+        "GOPATH": str(root / "path"),
+        "GOFLAGS": "-mod=mod",
+        "GOPROXY": "off",
+        "GOTOOLCHAIN": "local",
+        "GO111MODULE": "on",
+    }
+
+
+def _go_project(root: Path) -> bytes:
+    """A dependency-free module with three packages; its history as go-junit-report writes."""
+    (root / "go.mod").write_text(f"module {GO_MODULE}\n\ngo 1.19\n")
+    suites = []
+    for package, tests in GO_TESTS.items():
+        (root / package).mkdir()
+        funcs, cases = [], []
+        for name, subtests in tests.items():
+            subs = "".join(f'\tt.Run("{s}", func(t *testing.T) {{}})\n' for s in subtests)
+            funcs.append(f"func {name}(t *testing.T) {{\n{subs}}}\n")
+            for case in (name, *(f"{name}/{s}" for s in subtests)):
+                cases.append(
+                    f'<testcase name="{case}" classname="{GO_MODULE}/{package}"'
+                    f' time="{GO_SECONDS[package]}"></testcase>'
+                )
+        body = "".join(funcs)
+        (root / package / f"{package}_test.go").write_text(
+            f'package {package}\n\nimport "testing"\n\n{body}'
+        )
+        suites.append(
+            f'<testsuite name="{GO_MODULE}/{package}" tests="{len(cases)}"><properties>'
+            '<property name="go.version" value="go1.19.8"></property></properties>'
+            f"{''.join(cases)}</testsuite>"
+        )
+    return f"<testsuites>{''.join(suites)}</testsuites>".encode()
+
+
+def _go_ran(stdout: str) -> list[str]:
+    """The nodeids (`package::Test/sub`) of every test `go test -json` reports as started."""
+    events = (json.loads(line) for line in stdout.splitlines() if line.startswith("{"))
+    return [f"{e['Package']}::{e['Test']}" for e in events if e.get("Action") == "run"]
+
+
+def test_go_runs_each_planned_test_exactly_once(tmp_path: Path, go_env: dict[str, str]) -> None:
+    plan, planned = _plan(_go_project(tmp_path), "go-junit.xml", "go")
+    assert any("-run" in job.runner_args for job in plan.jobs)  # a package split by test
+    ran: Counter[str] = Counter()
+    for job in plan.jobs:
+        for command in job.command.split(" && "):
+            argv = shlex.split(command)
+            assert argv[:2] == ["go", "test"]
+            done = _run([*argv, "-json", "-count=1"], tmp_path, go_env)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+            ran.update(_go_ran(done.stdout))
+    assert sorted(ran) == planned
+    assert set(ran.values()) == {1}
+
+
+# --- RSpec (rspec_junit_formatter) --------------------------------------------------------
+
+RSPEC_FILES = {"cart": 6, "price": 3, "user": 2, "order": 1}
+
+
+def _rspec_project(root: Path) -> bytes:
+    """Four spec files; their history as rspec_junit_formatter writes it."""
+    (root / "spec").mkdir()
+    cases = []
+    for name, n in RSPEC_FILES.items():
+        examples = "".join(
+            f'  it "does {i}" do\n    expect({i}).to eq({i})\n  end\n' for i in range(n)
+        )
+        (root / "spec" / f"{name}_spec.rb").write_text(
+            f'RSpec.describe "{name.title()}" do\n{examples}end\n'
+        )
+        cases += [
+            f'<testcase classname="spec.{name}_spec" name="{name.title()} does {i}"'
+            f' file="./spec/{name}_spec.rb" time="{4.0 + i}"></testcase>'
+            for i in range(n)
+        ]
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?><testsuite name="rspec" tests="12">'
+        f'<properties><property name="seed" value="1"/></properties>{"".join(cases)}</testsuite>'
+    ).encode()
+
+
+def test_rspec_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
+    _require("rspec", "Debian: apt-get install ruby-rspec")
+    history = _rspec_project(tmp_path)
+    plan, _ = _plan(history, "rspec.xml", "rspec")
+    report = parse_report(history, filename="rspec.xml").results
+    planned = sorted(zip(report["file"], report["function"], strict=True))
+    ran: Counter[tuple[str, str]] = Counter()
+    for i, job in enumerate(plan.jobs):
+        argv = shlex.split(job.command)
+        assert argv[:3] == ["bundle", "exec", "rspec"]
+        out = tmp_path / f"job{i}.json"
+        # No Gemfile here: Debian's rspec stands in for `bundle exec rspec`.
+        done = _run(["rspec", *argv[3:], "--format", "json", "--out", str(out)], tmp_path)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        examples = json.loads(out.read_text())["examples"]
+        ran.update((e["file_path"], e["full_description"]) for e in examples)
     assert sorted(ran) == planned
     assert set(ran.values()) == {1}
