@@ -548,11 +548,21 @@ def _store_rollups(
             cell_day,
         )
     cell_day["week"] = day - timedelta(days=day.weekday())
-    # Every cell of a week adds to the same per-test rows: take a lock per (project, week) so
-    # concurrent workers queue here instead of deadlocking on each other's rows.
+    # Every cell of a week adds to the same per-test rows (and every day of a cell to the same
+    # per-(cell, test) rows): take a lock per (project, week) so concurrent workers queue here
+    # instead of deadlocking on each other's rows.
     conn.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended(%s, 727004))",
         (f"{project_id}:{cell_day['week']}",),
+    )
+    conn.execute(
+        f"""
+        INSERT INTO rollup_cell_weekly AS r (project_id, week, cell_id, test_id, {_ROLLUP_VALUES})
+        SELECT %(project)s, %(week)s, %(cell)s, test_id, {_ROLLUP_VALUES}
+        FROM stage_rollup ORDER BY test_id
+        ON CONFLICT (project_id, week, cell_id, test_id) DO UPDATE SET {_ROLLUP_MERGE}
+        """,
+        cell_day,
     )
     conn.execute(
         f"""
