@@ -375,6 +375,13 @@ def _test_cell_sums(
     wanted = [c for c in _CELL_COLUMNS if c in split_by]
     cells["cell_id"] = cells["cell_id"].astype("int64")
     out = sums.merge(cells[["cell_id", *wanted]], on="cell_id", how="left")
+    for column in wanted:
+        # Categories fixed by the project's cells: kept and fresh parts concatenate as
+        # categoricals, and rollups factorize the codes instead of hashing every row's text.
+        categories = sorted(cells[column].dropna().unique().tolist())
+        if column == "labels_key" and "" not in categories:
+            categories.insert(0, "")
+        out[column] = pd.Categorical(out[column], categories=categories)
     out["day"] = pd.NaT
     for column, _ in _FACT_SUMS_SPEC[2:]:
         if column not in out:

@@ -93,6 +93,7 @@ def _read(engine: Engine, project_id: int, filters: Filters, part: FactPart | No
 
 
 def _by_test_job(sums: pd.DataFrame) -> pd.DataFrame:
+    sums = sums.astype({"job": str})
     grouped = sums.groupby(["test_id", "job"])[["known", "total_s"]].sum()
     return grouped.astype({"known": "int64"}).sort_index()
 
