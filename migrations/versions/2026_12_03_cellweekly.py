@@ -16,23 +16,8 @@ SCHEMA = """
 -- The facts of rollup_daily summed per week (Monday): by=job|machine|branch|label:* need the
 -- sums per (test, cell) over a window, and whole weeks read a seventh of the daily rows.
 -- Kept equal to the sum of rollup_daily over the week's days (ingest and prune keep it so).
-CREATE TABLE rollup_cell_weekly (
-    project_id   bigint NOT NULL,
-    week         date NOT NULL,
-    cell_id      bigint NOT NULL,
-    test_id      bigint NOT NULL,
-    runs         integer NOT NULL,
-    known        integer NOT NULL,
-    total_s      double precision NOT NULL,
-    max_s        double precision,
-    setup_s      double precision,
-    call_s       double precision,
-    teardown_s   double precision,
-    failures     integer NOT NULL,
-    flaky        integer NOT NULL,
-    peak_rss_mib real,
-    PRIMARY KEY (project_id, week, cell_id, test_id)
-) WITH (fillfactor = 50);
+CREATE TABLE rollup_cell_weekly (LIKE rollup_daily INCLUDING ALL) WITH (fillfactor = 50);
+ALTER TABLE rollup_cell_weekly RENAME COLUMN day TO week;
 -- Each run of a cell updates its week's rows: free room on each page keeps them HOT.
 
 INSERT INTO rollup_cell_weekly (project_id, week, cell_id, test_id, runs, known, total_s,
