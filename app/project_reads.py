@@ -335,8 +335,8 @@ def _test_facts(
                 lambda part: load_fact_sums(
                     conn, project_id, filters, split_by=split, part=part, per_bucket=per_bucket
                 ),
-                # Split facts come from the daily table: only today's rows are re-read after
-                # an upload dated today (a week of them is most of the cost at scale).
+                # Split sums read this week's days from the daily table: only today's rows
+                # are re-read after an upload dated today (a week of them costs far more).
                 boundary=None if per_bucket else datetime.now(UTC).date(),
             ),
             kept_test_dictionary(conn, project_id),

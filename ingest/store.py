@@ -560,33 +560,39 @@ def _store_rollups(
             cell_day,
         )
     else:
-        conn.execute(
-            f"""
-            INSERT INTO rollup_daily AS r (project_id, day, cell_id, test_id, {_ROLLUP_VALUES})
-            SELECT %(project)s, %(day)s, %(cell)s, test_id, {_ROLLUP_VALUES}
-            FROM stage_rollup ORDER BY test_id
-            ON CONFLICT (project_id, day, cell_id, test_id) DO UPDATE SET {_ROLLUP_MERGE}
-            """,
-            cell_day,
-        )
+        _merge_staged_rollups(conn, "rollup_daily", ("day", "cell_id"), cell_day)
     cell_day["week"] = day - timedelta(days=day.weekday())
-    # Every cell of a week adds to the same per-test rows: take a lock per (project, week) so
-    # concurrent workers queue here instead of deadlocking on each other's rows.
+    # Every cell of a week adds to the same per-test rows (and every day of a cell to the same
+    # per-(cell, test) rows): take a lock per (project, week) so concurrent workers queue here
+    # instead of deadlocking on each other's rows.
     conn.execute(
         "SELECT pg_advisory_xact_lock(hashtextextended(%s, 727004))",
         (f"{project_id}:{cell_day['week']}",),
     )
-    conn.execute(
-        f"""
-        INSERT INTO rollup_test_weekly AS r (project_id, week, test_id, {_ROLLUP_VALUES})
-        SELECT %(project)s, %(week)s, test_id, {_ROLLUP_VALUES}
-        FROM stage_rollup ORDER BY test_id
-        ON CONFLICT (project_id, week, test_id) DO UPDATE SET {_ROLLUP_MERGE}
-        """,
-        cell_day,
-    )
+    _merge_staged_rollups(conn, "rollup_cell_weekly", ("week", "cell_id"), cell_day)
+    _merge_staged_rollups(conn, "rollup_test_weekly", ("week",), cell_day)
     _store_file_rollups(
         conn, cell_day, rows.assign(file=results["file"].fillna("(unknown)").to_numpy())
+    )
+
+
+# The parameter holding each key column's value.
+_KEY_PARAMS = {"day": "%(day)s", "week": "%(week)s", "cell_id": "%(cell)s"}
+
+
+def _merge_staged_rollups(
+    conn: psycopg.Connection[Any], table: str, keys: tuple[str, ...], params: dict[str, Any]
+) -> None:
+    """Add stage_rollup's rows to `table`, keyed by project, `keys` and test."""
+    columns = ", ".join(("project_id", *keys, "test_id"))
+    values = ", ".join(("%(project)s", *(_KEY_PARAMS[k] for k in keys), "test_id"))
+    conn.execute(
+        f"""
+        INSERT INTO {table} AS r ({columns}, {_ROLLUP_VALUES})
+        SELECT {values}, {_ROLLUP_VALUES} FROM stage_rollup ORDER BY test_id
+        ON CONFLICT ({columns}) DO UPDATE SET {_ROLLUP_MERGE}
+        """,
+        params,
     )
 
 

@@ -48,6 +48,7 @@ def prune_before(conn: Connection, cutoff: date, *, dry_run: bool = False) -> Pr
         # A week goes once all of it is older than the cutoff.
         for table in ("rollup_file_weekly", "rollup_test_weekly"):
             conn.execute(text(f"DELETE FROM {table} WHERE week < :c - 6"), {"c": cutoff})
+        _resum_cell_weeks(conn, cutoff)
         conn.execute(
             text(
                 "DELETE FROM upload u USING run r WHERE r.id = u.run_id AND r.day < :c "
@@ -61,4 +62,26 @@ def prune_before(conn: Connection, cutoff: date, *, dry_run: bool = False) -> Pr
         runs=found["runs"],
         rollup_rows=found["rollups"],
         uploads=found["uploads"],
+    )
+
+
+def _resum_cell_weeks(conn: Connection, cutoff: date) -> None:
+    """Keep rollup_cell_weekly equal to the sum of rollup_daily: weeks before the cutoff go,
+    and the week it falls in is summed again from its remaining days (readers take whole
+    weeks from this table, so a week holding pruned days would count them)."""
+    conn.execute(text("DELETE FROM rollup_cell_weekly WHERE week <= :c"), {"c": cutoff})
+    conn.execute(
+        text(
+            """
+            INSERT INTO rollup_cell_weekly (project_id, week, cell_id, test_id, runs, known,
+                total_s, max_s, setup_s, call_s, teardown_s, failures, flaky, peak_rss_mib)
+            SELECT project_id, date_trunc('week', day)::date, cell_id, test_id, sum(runs),
+                sum(known), sum(total_s), max(max_s), sum(setup_s), sum(call_s),
+                sum(teardown_s), sum(failures), sum(flaky), max(peak_rss_mib)
+            FROM rollup_daily
+            WHERE day >= :c AND day < date_trunc('week', CAST(:c AS date))::date + 7
+            GROUP BY 1, 2, 3, 4
+            """
+        ),
+        {"c": cutoff},
     )
