@@ -8,7 +8,7 @@ Create Date: 2026-12-03
 from alembic import op
 
 revision = "cellweekly"
-down_revision = "worker"
+down_revision = "runners"
 branch_labels = None
 depends_on = None
 
