@@ -15,8 +15,8 @@ fi
 .venv/bin/python -m pip install -q -e ./client -e '.[test]' || { echo "summary: install failed"; exit 1; }
 # Debian packages the browser tests and the real-runner tests (tests/runners) use, installed
 # only when missing and only as root, one at a time so one failure doesn't stop the others; a
-# failed install warns (browser tests then fail, real-runner tests skip). Maven and Jest are
-# not installed here: their tests also need an offline ~/.m2 / npm cache, which apt can't give.
+# failed install warns (browser tests then fail, real-runner tests skip). Maven is not
+# installed here: its test needs an offline ~/.m2 holding Surefire, which apt can't give.
 apt_packages=()
 command -v chromium >/dev/null 2>&1 || apt_packages+=(chromium)
 command -v go >/dev/null 2>&1 || apt_packages+=(golang-go)
@@ -31,6 +31,13 @@ if [ "${#apt_packages[@]}" -gt 0 ]; then
     else
         echo "warning: ${apt_packages[*]} not installed and this is not root; browser tests fail, real-runner tests skip"
     fi
+fi
+# The Jest real-runner test installs jest offline, from npm's cache: fill the cache once.
+if command -v npm >/dev/null 2>&1; then
+    npm_scratch=$(mktemp -d)
+    (cd "$npm_scratch" && npm install --no-audit --no-fund --silent jest@29 jest-junit@16) \
+        >/tmp/laptime-npm.log 2>&1 || echo "warning: npm could not cache jest (see /tmp/laptime-npm.log)"
+    rm -rf "$npm_scratch"
 fi
 
 lint_status=0
