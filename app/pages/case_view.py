@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -17,7 +16,7 @@ from app.pages.common import (
     TABLE_ROWS,
     PageError,
     PageProject,
-    glob_literal,
+    only_file,
     project_context,
     render,
 )
@@ -40,7 +39,7 @@ def test_page(
     function_key = str(function_keys(pd.Series([nodeid]), pd.Series([case["params"]]))[0])
     variants = pd.DataFrame()
     if case["file"]:
-        in_file = replace(filters, files=(glob_literal(str(case["file"])),))
+        in_file = only_file(filters, str(case["file"]))
         by_test = project_rollup(conn, project.id, in_file, by="test", within="function")
         variants = by_test.rows.loc[by_test.rows["parent"] == function_key]
     outcomes = history["outcome"].value_counts()
