@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from analysis.rollups import function_keys
 from app.api.deps import ConnDep
 from app.api.params import FiltersDep, NodeidText
-from app.db.queries import load_test_case, load_test_history
+from app.db.repository import load_test_case, load_test_history
 from app.pages.common import (
     TABLE_ROWS,
     PageError,
@@ -20,7 +20,7 @@ from app.pages.common import (
     project_context,
     render,
 )
-from app.project_reads import project_rollup
+from app.services.project_reads import project_rollup
 from dashboards.history_figures import duration_history_figure, variants_figure
 from dashboards.theme import figure_html
 

@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 from analysis.filters import Filters
 from app.api.deps import ConnDep, authorize_grant
 from app.db.projects import Project
-from app.db.queries import filter_choices
+from app.db.repository import filter_choices
 from app.pages.format import register_filters
 from app.pages.session import (
     CSRF_FIELD,

@@ -17,7 +17,7 @@ from app.pages.common import (
     project_context,
     render,
 )
-from app.project_reads import project_rollup
+from app.services.project_reads import project_rollup
 from dashboards.theme import figure_html
 from dashboards.time_split import within_file_figure
 

@@ -9,7 +9,7 @@ import psycopg
 from sqlalchemy import Engine, text
 
 from analysis.filters import Filters
-from app.db.queries import FactPart, load_fact_sums
+from app.db.repository import FactPart, load_fact_sums
 from app.db.retention import prune_before
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, results_frame

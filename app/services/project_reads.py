@@ -18,7 +18,7 @@ from sqlalchemy import Connection, text
 from analysis.filters import Filters
 from analysis.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
 from analysis.rollups import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, rollup
-from app.db.queries import (
+from app.db.repository import (
     FactPart,
     facts_from_sums,
     load_fact_sums,
