@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
-from app.db.repository import copy_numeric_frame, load_test_dictionary
+from app.db.copy_frames import copy_numeric_frame
+from app.db.repository import load_test_dictionary
 from app.services.project_reads import FrameCache, SharedFrames, project_rollup, window_filters
 from ingest.merge import merge_reports
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
