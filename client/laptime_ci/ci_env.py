@@ -65,9 +65,6 @@ def _branch_of_ref(ref: str | None) -> str | None:
     return ref.removeprefix("refs/heads/") if ref else None
 
 
-Convert = Callable[[str | None], str | None]
-
-
 @dataclass(frozen=True)
 class Provider:
     """One CI service: how to recognise it and which variables hold each CiInfo field.
@@ -79,7 +76,7 @@ class Provider:
     name: str
     detect: Callable[[Env], bool]
     fields: Mapping[str, tuple[str, ...]]
-    convert: Mapping[str, Convert] = field(default_factory=dict)
+    convert: Mapping[str, Callable[[str | None], str | None]] = field(default_factory=dict)
 
     def read(self, env: Env) -> CiInfo:
         """The CiInfo this service's variables describe, the provider name included."""
