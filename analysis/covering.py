@@ -8,6 +8,9 @@ combination of their values in some row. Three generators, combined by `build_co
   which is also the lower bound, so it is optimal);
 - IPOG (in-parameter-order growth) and AETG-style greedy rows for strength 2;
 - an exact branch-and-bound search for tiny grids, which also proves minimality.
+
+Why one module (over 500 lines): the generators share the tuple space (`_TupleSpace`) and
+`build_covering`, the one public entry, chooses among them and prunes and cheapens their rows.
 """
 
 from __future__ import annotations

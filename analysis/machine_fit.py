@@ -15,6 +15,11 @@ For each job the recommendation is the cheapest entry (same OS, architecture, ex
 GPU-ness as today's) that fits the memory need and keeps the job's wall within the wait
 target (default: today's pipeline wait, the longest job), priced per run and per month at
 the observed run rate. A job without memory data gets no advice, only what to collect.
+
+Why one module (over 500 lines): the fit, its predictions and the sizing report share the
+private per-job readers (`_fit_job`, `_predict`, `_overhead`, `_job_peak`); any cut would part
+the model from the evidence it reads. The catalogue already lives apart
+(analysis/catalogue.py).
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Every number is computed from the additive facts frame (see `analysis.frames`), so the offline
 CLI (facts from raw results) and the server (daily rollup tables) share this code.
+
+Why one module (over 500 lines): dimension keys, grouping, per-test spreads and weighted
+percentiles are one computation every rollup goes through, and each part is used only by it.
 """
 
 from __future__ import annotations

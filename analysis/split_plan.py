@@ -7,6 +7,10 @@ times its machine's price per minute (None when a price is missing: never invent
 
 The input is the runs + results of ONE cell (one pipeline's worth of jobs, possibly over many
 pipelines of history); `plan_cells` splits a matrix into its cells by run labels.
+
+Why one module (just over 500 lines): candidates, Pareto rows, verdict and config are the steps
+of `plan_splits`; the result types already live in analysis/split_result.py and the partitioner
+in analysis/partition.py.
 """
 
 from __future__ import annotations

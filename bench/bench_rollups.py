@@ -60,7 +60,12 @@ def print_table(title: str, measure: Callable[[str, dict[str, object]], list[flo
 def print_cold_timings(engine: Any, project_id: int, days: int, requests: int) -> None:
     """The same rollups in-process with nothing kept between calls: the first request after
     an ingest pays this (the HTTP numbers above are served from the shared frames)."""
-    from app.project_reads import FrameCache, project_pipelines, project_rollup, window_filters
+    from app.services.project_reads import (
+        FrameCache,
+        project_pipelines,
+        project_rollup,
+        window_filters,
+    )
 
     filters = window_filters(days)
     with engine.connect() as conn:

@@ -14,7 +14,7 @@ from dashboards.theme import OUTCOME_COLOURS, TEST_COLOUR, empty_figure, styled
 def duration_history_figure(history: pd.DataFrame) -> go.Figure:
     """Each result's duration against its run's start, coloured by outcome; flaky ones ringed.
 
-    `history` has started_at, job, outcome, duration_s, flaky (app.db.queries.load_test_history).
+    `history` has started_at, job, outcome, duration_s, flaky (app.db.repository.load_test_history).
     """
     timed = history.loc[history["duration_s"].notna() & history["started_at"].notna()]
     if timed.empty:

@@ -2,6 +2,10 @@
 
 Everything happens on the caller's connection inside the caller's transaction (the worker
 owns it), so a run is stored completely or not at all.
+
+Why one module (over 500 lines): its steps (partition, run row, test cases, results, rollups)
+run in a fixed order on one connection inside one transaction, and reading them in one file is
+how that order is checked; the COPY codecs already live in pgcodec.
 """
 
 from __future__ import annotations

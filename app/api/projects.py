@@ -15,7 +15,7 @@ from app.api.deps import AdminProject, ConnDep, ReadProject
 from app.api.params import FiltersDep, Text
 from app.db.projects import SCOPES, issue_token, list_tokens, revoke_token
 from app.db.uploads import recent_uploads
-from app.project_reads import project_pipelines, project_rollup
+from app.services.project_reads import project_pipelines, project_rollup
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["projects"])
 

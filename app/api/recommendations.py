@@ -21,8 +21,8 @@ from app.api.params import (
     job_range,
 )
 from app.db.projects import Project, set_catalogue
-from app.project_reads import FrameCache
-from app.recommend import (
+from app.services.project_reads import FrameCache
+from app.services.recommendations import (
     RecommendationError,
     machines_recommendation,
     matrix_recommendation,
@@ -80,7 +80,7 @@ def split(
     )
     should_stop = stop_after(PLAN_TIME_LIMIT_S, also=client_gone)
     try:
-        # Computed once per question and data version (see app.project_reads.FrameCache);
+        # Computed once per question and data version (see app.services.project_reads.FrameCache);
         # an incomplete plan is not kept, the next asker gets a fresh try.
         key = ("split", repr(filters), repr(options), cell, *_catalogue_key(project))
         return FrameCache.for_project(conn, project.id).get(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -12,16 +11,16 @@ from fastapi.responses import HTMLResponse
 from analysis.rollups import function_keys
 from app.api.deps import ConnDep
 from app.api.params import FiltersDep, NodeidText
-from app.db.queries import load_test_case, load_test_history
+from app.db.repository import load_test_case, load_test_history
 from app.pages.common import (
     TABLE_ROWS,
     PageError,
     PageProject,
-    glob_literal,
+    only_file,
     project_context,
     render,
 )
-from app.project_reads import project_rollup
+from app.services.project_reads import project_rollup
 from dashboards.history_figures import duration_history_figure, variants_figure
 from dashboards.theme import figure_html
 
@@ -40,7 +39,7 @@ def test_page(
     function_key = str(function_keys(pd.Series([nodeid]), pd.Series([case["params"]]))[0])
     variants = pd.DataFrame()
     if case["file"]:
-        in_file = replace(filters, files=(glob_literal(str(case["file"])),))
+        in_file = only_file(filters, str(case["file"]))
         by_test = project_rollup(conn, project.id, in_file, by="test", within="function")
         variants = by_test.rows.loc[by_test.rows["parent"] == function_key]
     outcomes = history["outcome"].value_counts()

@@ -4,6 +4,7 @@ dependency (sign-in or error), filter-keeping links and the project layout's con
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote, urlencode
@@ -13,9 +14,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy import Connection
 
+from analysis.filters import Filters
 from app.api.deps import ConnDep, authorize_grant
 from app.db.projects import Project
-from app.db.queries import filter_choices
+from app.db.repository import filter_choices
 from app.pages.format import register_filters
 from app.pages.session import (
     CSRF_FIELD,
@@ -196,3 +198,8 @@ def project_context(
 def glob_literal(path: str) -> str:
     """An fnmatch pattern matching exactly `path` (brackets, * and ? taken literally)."""
     return "".join(f"[{c}]" if c in "[]*?" else c for c in path)
+
+
+def only_file(filters: Filters, path: str) -> Filters:
+    """`filters` narrowed to the one test file `path` (the file and test pages)."""
+    return replace(filters, files=(glob_literal(path),))

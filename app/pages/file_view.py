@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -14,11 +13,11 @@ from app.pages.common import (
     TABLE_ROWS,
     PageError,
     PageProject,
-    glob_literal,
+    only_file,
     project_context,
     render,
 )
-from app.project_reads import project_rollup
+from app.services.project_reads import project_rollup
 from dashboards.theme import figure_html
 from dashboards.time_split import within_file_figure
 
@@ -30,12 +29,12 @@ def file_page(
     request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep, path: str
 ) -> Any:
     """One file: its functions with their share of the file, and its costliest tests."""
-    only_file = replace(filters, files=(glob_literal(path),))
-    functions = project_rollup(conn, project.id, only_file, by="function", within="file")
+    in_file = only_file(filters, path)
+    functions = project_rollup(conn, project.id, in_file, by="function", within="file")
     if functions.rows.empty:
         raise PageError(404, f"no test time for file {path!r} in this window")
     tests = project_rollup(
-        conn, project.id, only_file, by="test", within="function", limit=TABLE_ROWS
+        conn, project.id, in_file, by="test", within="function", limit=TABLE_ROWS
     )
     everything = project_rollup(conn, project.id, filters, by="job")
     context = project_context(

@@ -12,7 +12,7 @@ from app.api.deps import ConnDep
 from app.api.params import FiltersDep
 from app.db.uploads import recent_uploads
 from app.pages.common import TABLE_ROWS, PageProject, project_context, render
-from app.project_reads import project_pipelines
+from app.services.project_reads import project_pipelines
 from dashboards.pipelines import job_time_figure, pipeline_time_figure
 from dashboards.theme import figure_html
 

@@ -15,8 +15,8 @@ from app.api.deps import ConnDep
 from app.api.params import FiltersDep
 from app.db.projects import Project
 from app.pages.common import PageProject, project_context, render
-from app.project_reads import FrameCache
-from app.recommend import load_history, machines_recommendation, split_recommendation
+from app.services.project_reads import FrameCache
+from app.services.recommendations import load_history, machines_recommendation, split_recommendation
 from dashboards.split_gantt import split_gantt_figure
 from dashboards.theme import figure_html
 

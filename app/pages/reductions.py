@@ -13,7 +13,7 @@ from app.api.deps import ConnDep
 from app.api.params import FiltersDep
 from app.db.projects import Project
 from app.pages.common import PageProject, project_context, render
-from app.recommend import matrix_recommendation, parametrize_recommendation
+from app.services.recommendations import matrix_recommendation, parametrize_recommendation
 
 router = APIRouter(include_in_schema=False)
 

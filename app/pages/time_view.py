@@ -13,7 +13,7 @@ from analysis.rollups import Rollup, check_dimension
 from app.api.deps import ConnDep
 from app.api.params import FiltersDep
 from app.pages.common import TABLE_ROWS, PageError, PageProject, project_context, render
-from app.project_reads import FrameCache, project_rollup
+from app.services.project_reads import FrameCache, project_rollup
 from dashboards.theme import figure_html
 from dashboards.time_split import pareto_figure, phase_figure, share_figure, treemap_figure
 

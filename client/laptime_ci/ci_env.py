@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 Env = Mapping[str, str]
@@ -50,167 +50,203 @@ def _os_of_platform(value: str | None) -> str | None:
     return value.split("/", 1)[0] if value else None
 
 
-def _github(env: Env) -> CiInfo:
-    ref = env.get("GITHUB_REF", "")
-    return CiInfo(
-        commit=env.get("GITHUB_SHA"),
-        # GITHUB_REF_NAME is "123/merge" on pull requests; the head ref is the branch.
-        branch=first(env, "GITHUB_HEAD_REF", "GITHUB_REF_NAME"),
-        pipeline=env.get("GITHUB_RUN_ID"),
-        job=env.get("GITHUB_JOB"),
-        run_attempt=env.get("GITHUB_RUN_ATTEMPT"),
-        pr=_number(ref) if ref.startswith("refs/pull/") else None,
-        os=env.get("RUNNER_OS"),
-    )
+def _github_pr(ref: str | None) -> str | None:
+    """The PR number of a "refs/pull/123/merge" ref; branch and tag refs have none."""
+    return _number(ref) if ref and ref.startswith("refs/pull/") else None
 
 
-def _gitlab(env: Env) -> CiInfo:
-    return CiInfo(
-        commit=env.get("CI_COMMIT_SHA"),
-        branch=first(env, "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "CI_COMMIT_REF_NAME"),
-        pipeline=env.get("CI_PIPELINE_ID"),
-        job=env.get("CI_JOB_NAME"),
-        pr=env.get("CI_MERGE_REQUEST_IID"),
-        os=_os_of_platform(env.get("CI_RUNNER_EXECUTABLE_ARCH")),
-    )
+def _attempt_of_retries(retries: str | None) -> str | None:
+    """Buildkite's retry count is 0 on the first run; the attempt number is one more."""
+    return str(int(retries) + 1) if retries and retries.isdigit() else None
 
 
-def _circleci(env: Env) -> CiInfo:
-    return CiInfo(
-        commit=env.get("CIRCLE_SHA1"),
-        branch=env.get("CIRCLE_BRANCH"),
-        pipeline=env.get("CIRCLE_WORKFLOW_ID"),
-        job=env.get("CIRCLE_JOB"),
-        pr=_number(first(env, "CIRCLE_PR_NUMBER", "CIRCLE_PULL_REQUEST")),
-    )
+def _branch_of_ref(ref: str | None) -> str | None:
+    """ "refs/heads/main" -> "main" (Azure gives full refs)."""
+    return ref.removeprefix("refs/heads/") if ref else None
 
 
-def _buildkite(env: Env) -> CiInfo:
-    retries = env.get("BUILDKITE_RETRY_COUNT")
-    return CiInfo(
-        commit=env.get("BUILDKITE_COMMIT"),
-        branch=env.get("BUILDKITE_BRANCH"),
-        pipeline=env.get("BUILDKITE_BUILD_ID"),
-        job=first(env, "BUILDKITE_LABEL", "BUILDKITE_STEP_KEY"),
-        # The retry count is 0 on the first run.
-        run_attempt=str(int(retries) + 1) if retries and retries.isdigit() else None,
-        pr=_number(env.get("BUILDKITE_PULL_REQUEST")),
-        os=env.get("BUILDKITE_AGENT_META_DATA_OS"),
-    )
+@dataclass(frozen=True)
+class Provider:
+    """One CI service: how to recognise it and which variables hold each CiInfo field.
+
+    `fields` maps a CiInfo field to the variable names to try in order (the first set wins);
+    `convert` optionally turns that raw value into the field's value.
+    """
+
+    name: str
+    detect: Callable[[Env], bool]
+    fields: Mapping[str, tuple[str, ...]]
+    convert: Mapping[str, Callable[[str | None], str | None]] = field(default_factory=dict)
+
+    def read(self, env: Env) -> CiInfo:
+        """The CiInfo this service's variables describe, the provider name included."""
+        values: dict[str, str | None] = {}
+        for name, variables in self.fields.items():
+            raw = first(env, *variables)
+            values[name] = self.convert[name](raw) if name in self.convert else raw
+        return CiInfo(self.name, **{k: v or None for k, v in values.items()})
 
 
-def _jenkins(env: Env) -> CiInfo:
-    return CiInfo(
-        commit=env.get("GIT_COMMIT"),
-        branch=first(env, "CHANGE_BRANCH", "BRANCH_NAME", "GIT_BRANCH"),
-        pipeline=first(env, "BUILD_TAG", "BUILD_NUMBER"),
-        job=first(env, "STAGE_NAME", "JOB_NAME"),
-        pr=env.get("CHANGE_ID"),
-    )
-
-
-def _azure(env: Env) -> CiInfo:
-    source = first(env, "SYSTEM_PULLREQUEST_SOURCEBRANCH", "BUILD_SOURCEBRANCH")
-    return CiInfo(
-        commit=env.get("BUILD_SOURCEVERSION"),
-        branch=source.removeprefix("refs/heads/") if source else None,
-        pipeline=env.get("BUILD_BUILDID"),
-        job=first(env, "SYSTEM_JOBDISPLAYNAME", "SYSTEM_JOBNAME"),
-        run_attempt=env.get("SYSTEM_JOBATTEMPT"),
-        pr=first(env, "SYSTEM_PULLREQUEST_PULLREQUESTNUMBER", "SYSTEM_PULLREQUEST_PULLREQUESTID"),
-        os=env.get("AGENT_OS"),
-    )
-
-
-def _bitbucket(env: Env) -> CiInfo:
-    return CiInfo(
-        commit=env.get("BITBUCKET_COMMIT"),
-        branch=env.get("BITBUCKET_BRANCH"),
-        pipeline=first(env, "BITBUCKET_PIPELINE_UUID", "BITBUCKET_BUILD_NUMBER"),
-        job=env.get("BITBUCKET_STEP_UUID"),
-        pr=env.get("BITBUCKET_PR_ID"),
-    )
-
-
-def _drone(env: Env) -> CiInfo:
-    return CiInfo(
-        commit=first(env, "DRONE_COMMIT_SHA", "DRONE_COMMIT"),
-        branch=first(env, "DRONE_SOURCE_BRANCH", "DRONE_BRANCH"),
-        pipeline=env.get("DRONE_BUILD_NUMBER"),
-        job=first(env, "DRONE_STAGE_NAME", "DRONE_STEP_NAME"),
-        pr=env.get("DRONE_PULL_REQUEST"),
-        os=env.get("DRONE_STAGE_OS"),
-    )
-
-
-def _woodpecker(env: Env) -> CiInfo:
-    return CiInfo(
-        commit=env.get("CI_COMMIT_SHA"),
-        branch=first(env, "CI_COMMIT_SOURCE_BRANCH", "CI_COMMIT_BRANCH"),
-        pipeline=env.get("CI_PIPELINE_NUMBER"),
-        job=first(env, "CI_WORKFLOW_NAME", "CI_STEP_NAME"),
-        pr=env.get("CI_COMMIT_PULL_REQUEST"),
-        os=_os_of_platform(env.get("CI_SYSTEM_PLATFORM")),
-    )
-
-
-def _teamcity(env: Env) -> CiInfo:
-    # TeamCity passes no branch to the environment unless the build maps one (env.BRANCH_NAME).
-    return CiInfo(
-        commit=env.get("BUILD_VCS_NUMBER"),
-        branch=env.get("BRANCH_NAME"),
-        pipeline=env.get("BUILD_NUMBER"),
-        job=env.get("TEAMCITY_BUILDCONF_NAME"),
-    )
-
-
-def _travis(env: Env) -> CiInfo:
-    return CiInfo(
-        commit=env.get("TRAVIS_COMMIT"),
-        branch=first(env, "TRAVIS_PULL_REQUEST_BRANCH", "TRAVIS_BRANCH"),
-        pipeline=env.get("TRAVIS_BUILD_ID"),
-        job=first(env, "TRAVIS_JOB_NAME", "TRAVIS_JOB_NUMBER"),
-        pr=_number(env.get("TRAVIS_PULL_REQUEST")),
-        os=env.get("TRAVIS_OS_NAME"),
-    )
-
-
-def _semaphore(env: Env) -> CiInfo:
-    return CiInfo(
-        commit=env.get("SEMAPHORE_GIT_SHA"),
-        branch=first(env, "SEMAPHORE_GIT_PR_BRANCH", "SEMAPHORE_GIT_BRANCH"),
-        pipeline=first(env, "SEMAPHORE_WORKFLOW_ID", "SEMAPHORE_PIPELINE_ID"),
-        job=env.get("SEMAPHORE_JOB_NAME"),
-        pr=env.get("SEMAPHORE_GIT_PR_NUMBER"),
-        os=env.get("SEMAPHORE_AGENT_MACHINE_OS_IMAGE"),
-    )
-
-
-# (name, detection, reader): the first matching row wins. Woodpecker comes before GitLab
-# because both use CI_* names; detection is by each service's own marker variable.
-PROVIDERS: tuple[tuple[str, Callable[[Env], bool], Callable[[Env], CiInfo]], ...] = (
-    ("github-actions", lambda e: e.get("GITHUB_ACTIONS") == "true", _github),
-    ("woodpecker", lambda e: e.get("CI") == "woodpecker", _woodpecker),
-    ("gitlab", lambda e: e.get("GITLAB_CI") == "true", _gitlab),
-    ("circleci", lambda e: e.get("CIRCLECI") == "true", _circleci),
-    ("buildkite", lambda e: e.get("BUILDKITE") == "true", _buildkite),
-    ("azure-pipelines", lambda e: e.get("TF_BUILD", "").lower() == "true", _azure),
-    ("bitbucket", lambda e: bool(e.get("BITBUCKET_BUILD_NUMBER")), _bitbucket),
-    ("drone", lambda e: e.get("DRONE") == "true", _drone),
-    ("teamcity", lambda e: bool(e.get("TEAMCITY_VERSION")), _teamcity),
-    ("travis", lambda e: e.get("TRAVIS") == "true", _travis),
-    ("semaphore", lambda e: e.get("SEMAPHORE") == "true", _semaphore),
-    ("jenkins", lambda e: bool(e.get("JENKINS_URL")), _jenkins),
+# The first matching row wins. Woodpecker comes before GitLab because both use CI_* names;
+# detection is by each service's own marker variable.
+PROVIDERS: tuple[Provider, ...] = (
+    Provider(
+        "github-actions",
+        lambda e: e.get("GITHUB_ACTIONS") == "true",
+        {
+            "commit": ("GITHUB_SHA",),
+            # GITHUB_REF_NAME is "123/merge" on pull requests; the head ref is the branch.
+            "branch": ("GITHUB_HEAD_REF", "GITHUB_REF_NAME"),
+            "pipeline": ("GITHUB_RUN_ID",),
+            "job": ("GITHUB_JOB",),
+            "run_attempt": ("GITHUB_RUN_ATTEMPT",),
+            "pr": ("GITHUB_REF",),
+            "os": ("RUNNER_OS",),
+        },
+        {"pr": _github_pr},
+    ),
+    Provider(
+        "woodpecker",
+        lambda e: e.get("CI") == "woodpecker",
+        {
+            "commit": ("CI_COMMIT_SHA",),
+            "branch": ("CI_COMMIT_SOURCE_BRANCH", "CI_COMMIT_BRANCH"),
+            "pipeline": ("CI_PIPELINE_NUMBER",),
+            "job": ("CI_WORKFLOW_NAME", "CI_STEP_NAME"),
+            "pr": ("CI_COMMIT_PULL_REQUEST",),
+            "os": ("CI_SYSTEM_PLATFORM",),
+        },
+        {"os": _os_of_platform},
+    ),
+    Provider(
+        "gitlab",
+        lambda e: e.get("GITLAB_CI") == "true",
+        {
+            "commit": ("CI_COMMIT_SHA",),
+            "branch": ("CI_MERGE_REQUEST_SOURCE_BRANCH_NAME", "CI_COMMIT_REF_NAME"),
+            "pipeline": ("CI_PIPELINE_ID",),
+            "job": ("CI_JOB_NAME",),
+            "pr": ("CI_MERGE_REQUEST_IID",),
+            "os": ("CI_RUNNER_EXECUTABLE_ARCH",),
+        },
+        {"os": _os_of_platform},
+    ),
+    Provider(
+        "circleci",
+        lambda e: e.get("CIRCLECI") == "true",
+        {
+            "commit": ("CIRCLE_SHA1",),
+            "branch": ("CIRCLE_BRANCH",),
+            "pipeline": ("CIRCLE_WORKFLOW_ID",),
+            "job": ("CIRCLE_JOB",),
+            "pr": ("CIRCLE_PR_NUMBER", "CIRCLE_PULL_REQUEST"),
+        },
+        {"pr": _number},
+    ),
+    Provider(
+        "buildkite",
+        lambda e: e.get("BUILDKITE") == "true",
+        {
+            "commit": ("BUILDKITE_COMMIT",),
+            "branch": ("BUILDKITE_BRANCH",),
+            "pipeline": ("BUILDKITE_BUILD_ID",),
+            "job": ("BUILDKITE_LABEL", "BUILDKITE_STEP_KEY"),
+            "run_attempt": ("BUILDKITE_RETRY_COUNT",),
+            "pr": ("BUILDKITE_PULL_REQUEST",),
+            "os": ("BUILDKITE_AGENT_META_DATA_OS",),
+        },
+        {"run_attempt": _attempt_of_retries, "pr": _number},
+    ),
+    Provider(
+        "azure-pipelines",
+        lambda e: e.get("TF_BUILD", "").lower() == "true",
+        {
+            "commit": ("BUILD_SOURCEVERSION",),
+            "branch": ("SYSTEM_PULLREQUEST_SOURCEBRANCH", "BUILD_SOURCEBRANCH"),
+            "pipeline": ("BUILD_BUILDID",),
+            "job": ("SYSTEM_JOBDISPLAYNAME", "SYSTEM_JOBNAME"),
+            "run_attempt": ("SYSTEM_JOBATTEMPT",),
+            "pr": ("SYSTEM_PULLREQUEST_PULLREQUESTNUMBER", "SYSTEM_PULLREQUEST_PULLREQUESTID"),
+            "os": ("AGENT_OS",),
+        },
+        {"branch": _branch_of_ref},
+    ),
+    Provider(
+        "bitbucket",
+        lambda e: bool(e.get("BITBUCKET_BUILD_NUMBER")),
+        {
+            "commit": ("BITBUCKET_COMMIT",),
+            "branch": ("BITBUCKET_BRANCH",),
+            "pipeline": ("BITBUCKET_PIPELINE_UUID", "BITBUCKET_BUILD_NUMBER"),
+            "job": ("BITBUCKET_STEP_UUID",),
+            "pr": ("BITBUCKET_PR_ID",),
+        },
+    ),
+    Provider(
+        "drone",
+        lambda e: e.get("DRONE") == "true",
+        {
+            "commit": ("DRONE_COMMIT_SHA", "DRONE_COMMIT"),
+            "branch": ("DRONE_SOURCE_BRANCH", "DRONE_BRANCH"),
+            "pipeline": ("DRONE_BUILD_NUMBER",),
+            "job": ("DRONE_STAGE_NAME", "DRONE_STEP_NAME"),
+            "pr": ("DRONE_PULL_REQUEST",),
+            "os": ("DRONE_STAGE_OS",),
+        },
+    ),
+    Provider(
+        "teamcity",
+        lambda e: bool(e.get("TEAMCITY_VERSION")),
+        # TeamCity passes no branch to the environment unless the build maps one (env.BRANCH_NAME).
+        {
+            "commit": ("BUILD_VCS_NUMBER",),
+            "branch": ("BRANCH_NAME",),
+            "pipeline": ("BUILD_NUMBER",),
+            "job": ("TEAMCITY_BUILDCONF_NAME",),
+        },
+    ),
+    Provider(
+        "travis",
+        lambda e: e.get("TRAVIS") == "true",
+        {
+            "commit": ("TRAVIS_COMMIT",),
+            "branch": ("TRAVIS_PULL_REQUEST_BRANCH", "TRAVIS_BRANCH"),
+            "pipeline": ("TRAVIS_BUILD_ID",),
+            "job": ("TRAVIS_JOB_NAME", "TRAVIS_JOB_NUMBER"),
+            "pr": ("TRAVIS_PULL_REQUEST",),
+            "os": ("TRAVIS_OS_NAME",),
+        },
+        {"pr": _number},
+    ),
+    Provider(
+        "semaphore",
+        lambda e: e.get("SEMAPHORE") == "true",
+        {
+            "commit": ("SEMAPHORE_GIT_SHA",),
+            "branch": ("SEMAPHORE_GIT_PR_BRANCH", "SEMAPHORE_GIT_BRANCH"),
+            "pipeline": ("SEMAPHORE_WORKFLOW_ID", "SEMAPHORE_PIPELINE_ID"),
+            "job": ("SEMAPHORE_JOB_NAME",),
+            "pr": ("SEMAPHORE_GIT_PR_NUMBER",),
+            "os": ("SEMAPHORE_AGENT_MACHINE_OS_IMAGE",),
+        },
+    ),
+    Provider(
+        "jenkins",
+        lambda e: bool(e.get("JENKINS_URL")),
+        {
+            "commit": ("GIT_COMMIT",),
+            "branch": ("CHANGE_BRANCH", "BRANCH_NAME", "GIT_BRANCH"),
+            "pipeline": ("BUILD_TAG", "BUILD_NUMBER"),
+            "job": ("STAGE_NAME", "JOB_NAME"),
+            "pr": ("CHANGE_ID",),
+        },
+    ),
 )
 
 
 def detect_ci(env: Env) -> CiInfo:
     """The CI service running this process and what it tells; CiInfo() outside CI."""
-    for name, detect, read in PROVIDERS:
-        if detect(env):
-            info = read(env)
-            return CiInfo(name, *(getattr(info, f) or None for f in _FIELDS))
+    for provider in PROVIDERS:
+        if provider.detect(env):
+            return provider.read(env)
     return CiInfo()
-
-
-_FIELDS = ("commit", "branch", "pipeline", "job", "run_attempt", "pr", "os")

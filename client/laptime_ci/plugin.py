@@ -8,6 +8,10 @@ the uploader and the shard client are imported when used.
 Under pytest-xdist each worker attaches its per-test record to the teardown report (a plain
 JSON-able attribute, which xdist ships to the controller with the report itself) and its own
 peak RSS and measuring method to `workeroutput`; only the controller writes the one merged file.
+
+Why one module (over 500 lines): pytest finds the hooks on this registered module, and the
+hooks, the item recorder and the report writer share per-item state; memory measurement
+(plugin_memory.py), upload and sharding already live apart.
 """
 
 from __future__ import annotations

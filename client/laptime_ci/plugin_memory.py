@@ -13,6 +13,9 @@ Two methods (docs/plugin.md has the long form):
   into the next test's peak.
 
 Stdlib only at import time: the plugin imports this module from pytest's entry point.
+
+Why one module (just over 500 lines): both measuring methods serve one window interface behind
+`PeakRssMonitor`, which picks one at start; apart they would always be imported together.
 """
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def test_each_service_is_read_from_its_documented_variables(service: str) -> Non
 
 
 def test_every_provider_has_a_case() -> None:
-    assert {name for name, _, _ in PROVIDERS} == set(CASES)
+    assert {provider.name for provider in PROVIDERS} == set(CASES)
 
 
 def test_placeholders_are_unknown_not_values() -> None:

@@ -14,9 +14,9 @@ from sqlalchemy import Connection, Engine
 from analysis.filters import Filters
 from analysis.split_plan import SplitOptions
 from app.db.projects import get_project
-from app.db.queries import load_run_results, load_runs, run_days
-from app.project_reads import SharedFrames, run_results
-from app.recommend import RecommendationError, load_history, split_recommendation
+from app.db.repository import load_run_results, load_runs, run_days
+from app.services.project_reads import SharedFrames, run_results
+from app.services.recommendations import RecommendationError, load_history, split_recommendation
 from ingest.merge import merge_reports
 from tests.conftest import Database, ProjectFixture
 from tests.server.test_store import _report, _store
@@ -93,7 +93,7 @@ def test_run_results_are_kept_per_run_and_read_once(
 
     with engine.connect() as conn:
         first_ids = [int(i) for i in load_runs(conn, matrix.id, Filters())["run_id"]]
-    with engine.connect() as conn, patch("app.project_reads.load_run_results", counting):
+    with engine.connect() as conn, patch("app.services.project_reads.load_run_results", counting):
         first = run_results(conn, matrix.id, first_ids, shared)
         again = run_results(conn, matrix.id, first_ids, shared)
     assert len(first) == len(again) == 2 * 3 * len(CELLS)
@@ -115,7 +115,7 @@ def test_run_results_are_kept_per_run_and_read_once(
         job="py3.12",
         labels={"python": "3.12"},
     )
-    with engine.connect() as conn, patch("app.project_reads.load_run_results", counting):
+    with engine.connect() as conn, patch("app.services.project_reads.load_run_results", counting):
         latest = run_results(conn, matrix.id, [*first_ids, newer], shared)
     # Only the new run was read; its row is there with its own values.
     assert reads[-1] == [newer]

@@ -9,8 +9,8 @@ import psycopg
 from sqlalchemy import Engine, text
 
 from analysis.filters import Filters
-from app.db.queries import FactPart, load_fact_sums
 from app.db.retention import prune_before
+from app.db.rollup_reads import FactPart, load_fact_sums
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, results_frame
 from ingest.store import RunMetadata, store_run

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine
 
-from app.db.queries import copy_numeric_frame, load_test_dictionary
-from app.project_reads import FrameCache, SharedFrames, project_rollup, window_filters
+from app.db.copy_frames import copy_numeric_frame
+from app.db.repository import load_test_dictionary
+from app.services.project_reads import FrameCache, SharedFrames, project_rollup, window_filters
 from ingest.merge import merge_reports
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.server.test_rollup_api import get, junit

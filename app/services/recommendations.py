@@ -28,9 +28,9 @@ from analysis.shards import Shard, assign_shards, plan_id
 from analysis.split_options import SplitOptions
 from analysis.split_plan import SplitPlan, plan_splits
 from app.db.projects import Project
-from app.db.queries import load_run_results, load_runs, run_days, with_tests
+from app.db.repository import load_run_results, load_runs, run_days, with_tests
 from app.db.runners import runner_of_runs
-from app.project_reads import kept_test_dictionary, run_results
+from app.services.project_reads import kept_test_dictionary, run_results
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 
 # Recommendations look at the latest runs of each job; older history only slows them down.

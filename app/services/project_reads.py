@@ -18,17 +18,14 @@ from sqlalchemy import Connection, text
 from analysis.filters import Filters
 from analysis.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
 from analysis.rollups import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, rollup
-from app.db.queries import (
-    FactPart,
-    facts_from_sums,
-    load_fact_sums,
-    load_file_facts,
+from app.db.repository import (
     load_run_results,
     load_runs,
     load_test_dictionary,
     run_days,
     tests_version,
 )
+from app.db.rollup_reads import FactPart, facts_from_sums, load_fact_sums, load_file_facts
 
 # Which rollup-table columns a dimension needs kept apart.
 _CELL_COLUMN = {"job": "job", "machine": "machine", "branch": "branch"}

@@ -1,0 +1,1 @@
+"""The service layer: reads and recommendations both edges (API and pages) call."""
