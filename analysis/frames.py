@@ -27,11 +27,13 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "param_values",  # dict[str, str] | None: argname -> id/repr of the value (plugin only)
     "markers",  # list[str] | None: None = unknown (JUnit), [] = known to have none
     "outcome",  # one of OUTCOMES
-    "duration_s",  # float (NaN = unknown): all phases of the final attempt together
+    "duration_s",  # float (NaN = unknown): all phases of every attempt together
     "setup_s",  # float (NaN = unknown)
     "call_s",  # float (NaN = unknown)
     "teardown_s",  # float (NaN = unknown)
     "attempts",  # int >= 1: reruns of the same test collapsed into one result
+    "last_attempt_s",  # float: the last attempt's own seconds when attempts > 1 (NaN: one
+    # attempt, or a report that does not say, like Surefire's rerun children)
     "flaky",  # bool: failed at least once, then passed
     "peak_rss_mib",  # float (NaN = unknown): peak RSS reached while the test ran
     "worker",  # str | None: xdist worker id ("gw0")

@@ -12,7 +12,14 @@ from analysis.frames import OUTCOMES, RESULT_COLUMNS
 __all__ = ["OUTCOMES", "RESULT_COLUMNS", "ParsedReport", "ReportParseError", "SessionInfo"]
 
 ReportFormat = Literal["junit", "durations", "laptime-json", "nunit", "trx"]
-FLOAT_COLUMNS = ("duration_s", "setup_s", "call_s", "teardown_s", "peak_rss_mib")
+FLOAT_COLUMNS = (
+    "duration_s",
+    "setup_s",
+    "call_s",
+    "teardown_s",
+    "last_attempt_s",
+    "peak_rss_mib",
+)
 
 
 @dataclass(frozen=True)

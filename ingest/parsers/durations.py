@@ -303,6 +303,13 @@ def _results_from_rows(
     stacked = np.where(known, sums, np.nan).T if n else np.zeros((3, 0))
     columns = {f"{phase}_s": stacked[index] for index, phase in enumerate(PHASES)}
     total = np.where(known.any(axis=1), np.nansum(stacked, axis=0), np.nan) if n else np.zeros(0)
+    attempts = counts.max(axis=1) if n else np.zeros(0, np.int64)
+    # Each phase's last row is the last attempt's: its phases together are that attempt's time.
+    _, last_reversed = np.unique(key[::-1], return_index=True)
+    last_rows = len(key) - 1 - last_reversed
+    last_phase = np.full(n * len(PHASES), np.nan)
+    last_phase[key[last_rows]] = seconds[last_rows]
+    last_attempt = np.nansum(last_phase.reshape(n, len(PHASES)), axis=1) if n else np.zeros(0)
     names = list(uniques)
     parts = split_nodeids(names)
     frame = results_frame(
@@ -314,7 +321,8 @@ def _results_from_rows(
             "params": parts["params"].to_numpy(),
             "outcome": ["passed"] * n,
             "duration_s": total,
-            "attempts": counts.max(axis=1) if n else np.zeros(0, np.int64),
+            "attempts": attempts,
+            "last_attempt_s": np.where(attempts > 1, last_attempt, np.nan),
             **columns,
         }
     )

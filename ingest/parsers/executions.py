@@ -64,6 +64,8 @@ def merge_reruns(columns: dict[str, Any], *, flaky_marks: np.ndarray[Any, Any]) 
     earlier_failures = failures - failed[last]
     collapsed["attempts"] = attempts.astype(np.int64)
     collapsed["duration_s"] = np.where(any_known, total, np.nan)
+    # The sum is what the machine paid; the last attempt's own time is kept beside it.
+    collapsed["last_attempt_s"] = np.where(attempts > 1, durations[last], np.nan)
     collapsed["flaky"] = ((collapsed["outcome"] == "passed") & (earlier_failures > 0)) | columns[
         "flaky"
     ][last]

@@ -294,6 +294,7 @@ def _build(columns: dict[str, list[Any]], session: SessionInfo) -> ParsedReport:
     known_phase = ~np.isnan(phases)
     phase_sum = np.where(known_phase.any(axis=0), np.nansum(phases, axis=0), np.nan)
     duration = np.where(np.isnan(duration), phase_sum, duration)
+    attempts = np.array([a if a is not None else 1 for a in columns["attempts"]], dtype=np.int64)
     messages = [
         m[:MESSAGE_MAX_CHARS] if m is not None and len(m) > MESSAGE_MAX_CHARS else m
         for m in columns["message"]
@@ -312,7 +313,9 @@ def _build(columns: dict[str, list[Any]], session: SessionInfo) -> ParsedReport:
             "setup_s": phases[0],
             "call_s": phases[1],
             "teardown_s": phases[2],
-            "attempts": [a if a is not None else 1 for a in columns["attempts"]],
+            "attempts": attempts,
+            # The plugin sums every attempt into duration_s and keeps the last one's phases.
+            "last_attempt_s": np.where(attempts > 1, phase_sum, np.nan),
             "flaky": [f is True for f in columns["flaky"]],
             "peak_rss_mib": np.array(columns["peak_rss_mib"], dtype=np.float64),
             "worker": columns["worker"],
