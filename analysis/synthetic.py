@@ -385,6 +385,8 @@ def _generate_day(
             "call_s": call.ravel(),
             "teardown_s": teardown.ravel(),
             "attempts": np.where(flaky, 2, 1).astype(np.int8).ravel(),
+            # A flaky test's two attempts are taken as equal halves of its time.
+            "last_attempt_s": np.where(flaky, duration / 2, np.nan).ravel(),
             "flaky": flaky.ravel(),
             "peak_rss_mib": rss.ravel(),
             "worker": cat(worker.ravel().astype(np.int8),

@@ -59,6 +59,7 @@ def baseline_print(path: str) -> None:
                     "call_s": None,
                     "teardown_s": None,
                     "attempts": 1,
+                    "last_attempt_s": None,
                     "flaky": False,
                     "suite": "pytest",
                     "message": message,
