@@ -29,6 +29,7 @@ from app.db.uploads import (
     insert_upload,
     requeue_upload,
 )
+from app.settings import Settings
 
 router = APIRouter(prefix="/api/v1", tags=["uploads"])
 READ_CHUNK_BYTES = 1 << 20
@@ -120,8 +121,11 @@ def create_upload(
     return _answer(receipt)
 
 
-def _own_upload(conn: Connection, grant: TokenGrant, upload_id: int) -> dict[str, Any]:
-    doc = get_upload(conn, upload_id)
+def _own_upload(
+    conn: Connection, grant: TokenGrant, upload_id: int, settings: Settings
+) -> dict[str, Any]:
+    # The workers' own lease: a claim is "processing" exactly as long as it cannot be taken over.
+    doc = get_upload(conn, upload_id, lease_s=settings.worker_lease_s)
     if doc is None:
         raise ApiError(404, "upload-not-found", f"no upload {upload_id}")
     if doc["project_id"] != grant.project.id:
@@ -130,7 +134,9 @@ def _own_upload(conn: Connection, grant: TokenGrant, upload_id: int) -> dict[str
 
 
 @router.get("/uploads/{upload_id}")
-def read_upload(upload_id: int, request: Request, conn: ConnDep) -> dict[str, Any]:
+def read_upload(
+    upload_id: int, request: Request, conn: ConnDep, settings: SettingsDep
+) -> dict[str, Any]:
     """Status of an upload: queued, processing, done (with counts) or failed (with the error).
 
     Any token of the upload's project may read it.
@@ -138,16 +144,18 @@ def read_upload(upload_id: int, request: Request, conn: ConnDep) -> dict[str, An
     grant = grant_of(request, conn)
     if grant is None:
         raise ApiError(401, "token-required", "a token is required")
-    return _own_upload(conn, grant, upload_id)
+    return _own_upload(conn, grant, upload_id, settings)
 
 
 @router.post("/uploads/{upload_id}/retry")
-def retry_upload(upload_id: int, request: Request, conn: ConnDep) -> dict[str, Any]:
+def retry_upload(
+    upload_id: int, request: Request, conn: ConnDep, settings: SettingsDep
+) -> dict[str, Any]:
     """Put a failed upload back in the queue (an upload or admin token of its project).
 
     Its attempts start again from zero; 409 when the upload is not failed.
     """
-    doc = _own_upload(conn, _grant(request, conn, "upload"), upload_id)
+    doc = _own_upload(conn, _grant(request, conn, "upload"), upload_id, settings)
     if not requeue_upload(conn, upload_id):
         raise ApiError(
             409, "upload-not-failed", f"upload {upload_id} is {doc['status']}, not failed"

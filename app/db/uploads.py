@@ -190,7 +190,7 @@ def _find_existing(
     return UploadReceipt(id=int(row[0]), status=row[1], duplicate=True) if row else None
 
 
-def get_upload(conn: Connection, upload_id: int, *, lease_s: float = 60.0) -> dict[str, Any] | None:
+def get_upload(conn: Connection, upload_id: int, *, lease_s: float) -> dict[str, Any] | None:
     """The status document of one upload (what GET /api/v1/uploads/{id} answers).
 
     "processing" only while a worker whose heartbeat is younger than `lease_s` holds it: a

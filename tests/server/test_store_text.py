@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.db.uploads import get_upload
+from app.settings import Settings
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, results_frame
 from ingest.store import KnownTests, RunMetadata, store_run
@@ -29,7 +30,7 @@ def _ingest(url: str, body: bytes) -> dict[str, Any]:
 
     engine = create_engine(url)
     with engine.connect() as conn:
-        doc = get_upload(conn, upload_id)
+        doc = get_upload(conn, upload_id, lease_s=Settings().worker_lease_s)
     engine.dispose()
     assert doc is not None
     return doc

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import create_engine
 
 from app.db.uploads import get_upload
+from app.settings import Settings
 from ingest.worker import WorkerConfig, drain, run_worker
 from tests.factories import junit_xml
 from tests.server.conftest import queue_upload, scalar, sqlalchemy_to_dsn, wait_for
@@ -22,7 +23,7 @@ def _status(url: str, upload_id: int) -> dict:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            doc = get_upload(conn, upload_id)
+            doc = get_upload(conn, upload_id, lease_s=Settings().worker_lease_s)
     finally:
         engine.dispose()
     assert doc is not None
