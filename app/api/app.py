@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
+from app.api.accuracy import router as accuracy_router
 from app.api.errors import install_error_handlers
 from app.api.header_limit import HeaderLimit
 from app.api.health import router as health_router
@@ -39,6 +40,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(uploads_router)
     app.include_router(projects_router)
     app.include_router(recommendations_router)
+    app.include_router(accuracy_router)
     mount_pages(app)
 
     return app

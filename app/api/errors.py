@@ -26,6 +26,7 @@ API_ERROR_CODES: dict[str, str] = {
     "upload-not-failed": "only a failed upload can be re-queued",
     "database-unavailable": "the database cannot be reached right now; retry later",
     "internal-error": "an unexpected server error",
+    "plan-not-found": "no stored plan has this id in this project",
 }
 # What a 503 asks clients to wait before retrying: long enough for a Postgres restart to
 # finish accepting connections, short enough that CI jobs do not idle.
