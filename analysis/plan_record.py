@@ -9,6 +9,7 @@ handed out.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -114,15 +115,18 @@ def shard_plan_record(
     *,
     cell: str,
     setup_s: float | None,
+    workers: int = 1,
     machine: str | None = None,
     price_per_min: Mapping[str, float] | None = None,
 ) -> PlanRecord:
     """A shard assignment as a plan: each shard's wall is the history's setup plus its tests
-    (the shards API predicts test seconds only; setup None counts as 0 s)."""
+    over the history's xdist workers (the shards API predicts test seconds only; setup None
+    counts as 0 s)."""
     price = price_per_min.get(machine) if price_per_min and machine else None
+    workers = max(workers, 1)
     jobs = []
     for shard in shards:
-        wall = (setup_s or 0.0) + shard.predicted_s
+        wall = (setup_s or 0.0) + shard.predicted_s / workers
         members, total = _bounded(shard.members)
         jobs.append(
             PredictedJob(
@@ -131,6 +135,7 @@ def shard_plan_record(
                 wall_s=wall,
                 tests_s=shard.predicted_s,
                 setup_s=setup_s,
+                workers=workers,
                 machine=machine,
                 cost=None if price is None else wall / 60.0 * price,
                 n_tests=len(shard.nodeids),
@@ -158,7 +163,7 @@ def split_plan_record(cell: str, answer: Mapping[str, Any]) -> PlanRecord:
     for index, job in enumerate(answer["jobs"], start=1):
         workers = max(int(job.get("workers") or 1), 1)
         members, total = _bounded(list(job.get("members", ())))
-        parts = job.get("parts")
+        parts = job.get("parts") if isinstance(job.get("parts"), Mapping) else {}
         jobs.append(
             PredictedJob(
                 index=index,
@@ -172,10 +177,25 @@ def split_plan_record(cell: str, answer: Mapping[str, Any]) -> PlanRecord:
                 n_tests=int(job.get("n_tests") or 0),
                 members=members,
                 members_total=total,
-                parts=dict(parts) if isinstance(parts, Mapping) else {},
+                parts=_finite_parts(parts),
             )
         )
     return PlanRecord(split_plan_id(cell, answer["jobs"]), "split", cell, tuple(jobs))
+
+
+def _finite_parts(parts: Mapping[str, Any]) -> dict[str, float]:
+    """The model's named parts that are numbers (an unknown part is left out, never 0)."""
+    return {
+        str(name): float(value)
+        for name, value in parts.items()
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    }
+
+
+def median_workers(runs: pd.DataFrame) -> int:
+    """The history's typical xdist worker count (1 without runs)."""
+    workers = pd.to_numeric(runs["xdist_workers"], errors="coerce").dropna()
+    return max(int(workers.median()), 1) if len(workers) else 1
 
 
 def median_setup_s(runs: pd.DataFrame) -> float | None:

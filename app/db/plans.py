@@ -47,6 +47,14 @@ def store_plan(conn: Connection, project_id: int, record: PlanRecord) -> None:
 
 
 def _prune(conn: Connection, project_id: int) -> None:
+    # One pruner per project at a time: two deleting overlapping rows could deadlock, and the
+    # one that skips leaves at most a plan or two over the cap until the next insert.
+    locked = conn.execute(
+        text("SELECT pg_try_advisory_xact_lock(727018, hashint8(:project))"),
+        {"project": project_id},
+    ).scalar_one()
+    if not locked:
+        return
     conn.execute(
         text(
             """

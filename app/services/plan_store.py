@@ -11,7 +11,12 @@ from sqlalchemy import Connection
 
 from analysis.calibration import Calibration, calibrate
 from analysis.plan_accuracy import job_samples, plan_accuracy
-from analysis.plan_record import median_setup_s, shard_plan_record, split_plan_record
+from analysis.plan_record import (
+    median_setup_s,
+    median_workers,
+    shard_plan_record,
+    split_plan_record,
+)
 from analysis.shards import Shard
 from app.db.plans import load_plan_runs, load_plans, store_plan
 from app.db.projects import Project
@@ -40,14 +45,16 @@ def record_shard_plan(
     prices: dict[str, float] | None,
 ) -> str:
     """Store a shard assignment as a plan, each shard's wall = the history's setup + its tests."""
-    machine = None
+    machine, setup_s, workers = None, None, 1
     if runs is not None and len(runs):
         machines = runs["machine"].dropna().value_counts()
         machine = str(machines.index[0]) if len(machines) else None
+        setup_s, workers = median_setup_s(runs), median_workers(runs)
     record = shard_plan_record(
         shards,
         cell="",
-        setup_s=median_setup_s(runs) if runs is not None else None,
+        setup_s=setup_s,
+        workers=workers,
         machine=machine,
         price_per_min=prices,
     )
