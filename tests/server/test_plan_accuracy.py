@@ -5,6 +5,7 @@ with the errors this test computes on its own."""
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -13,7 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine, text
 
-from tests.conftest import LiveServer, ProjectFixture, make_project
+from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.uploads import upload_all
 
 # History: four files, one test each; every history job took 130 s for 100 s of tests, so
@@ -225,3 +226,27 @@ def test_without_a_plan_id_the_executed_plans_are_listed_and_errors_are_typed(
     assert too_many.status_code == 422
     assert too_many.json()["code"] == "invalid-field"
     assert httpx.get(f"{live_server.url}{path}").status_code == 401
+
+
+def test_laptime_accuracy_prints_the_same_numbers(executed: Executed, database: Database) -> None:
+    from click.testing import CliRunner
+
+    from app.cli.main import cli
+
+    runner = CliRunner()
+    env = {"DATABASE_URL": database.url}
+    args = ["accuracy", "--project", executed.project.slug, "--plan", executed.plan_id]
+    answer = runner.invoke(cli, [*args, "--json"], env=env)
+    assert answer.exit_code == 0, answer.output
+    pipelines = {p["pipeline"]: p for p in json.loads(answer.output)["plans"][0]["pipelines"]}
+    walls = [w for _, w in MEASURED["pipe-1"].values()]
+    assert pipelines["pipe-1"]["wait_s"]["measured"] == pytest.approx(max(walls))
+    text_answer = runner.invoke(cli, args, env=env)
+    assert text_answer.exit_code == 0, text_answer.output
+    assert f"shard plan {executed.plan_id} (2 jobs)" in text_answer.output
+    assert "  pipeline pipe-1\n" in text_answer.output
+    missing = runner.invoke(
+        cli, ["accuracy", "--project", executed.project.slug, "--plan", "x"], env=env
+    )
+    assert missing.exit_code == 1
+    assert "no plan 'x'" in missing.output
