@@ -157,6 +157,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (403, "the token's scope or project does not allow this (`token-scope`)"),
         (404, "no such project, or no plan `plan` in it (`plan-not-found`)"),
         (422, "an invalid parameter (`invalid-field`, `detail` names it)"),
+        (429, "too many failed authentications from this address; see Retry-After"),
+        (500, "an unexpected server error (`internal-error`); it was logged"),
         (503, "the database is unavailable (`database-unavailable`); retry after Retry-After"),
     )
 }
