@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
+from app.api.docs_ui import mount_docs
 from app.api.errors import install_error_handlers
 from app.api.header_limit import HeaderLimit
 from app.api.health import router as health_router
@@ -28,6 +29,12 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
         version="0.1.0",
         description="Where your CI time goes, and what to change. REST API v1.",
         lifespan=_lifespan,
+        # /docs is served by app.api.docs_ui from the installed bundle, not from a CDN.
+        docs_url=None,
+        redoc_url=None,
+        # One schema per model: a field with a default is optional in answers as in requests
+        # (answers leave unset fields out, see app.api.responses.answers).
+        separate_input_output_schemas=False,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -39,6 +46,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(uploads_router)
     app.include_router(projects_router)
     app.include_router(recommendations_router)
+    mount_docs(app)
     mount_pages(app)
 
     return app
