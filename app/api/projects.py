@@ -123,7 +123,7 @@ def tokens(project: AdminProject, conn: ConnDep) -> dict[str, Any]:
     return {"tokens": [t.to_dict() for t in list_tokens(conn, project)]}
 
 
-@router.post("/tokens", status_code=201, **answers(NewToken, *PROJECT_ERRORS))
+@router.post("/tokens", status_code=201, **answers(NewToken, 400, *PROJECT_ERRORS))
 def create_token(project: AdminProject, conn: ConnDep, body: TokenRequest) -> dict[str, Any]:
     """Create a token (admin token). The answer holds the secret, this once."""
     assert body.scope in SCOPES

@@ -148,7 +148,7 @@ def shards(
     return _shards(conn, project, filters, total, index, None)
 
 
-@router.post("/shards", **answers(Shards, *PROJECT_ERRORS))
+@router.post("/shards", **answers(Shards, 400, *PROJECT_ERRORS))
 def shards_for_collected(
     project: ReadProject,
     conn: ConnDep,
@@ -256,7 +256,7 @@ def read_catalogue(project: ReadProject) -> dict[str, Any]:
     }
 
 
-@router.put("/catalogue", **answers(CatalogueSet, *PROJECT_ERRORS))
+@router.put("/catalogue", **answers(CatalogueSet, 400, *PROJECT_ERRORS))
 def write_catalogue(
     project: AdminProject,
     conn: ConnDep,

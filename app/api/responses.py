@@ -43,7 +43,7 @@ class InvalidFieldBody(ApiModel):
 
 
 _ERRORS: dict[int, tuple[str, Any]] = {
-    400: ("The body cannot be parsed (`malformed-body`).", ErrorBody),
+    400: ("The body cannot be decoded or parsed (`malformed-body`).", ErrorBody),
     401: (
         "No token, or an unknown, expired or revoked one (`token-required`, `token-invalid`).",
         ErrorBody,
