@@ -10,8 +10,10 @@ no shrinking (a failure is recorded with the request that caused it, not minimis
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 import requests
 import schemathesis
@@ -27,8 +29,9 @@ from schemathesis.specs.openapi.checks import (
 )
 from sqlalchemy import Engine
 
-from tests.conftest import LiveServer, ProjectFixture
-from tests.server.test_request_bounds import small  # noqa: F401 (the module's data fixture)
+from tests.conftest import LiveServer, ProjectFixture, make_project
+from tests.server.test_rollup_api import junit
+from tests.server.test_upload_flow import upload, wait_done
 
 # (generation mode, the project's own slug in the path?): valid input that reaches the
 # planners, invalid query/body on the real project (not stopped at a 404 for the slug), and
@@ -47,6 +50,51 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
 ]
+
+
+@pytest.fixture(scope="module")
+def rich(live_server: LiveServer, engine: Engine) -> ProjectFixture:
+    """A project whose every read answers 200 with rows, so every answer model meets data:
+    one pipeline on two OSes (same commit: matrix evidence), machine types the shipped github
+    catalogue knows (sizing), a parametrized test (explosions), mac three times slower."""
+    project = make_project(engine)
+    today = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0).isoformat()
+    for os_name, machine, slower in (
+        ("linux", "ubuntu-latest", 1.0),
+        ("macos", "macos-latest", 3.0),
+    ):
+        cases = [("tests.test_a", f"t{i}", (2.0 + i) * slower, "passed") for i in range(4)]
+        cases += [
+            ("tests.test_p", f"test_param[{x}-{n}]", n * slower, "passed")
+            for x in ("x", "y")
+            for n in (1, 2)
+        ]
+        response = upload(
+            live_server,
+            project.upload_token,
+            [(f"{os_name}.xml", junit(cases))],
+            job=f"test-{os_name}",
+            pipeline="pipe-1",
+            commit="c0ffee",
+            branch="main",
+            machine=machine,
+            label=[f"os={os_name}"],
+            wall_s=str(40 * slower),
+            peak_rss_mib="900",
+            started_at=today,
+        )
+        assert response.status_code == 202, response.text
+        done = wait_done(live_server, project.upload_token, response.json()["id"])
+        assert done["status"] == "done", done
+    # A declared catalogue: GET /catalogue then answers the catalogue itself.
+    declared = httpx.put(
+        f"{live_server.url}/api/v1/projects/{project.slug}/catalogue",
+        json={"name": "github"},
+        headers={"Authorization": f"Bearer {project.admin_token}"},
+        timeout=30,
+    )
+    assert declared.status_code == 200, declared.text
+    return project
 
 
 @dataclass(frozen=True)
@@ -102,13 +150,12 @@ def exercise(
 @pytest.mark.slow
 def test_generated_requests_answer_as_the_schema_says(
     live_server: LiveServer,
-    engine: Engine,
-    small: ProjectFixture,  # noqa: F811
+    rich: ProjectFixture,
 ) -> None:
     schema = schemathesis.openapi.from_url(f"{live_server.url}/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]  # type: ignore[union-attr]
     assert len(operations) >= 10, [op.label for op in operations]
-    headers = {"Authorization": f"Bearer {small.admin_token}"}
+    headers = {"Authorization": f"Bearer {rich.admin_token}"}
     errors: list[ServerError] = []
     seen: set[tuple[str, str]] = set()
     unsatisfiable: set[str] = set()
@@ -121,7 +168,7 @@ def test_generated_requests_answer_as_the_schema_says(
                 strategy = operation.as_strategy(
                     generation_mode=mode,
                     headers=headers,
-                    path_parameters={"slug": small.slug} if has_slug and own_slug else None,
+                    path_parameters={"slug": rich.slug} if has_slug and own_slug else None,
                 )
                 pass_name = f"{mode}{'' if own_slug else '-slug'}"
                 try:
