@@ -38,7 +38,9 @@ def rollups(
     project: ReadProject,
     conn: ConnDep,
     filters: FiltersDep,
-    by: Annotated[Text, Query(description="file|function|test|marker|job|label:<key>")] = "file",
+    by: Annotated[
+        Text, Query(description="file, function, test, marker, job, machine, branch or `label:KEY`")
+    ] = "file",
     within: Annotated[Text | None, Query(description="parent dimension for parent_share")] = None,
     sort: Annotated[Text, Query(description="column to sort rows by")] = "total_s",
     desc: bool = True,
