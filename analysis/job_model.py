@@ -188,8 +188,8 @@ def _median(values: pd.Series) -> float | None:
 def quiet_wall(wall: pd.Series, cpu: pd.Series, share: pd.Series) -> pd.Series:
     """A result's wall on a quiet machine: only its CPU part was slowed by the share it got."""
     s = share.clip(lower=MIN_SHARE, upper=1.0)
-    cpu_wall = np.minimum(wall, cpu / s)
-    quiet = wall - cpu_wall * (1.0 - s)
+    cpu_wall = (cpu / s).where(cpu / s < wall, wall)
+    quiet: pd.Series = wall - cpu_wall * (1.0 - s)
     return quiet.where(cpu.notna() & share.notna() & wall.notna(), wall)
 
 
@@ -282,8 +282,7 @@ def fit_job_model(
     quiet = quiet_wall(wall, cpu, share_of_result)
     if cpu.isna().all() or shares.isna().all():
         missing.append("cpu_s")
-    factor = (quiet / wall).where(wall > 0)
-    fu_result, fu_file = _first_use(results, factor)
+    fu_result, fu_file = _first_use(results, (quiet / wall).where(wall > 0))
     if _column(results, "seq").isna().all():
         missing.append("seq")
     adjusted = results.copy()
@@ -339,6 +338,12 @@ class ParallelProfile:
     parallel_s: float
     history_cores: float
     max_cores_used: float  # the largest per-test cpu/wall (1 = serial)
+
+    @property
+    def parallel_fraction(self) -> float:
+        """Share of the serial test time that runs in parallel (0 for serial tests)."""
+        total = self.serial_s + self.parallel_s
+        return self.parallel_s / total if total > 0 else 0.0
 
     @property
     def parallel(self) -> bool:

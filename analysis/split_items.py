@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
-
-from typing import NamedTuple
 
 from analysis.split_options import Granularity
 

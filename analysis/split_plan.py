@@ -239,9 +239,7 @@ def current_layout(
         new_overhead = (
             float(on_machine.median()) if len(on_machine) else raw_overhead[heaviest.name]
         )
-    reference = _Reference(
-        heaviest.machine, heaviest.workers, new_overhead, overhead_s is not None
-    )
+    reference = _Reference(heaviest.machine, heaviest.workers, new_overhead, overhead_s is not None)
     return jobs, reference, warnings
 
 
