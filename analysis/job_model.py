@@ -103,8 +103,8 @@ class JobModel:
     """What the history says about a cell's jobs; `predict` prices one job from it."""
 
     results: pd.DataFrame  # the input results, duration_s quiet and without first-use costs
-    first_use_s: pd.Series  # file -> seconds its first test pays on top of the others
-    collect_by_file_s: pd.Series  # file -> collection seconds
+    first_use_s: dict[str, float]  # file -> seconds its first test pays on top of the others
+    collect_by_file_s: dict[str, float]  # file -> collection seconds
     collect_run_s: float | None  # median whole-run collection
     collected_tests: float | None  # median tests collected per run
     ci_setup_s: float | None  # measured (job wall - pytest process)
@@ -119,9 +119,11 @@ class JobModel:
         """file -> what one more job touching it pays again: first use + collection (x setup
         factor). `files` is the file of every test (its counts scale the collection fallback)."""
         counts = files.astype(str).value_counts()
-        first_use = self.first_use_s.reindex(counts.index).fillna(0.0)
-        if len(self.collect_by_file_s):
-            collect = self.collect_by_file_s.reindex(counts.index).fillna(0.0)
+        first_use = pd.Series(self.first_use_s, dtype="float64").reindex(counts.index).fillna(0.0)
+        if self.collect_by_file_s:
+            collect = (
+                pd.Series(self.collect_by_file_s, dtype="float64").reindex(counts.index).fillna(0.0)
+            )
         elif self.collect_run_s is not None and self.collected_tests:
             collect = counts.astype("float64") * (self.collect_run_s / self.collected_tests)
         else:
@@ -143,7 +145,7 @@ class JobModel:
         `overhead_s` is the planner's setup estimate (job wall - test time), the fallback for
         the CI setup; `overhead_given` means the user set it, so it is the CI setup as is."""
         missing = list(self.inputs_missing)
-        unique = sorted(set(files))
+        unique = set(files)
         if overhead_given:
             ci_setup = overhead_s
         elif self.ci_setup_s is not None:
@@ -151,13 +153,14 @@ class JobModel:
         else:
             # The overhead is pytest's own time when collection is measured: counted below.
             ci_setup = 0.0 if self.collect_run_s is not None else overhead_s
-        if len(self.collect_by_file_s):
-            collect = float(self.collect_by_file_s.reindex(unique).fillna(0.0).sum())
+        # Plain dict lookups: this runs for every job of every candidate plan.
+        if self.collect_by_file_s:
+            collect = sum(self.collect_by_file_s.get(f, 0.0) for f in unique)
         elif self.collect_run_s is not None and self.collected_tests:
             collect = self.collect_run_s * min(n_tests / self.collected_tests, 1.0)
         else:
             collect = 0.0
-        first_use = float(self.first_use_s.reindex(unique).fillna(0.0).sum())
+        first_use = sum(self.first_use_s.get(f, 0.0) for f in unique)
         workers = max(workers, 1)
         tests = test_s / workers + (self.bookkeeping_per_test_s or 0.0) * n_tests / workers
         return JobParts(
@@ -313,8 +316,8 @@ def fit_job_model(
     collected = _column(runs, "collected_tests")
     return JobModel(
         results=adjusted,
-        first_use_s=fu_file,
-        collect_by_file_s=by_file,
+        first_use_s={str(k): float(v) for k, v in fu_file.items()},
+        collect_by_file_s={str(k): float(v) for k, v in by_file.items()},
         collect_run_s=_median(collect),
         collected_tests=_median(collected) or _median(n_tests.astype("float64")),
         ci_setup_s=ci_setup,
