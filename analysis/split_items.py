@@ -82,7 +82,7 @@ class ItemCatalog:
         extra = (pieces - 1.0) * self.cost
         after = np.maximum(self.file_s / pieces + self.cost, max_item_s + extra / max(jobs, 1))
         saved = self.file_s + self.cost - after
-        return over & ((saved > extra) | (self.file_s > forced_s))
+        return over & ((saved > extra) | (self.file_s + self.cost > forced_s))
 
     def _masks(
         self, max_item_s: float, forced_s: float = np.inf, jobs: int = 1
