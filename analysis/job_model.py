@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -107,13 +107,16 @@ class JobModel:
     collect_by_file_s: dict[str, float]  # file -> collection seconds
     collect_run_s: float | None  # median whole-run collection
     collected_tests: float | None  # median tests collected per run
-    ci_setup_s: float | None  # measured (job wall - pytest process)
+    ci_setup_s: float | None  # measured (job wall - pytest process), median of all runs
     startup_s: float | None
     bookkeeping_per_test_s: float | None
     cpu_share: float | None
     inputs_missing: tuple[str, ...]
     setup_factor: float = 1.0
     test_factor: float = 1.0
+    # Per job name: a GPU job's setup is not a lint job's. Jobs without their own use the above.
+    ci_setup_by_job: dict[str, float] = field(default_factory=dict)
+    startup_by_job: dict[str, float] = field(default_factory=dict)
 
     def file_costs(self, files: pd.Series) -> pd.Series:
         """file -> what one more job touching it pays again: first use + collection (x setup
@@ -139,17 +142,22 @@ class JobModel:
         workers: int,
         overhead_s: float,
         overhead_given: bool = False,
+        job: str | None = None,
     ) -> JobParts:
         """Parts of a job running `n_tests` tests of `files` whose estimates sum to `test_s`.
 
         `overhead_s` is the planner's setup estimate (job wall - test time), the fallback for
-        the CI setup; `overhead_given` means the user set it, so it is the CI setup as is."""
+        the CI setup; `overhead_given` means the user set it, so it is the CI setup as is.
+        `job` names the job whose own setup and startup apply (today's, or the one a new job
+        inherits from)."""
+        measured_setup = self.ci_setup_by_job.get(job or "", self.ci_setup_s)
+        startup = self.startup_by_job.get(job or "", self.startup_s)
         missing = list(self.inputs_missing)
         unique = set(files)
         if overhead_given:
             ci_setup = overhead_s
-        elif self.ci_setup_s is not None:
-            ci_setup = self.ci_setup_s
+        elif measured_setup is not None:
+            ci_setup = measured_setup
         else:
             # The overhead is pytest's own time when collection is measured: counted below.
             ci_setup = 0.0 if self.collect_run_s is not None else overhead_s
@@ -165,7 +173,7 @@ class JobModel:
         tests = test_s / workers + (self.bookkeeping_per_test_s or 0.0) * n_tests / workers
         return JobParts(
             ci_setup_s=self.setup_factor * ci_setup,
-            startup_s=self.setup_factor * (self.startup_s or 0.0),
+            startup_s=self.setup_factor * (startup or 0.0),
             collect_s=self.setup_factor * collect,
             first_use_s=self.setup_factor * first_use,
             tests_s=self.test_factor * tests,
@@ -186,6 +194,12 @@ def _column(frame: pd.DataFrame, name: str) -> pd.Series:
 def _median(values: pd.Series) -> float | None:
     known = values.dropna()
     return float(known.median()) if len(known) else None
+
+
+def _median_by(values: pd.Series, keys: pd.Series) -> dict[str, float]:
+    """key -> median of the known values (keys with none are left out)."""
+    medians = values.groupby(keys.to_numpy()).median().dropna()
+    return {str(k): float(v) for k, v in medians.items()}
 
 
 def quiet_wall(wall: pd.Series, cpu: pd.Series, share: pd.Series) -> pd.Series:
@@ -296,7 +310,8 @@ def fit_job_model(
     startup = _column(runs, "startup_s")
     job_wall = _column(runs, "job_wall_s")
     collect = _column(runs, "collect_s")
-    ci_setup = _median((job_wall - run_wall - startup.fillna(0.0)).clip(lower=0.0))
+    outside = (job_wall - run_wall - startup.fillna(0.0)).clip(lower=0.0)
+    job_names = runs["job"].astype(str)
     if job_wall.isna().all():
         missing.append("job_wall_s")
     if startup.isna().all():
@@ -320,8 +335,10 @@ def fit_job_model(
         collect_by_file_s={str(k): float(v) for k, v in by_file.items()},
         collect_run_s=_median(collect),
         collected_tests=_median(collected) or _median(n_tests.astype("float64")),
-        ci_setup_s=ci_setup,
+        ci_setup_s=_median(outside),
         startup_s=_median(startup),
+        ci_setup_by_job=_median_by(outside, job_names),
+        startup_by_job=_median_by(startup, job_names),
         bookkeeping_per_test_s=_median(pd.Series(bookkeeping, dtype="float64")),
         cpu_share=_median(shares),
         inputs_missing=tuple(name for name in MODEL_INPUTS if name in missing),

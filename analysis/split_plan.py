@@ -76,6 +76,7 @@ class _Reference:
     workers: int
     overhead_s: float
     overhead_given: bool = False  # the user set it: it is the CI setup as is
+    job: str | None = None  # the job whose measured setup parts a job of this reference pays
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,7 @@ def _job(
             workers=ref.workers,
             overhead_s=ref.overhead_s,
             overhead_given=ref.overhead_given,
+            job=ref.job,
         )
         overhead = parts.fixed_s
         # Kept "before dividing by workers", as the field has always been.
@@ -214,7 +216,7 @@ def current_layout(
                 own if len(own) else same_machine if len(same_machine) else measured["overhead_s"]
             )
             overhead = float(pool.median()) if len(pool) else 0.0
-        ref = _Reference(machine, workers, overhead, overhead_s is not None)
+        ref = _Reference(machine, workers, overhead, overhead_s is not None, str(name))
         raw_overhead[str(name)] = overhead
         jobs.append(
             _job(
@@ -239,7 +241,9 @@ def current_layout(
         new_overhead = (
             float(on_machine.median()) if len(on_machine) else raw_overhead[heaviest.name]
         )
-    reference = _Reference(heaviest.machine, heaviest.workers, new_overhead, overhead_s is not None)
+    reference = _Reference(
+        heaviest.machine, heaviest.workers, new_overhead, overhead_s is not None, heaviest.name
+    )
     return jobs, reference, warnings
 
 
@@ -386,6 +390,7 @@ def _candidate(
         workers=ref.workers,
         overhead_s=ref.overhead_s,
         overhead_given=ref.overhead_given,
+        job=ref.job,
     ).fixed_s
     if options.budget_s is not None:
         # Split further what could never fit a job under the budget, overhead counted first.

@@ -257,3 +257,15 @@ def test_machine_fit_slows_a_threaded_job_on_fewer_vcpus_but_not_a_serial_one() 
     assert fit.recommended is not None
     assert fit.recommended.name == "two"
     assert any("extra cores are waste" in note for note in fit.notes)
+
+
+def test_each_job_keeps_its_own_ci_setup() -> None:
+    cpu_results, cpu_runs = measured(1, PARTS[:3], collect_by_file=COLLECT, ci_setup_s=30.0)
+    gpu_results, gpu_runs = measured(2, PARTS[3:], collect_by_file=COLLECT, ci_setup_s=300.0)
+    cpu_runs["job"], gpu_runs["job"] = "cpu", "gpu"
+    results = pd.concat([cpu_results, gpu_results], ignore_index=True)
+    runs = pd.concat([cpu_runs, gpu_runs], ignore_index=True)
+    runs["pipeline"] = "p1"
+    plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2)))
+    setups = {job.name: job.parts.ci_setup_s for job in plan.before_jobs if job.parts}
+    assert setups == {"cpu": pytest.approx(30.0), "gpu": pytest.approx(300.0)}
