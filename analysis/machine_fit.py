@@ -6,10 +6,12 @@ job-level peak uploaded with the run (already the whole job), times a headroom f
 
 Time (Amdahl-style). A job's wall on a machine is
     setup overhead + longest test + (test time - longest test) / workers,
-the longest single test being the chain no worker count can split. A job that runs serially
-(one worker) takes as long on any machine: more vCPUs buy it nothing. A parallel job's
-workers are capped by the machine's vCPUs; a job whose workers matched its machine's vCPUs
-(`-n auto`) is assumed to follow the vCPUs of any machine.
+the longest single test being the chain no worker count can split. A parallel job's workers
+are capped by the machine's vCPUs; a job whose workers matched its machine's vCPUs
+(`-n auto`) is assumed to follow the vCPUs of any machine. Tests that used several cores
+(CPU time / wall > 1: BLAS/OpenMP threads) scale the test part by an Amdahl factor fitted on
+the history machine (analysis/job_model.py `parallel_profile`); without that evidence a
+serial job takes as long on any machine: more vCPUs buy it nothing.
 
 For each job the recommendation is the cheapest entry (same OS, architecture, executor and
 GPU-ness as today's) that fits the memory need and keeps the job's wall within the wait

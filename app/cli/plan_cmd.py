@@ -195,6 +195,13 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
     console.print(f"[bold {style[result.verdict]}]{verdict}[/]: {result.reason}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    if result.inputs_missing:
+        console.print(
+            "model: the history lacks " + ", ".join(result.inputs_missing) + "; the setup "
+            "overhead stands in for them (record with the laptime plugin, docs/planner.md)",
+            markup=False,
+            highlight=False,
+        )
 
     totals = Table(title="Pipeline", title_justify="left")
     for col in ("", "jobs", "wait", "machine time", "cost"):
