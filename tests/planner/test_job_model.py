@@ -14,6 +14,7 @@ from analysis.machine_fit import fit_machines
 from analysis.split_plan import SplitOptions, plan_splits
 from ingest.model import results_frame
 from tests.planner.history import one_job, run_row, runs_frame
+from tests.sizing.test_catalogue import ENTRY, user_text
 
 # (nodeid, setup_s, call_s, cpu_s or None); listed in execution order (seq).
 Test = tuple[str, float, float, float | None]
@@ -217,21 +218,9 @@ def test_amdahl_a_four_core_test_takes_about_twice_as_long_on_two_cores() -> Non
     assert serial.scale(1.0) == 1.0
 
 
-MACHINE = """
-[[machine]]
-name = "{name}"
-os = "linux"
-arch = "x64"
-vcpus = {vcpus}
-memory_gib = 8
-usd_per_min = {price}
-source = "https://example.com/p"
-as_of = "2026-12-01"
-"""
+# Same price per minute: the cheaper per run is the faster or, on a tie, the smaller one.
 CATALOGUE = load_catalogue_text(
-    '[catalogue]\nname = "cores"\n'
-    + MACHINE.format(name="two", vcpus=2, price=0.01)
-    + MACHINE.format(name="eight", vcpus=8, price=0.04),
+    user_text(ENTRY.format(name="two", vcpus=2), ENTRY.format(name="eight", vcpus=8)),
     source="test",
 )
 
