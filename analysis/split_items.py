@@ -133,10 +133,10 @@ class ItemCatalog:
         An item's weight is its tests plus its file's cost x min(pieces, jobs) / pieces: a
         file in n pieces is touched by at most min(n, jobs) jobs, each paying the cost."""
         jobs = max(jobs, 1)
-        signature: object = (granularity, jobs)
+        signature: object = granularity
         if granularity == "auto":
             heavy, by_class, _ = self._masks(max_item_s, forced_s, jobs)
-            signature = (heavy.tobytes(), by_class.tobytes(), jobs)
+            signature = (heavy.tobytes(), by_class.tobytes())
         if signature not in self._cache:
             # Sorted names: the partition breaks ties by position, so this fixes the result.
             keys = self.keys(granularity, max_item_s, forced_s, jobs)
@@ -145,12 +145,15 @@ class ItemCatalog:
             counts = np.bincount(codes, minlength=len(names))
             item_file = np.zeros(len(names), dtype=np.int64)
             item_file[codes] = self.file_codes
-            pieces = np.bincount(item_file, minlength=len(self.file_cost))[item_file]
-            share = np.minimum(pieces, jobs) / np.maximum(pieces, 1)
-            weights = test_s + self.file_cost[item_file] * share
             named = np.asarray(names, dtype=object)
-            self._cache[signature] = Items(named, weights, counts, item_file, test_s)
-        return self._cache[signature]
+            self._cache[signature] = Items(named, test_s, counts, item_file, test_s)
+        cut = self._cache[signature]
+        if not self.file_cost.any():
+            return cut
+        # Only the cost spread depends on the job count: cheap, so not cached.
+        pieces = np.bincount(cut.files, minlength=len(self.file_cost))[cut.files]
+        share = np.minimum(pieces, jobs) / np.maximum(pieces, 1)
+        return cut._replace(weights=cut.test_s + self.file_cost[cut.files] * share)
 
     def file_names(self, codes: np.ndarray) -> list[str]:
         """The file names of file codes (as `items` returns them)."""
