@@ -13,7 +13,7 @@ def item_keys(estimates: pd.DataFrame, granularity: Granularity, max_item_s: flo
 
     `file`/`marker` keep files whole, `test` moves tests, `auto` keeps a file whole unless it
     weighs more than `max_item_s` (a job's fair share, or the budget), then splits it by class,
-    and a class still too heavy by test.
+    a class still too heavy by function, and a function still too heavy by test.
     """
     catalog = ItemCatalog(estimates)
     return pd.Series(catalog.keys(granularity, max_item_s), index=estimates.index)
@@ -30,23 +30,25 @@ class ItemCatalog:
         self.file_s = np.bincount(file_codes, weights=self.weights)[file_codes]
         self._cache: dict[object, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
-    def _masks(self, max_item_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Heavy-file rows, rows moving by class, and the class key of each heavy row."""
+    def _masks(self, max_item_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Heavy-file rows and the key each of them moves with: its class where the class
+        fits, else its function (every parametrization: ids can differ between processes),
+        else the test itself."""
         heavy = np.flatnonzero(self.file_s > max_item_s)
-        # Only tests of heavy files need a class key; those are few, so this stays cheap.
-        parts = [nodeid.split("::") for nodeid in self.nodeids[heavy].tolist()]
+        # Only tests of heavy files need these keys; those are few, so this stays cheap.
+        nodeids = self.nodeids[heavy].tolist()
+        parts = [nodeid.split("::") for nodeid in nodeids]
         has_class = np.array([len(p) >= 3 for p in parts], dtype=bool)
         classes = np.array(
-            [
-                f"{p[0]}::{p[1]}" if len(p) >= 3 else n
-                for p, n in zip(parts, self.nodeids[heavy], strict=True)
-            ],
+            [f"{p[0]}::{p[1]}" if len(p) >= 3 else n for p, n in zip(parts, nodeids, strict=True)],
             dtype=object,
         )
-        class_codes, _ = pd.factorize(classes)
-        class_s = np.bincount(class_codes, weights=self.weights[heavy])[class_codes]
-        by_class = has_class & (class_s <= max_item_s)
-        return heavy, by_class, classes
+        functions = np.array([n.partition("[")[0] for n in nodeids], dtype=object)
+        weights = self.weights[heavy]
+        fits_class = has_class & (_group_sums(classes, weights) <= max_item_s)
+        fits_function = _group_sums(functions, weights) <= max_item_s
+        keys = np.where(fits_class, classes, np.where(fits_function, functions, nodeids))
+        return heavy, keys.astype(object)
 
     def keys(self, granularity: Granularity, max_item_s: float) -> np.ndarray:
         """Item label per test (see item_keys)."""
@@ -54,9 +56,9 @@ class ItemCatalog:
             return self.nodeids
         if granularity in ("file", "marker"):
             return self.files
-        heavy, by_class, classes = self._masks(max_item_s)
+        heavy, heavy_keys = self._masks(max_item_s)
         keys = self.files.copy()
-        keys[heavy] = np.where(by_class, classes, self.nodeids[heavy])
+        keys[heavy] = heavy_keys
         return keys
 
     def items(
@@ -65,8 +67,8 @@ class ItemCatalog:
         """(names sorted, weight_s, n_tests) of the items; the same cut is computed once."""
         signature: object = granularity
         if granularity == "auto":
-            heavy, by_class, _ = self._masks(max_item_s)
-            signature = (heavy.tobytes(), by_class.tobytes())
+            heavy, heavy_keys = self._masks(max_item_s)
+            signature = (heavy.tobytes(), tuple(heavy_keys.tolist()))
         if signature not in self._cache:
             # Sorted names: the partition breaks ties by position, so this fixes the result.
             codes, names = pd.factorize(self.keys(granularity, max_item_s), sort=True)
@@ -74,3 +76,9 @@ class ItemCatalog:
             counts = np.bincount(codes, minlength=len(names))
             self._cache[signature] = (np.asarray(names, dtype=object), weights, counts)
         return self._cache[signature]
+
+
+def _group_sums(groups: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each row's group total."""
+    codes, _ = pd.factorize(groups)
+    return np.bincount(codes, weights=weights)[codes]

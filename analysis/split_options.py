@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from analysis.durations import parse_duration_s
 from analysis.estimate import DEFAULT_WINDOW_RUNS
+from analysis.pytest_selection import Invocation
 
 Granularity = Literal["file", "marker", "test", "auto"]
 Objective = Literal["wait", "machine", "cost"]
@@ -74,6 +75,8 @@ class SplitOptions:
     max_machine_per_wait: float = 1.0
     # The test runner the jobs run (#17): commands and CI snippets are written in its terms.
     runner: str = "pytest"
+    # How the history's pytest was invoked (#18): pytest jobs replay its nodeids that way.
+    invocation: Invocation = field(default_factory=Invocation)
 
     def __post_init__(self) -> None:
         check_job_range(*self.jobs)
