@@ -65,13 +65,13 @@ class Invocation:
         file, sep, rest = member.partition("::")
         return self.module_of(file) + sep + rest
 
-    def roots(self, files: Iterable[str]) -> list[str]:
-        """What to collect so every file is found: under `--pyargs` their top-level packages;
-        with paths their deepest common directory (none when that is the rootdir itself: the
-        history's own arguments are not known, and pytest's default is the directory)."""
-        files = list(files)
+    def roots(self, files: Iterable[str]) -> list[str] | None:
+        """What the catch-all job collects so every file is found: with paths the files'
+        deepest common directory (none when that is the rootdir: pytest's default); None
+        under `--pyargs`, where the history's targets (a package or a few of its modules)
+        are not known, so that job lists its own members instead."""
         if self.prefix_args():
-            return sorted({self.module_of(f).split(".", 1)[0] for f in files})
+            return None
         dirs = [posixpath.dirname(f.replace("\\", "/")) for f in files]
         common = posixpath.commonpath(dirs) if dirs and all(dirs) else ""
         absolute = {d.startswith("/") for d in dirs}
@@ -125,13 +125,14 @@ def job_args(
     home: int | None = None,
 ) -> list[tuple[str, ...]]:
     """Each job's pytest arguments. Job `home` (if any) runs everything but the other jobs'
-    tests (`--deselect`), so a test added after the plan still runs somewhere."""
+    tests (`--deselect`), so a test added after the plan still runs somewhere; under
+    `--pyargs` it lists its members like the others (see Invocation.roots)."""
     out: list[tuple[str, ...]] = []
     for i, nodeids in enumerate(nodeids_per_job):
-        if i == home:
+        roots = invocation.roots({n.split("::", 1)[0] for n in all_nodeids})
+        if i == home and roots is not None:
             others = [n for j, ids in enumerate(nodeids_per_job) if j != home for n in ids]
             members = coarsest_members(all_nodeids, others, by_prefix=True)
-            roots = invocation.roots({n.split("::", 1)[0] for n in all_nodeids})
             deselect = tuple(a for m in members for a in ("--deselect", m))
             out.append((*invocation.prefix_args(), *roots, *deselect))
             continue

@@ -103,9 +103,13 @@ def _seconds(name: str) -> str:
     return str(1 + zlib.crc32(name.encode()) % 9)
 
 
-@pytest.fixture(params=["paths", "pyargs"])
-def history(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, object]:
-    """A JUnit history of the suite run one way, with its real collected output."""
+@pytest.fixture(scope="module", params=["paths", "pyargs"])
+def history(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, object]:
+    """A JUnit history of the suite run one way, with its real collected output (read only:
+    shared by the tests of this module)."""
+    tmp_path = tmp_path_factory.mktemp(request.param)
     site = _suite(tmp_path)
     if request.param == "paths":
         cwd, where = tmp_path, [str(SITE / "fakepkg")]
@@ -265,7 +269,7 @@ def test_pyargs_members_are_modules_under_the_history_rootdir() -> None:
     ids = ["alg/tests/test_a.py::T::t", "alg/tests/test_a.py::u", "utils/test_b.py::v"]
     assert job_args(ids, [ids[:1], ids[1:]], replay, home=1) == [
         ("--pyargs", f"--rootdir={replay.rootdir}", "nx.alg.tests.test_a::T"),
-        ("--pyargs", f"--rootdir={replay.rootdir}", "nx", "--deselect", "alg/tests/test_a.py::T"),
+        ("--pyargs", f"--rootdir={replay.rootdir}", "nx.alg.tests.test_a::u", "nx.utils.test_b"),
     ]
 
 
