@@ -5,11 +5,14 @@ class, a whole function (all its parametrizations: their ids can come out differ
 another process or invocation, e.g. when built from an unordered set), and a single nodeid
 only where a function's parametrizations are split between jobs.
 
-Nodeids are relative to pytest's rootdir. A history run `pytest --pyargs pkg` names the
-files relative to the package's rootdir, so its jobs are run as `pytest --pyargs
---rootdir=R pkg.mod::Class::test`: the module's dotted name finds the file wherever the
-package is installed, and `--rootdir` makes the job's nodeids the history's. A history run
-with paths is replayed with its paths, from the directory it ran in (its rootdir).
+Nodeids are relative to pytest's rootdir, or, for a file outside it, to the argument that
+found it: `pytest --pyargs pkg` run outside the package names its files relative to the
+package's directory (`sub/test_x.py::t`). That directory, the one the history's nodeids are
+relative to, is the `rootdir` here. Jobs of such a history run as `pytest --pyargs
+--rootdir=R pkg.sub.test_x::Class::test`: the dotted module finds the file wherever the
+package is installed, and `--rootdir` makes the job's nodeids the history's (without it,
+naming modules changes them). A history run with paths is replayed with its paths, from the
+directory it ran in (its rootdir).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ class Invocation:
     """How the history's pytest named its tests: by paths, or `--pyargs` under `rootdir`."""
 
     mode: str = "paths"  # one of INVOCATIONS
-    rootdir: str | None = None  # absolute, as pytest reported it; None = unknown
+    rootdir: str | None = None  # absolute dir the nodeids are relative to; None = unknown
 
     @property
     def replayable(self) -> bool:

@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -51,10 +50,11 @@ SUITE_PACKAGES = (
     "pytest==9.2.0",
     "pytest-split==0.11.0",
 )
-FULL_TARGETS = ("networkx",)
-# --quick: uneven modules with scipy/numpy first-use costs, ~15-25 s on one core.
-QUICK_TARGETS = ("networkx.algorithms.flow", "networkx.linalg", "networkx.algorithms.isomorphism")
-ROOTDIR_LINE = re.compile(r"^rootdir: (.+?)(?:, configfile:.*)?$", re.MULTILINE)
+# One `--pyargs` target: pytest names the files relative to the target's directory (it is
+# outside the rootdir), so nodeids from several targets could collide.
+FULL_TARGET = "networkx"
+# --quick: one subpackage with uneven files and scipy first-use costs, ~10-20 s on one core.
+QUICK_TARGET = "networkx.algorithms.flow"
 # pytest's exit codes for "ran, some tests failed" (1) and "ran fine" (0); 4/5 = did not run.
 RAN_CODES = (0, 1)
 
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = [int(x) for x in (args.jobs or ("2" if args.quick else "2,3,4")).split(",")]
     repeats = args.repeats or (1 if args.quick else 2)
     split_repeats = args.split_repeats or repeats
-    targets = list(QUICK_TARGETS if args.quick else FULL_TARGETS)
+    targets = [QUICK_TARGET if args.quick else FULL_TARGET]
     venv = args.venv.resolve()
     python = install(venv)
     work = venv / ("work-quick" if args.quick else "work")
@@ -309,9 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         report = work / f"history{i}.json"
         history.append(run_pytest(python, work, f"history {i}", ["--pyargs", *targets], report))
         reports.append(report)
-    found = ROOTDIR_LINE.search((work / "history_1.log").read_text())
-    # -q hides the header; the plugin records session.rootdir when it knows it (#18).
-    rootdir = found.group(1) if found else _rootdir(python, work, targets)
+    rootdir = _nodeid_base(python, targets[0])
     history_ids = set(history[0].nodeids)
 
     results, splits = [], {}
@@ -351,17 +349,15 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if any(res["problems"] for res in results) else 0
 
 
-def _rootdir(python: Path, work: Path, targets: list[str]) -> str:
-    """pytest's rootdir for the targets, from its header (not shown under -q)."""
-    done = subprocess.run(
-        [str(python), "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "--pyargs",
-         *targets, "-k", "no_test_is_named_like_this"],
-        cwd=work, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    found = ROOTDIR_LINE.search(done.stdout)
-    if not found:
-        raise SystemExit(f"cannot find pytest's rootdir in:\n{done.stdout[-2000:]}")
-    return found.group(1)
+def _nodeid_base(python: Path, target: str) -> str:
+    """The directory the history's nodeids are relative to: the `--pyargs` target's own
+    (pytest names files outside its rootdir relative to the argument that found them)."""
+    code = (
+        "import importlib.util, os; "
+        f"print(os.path.dirname(importlib.util.find_spec({target!r}).origin))"
+    )
+    done = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
 if __name__ == "__main__":

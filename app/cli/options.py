@@ -112,8 +112,8 @@ def invocation_options(function: F) -> F:
     rootdir = click.option(
         "--rootdir",
         default=None,
-        help="pytest's rootdir in the history runs (the reports' own by default); with "
-        "--pyargs, jobs pass it so their nodeids are the history's.",
+        help="The directory the history's nodeids are relative to (pytest's rootdir; under "
+        "--pyargs run outside the package, the package's directory). Default: the reports'.",
     )
     return mode(rootdir(function))
 
