@@ -56,10 +56,18 @@ class Invocation:
         return relative.replace("/", ".")
 
     def prefix_args(self) -> tuple[str, ...]:
-        """Options every job passes before its members."""
+        """Options every job passes before its members. `--rootdir` also moves pytest's
+        conftest cut-off there, which would drop the conftests of the packages above it (a
+        suite's skip rules, fixtures, parametrization): `--confcutdir` puts it back at the
+        directory holding the top-level package."""
         if self.mode != "pyargs" or not self.rootdir:
             return ()
-        return ("--pyargs", f"--rootdir={self.rootdir}")
+        root = self.rootdir.replace("\\", "/").rstrip("/")
+        depth = len(self.module_of("x.py").split(".")) - 1  # packages from the top to root
+        top_parent = root
+        for _ in range(depth):
+            top_parent = posixpath.dirname(top_parent)
+        return ("--pyargs", f"--rootdir={self.rootdir}", f"--confcutdir={top_parent or '/'}")
 
     def member_arg(self, member: str) -> str:
         """A member (`file[::rest]`) as a positional argument of this invocation."""

@@ -329,24 +329,42 @@ def main(argv: list[str] | None = None) -> int:
         (work / f"plan{n}.json").write_text(json.dumps(plan, indent=2))
         results.append(measure_plan(python, work, n, plan, repeats, history_ids))
         splits[n] = measure_pytest_split(python, work, n, targets, durations, split_repeats)
+        # What is done so far, in case a long run is stopped.
+        partial = args.out or venv / "plan_accuracy_partial.md"
+        write_report(partial, targets, argv, history, results, splits, final=False)
 
-    report_text = (
+    out = args.out or venv / ("plan_accuracy_quick.md" if args.quick else "plan_accuracy.md")
+    write_report(out, targets, argv, history, results, splits, final=True)
+    return 1 if any(res["problems"] for res in results) else 0
+
+
+def write_report(
+    out: Path,
+    targets: list[str],
+    argv: list[str] | None,
+    history: list[Run],
+    results: list[dict[str, Any]],
+    splits: dict[int, Any],
+    *,
+    final: bool,
+) -> None:
+    """The markdown report at `out` and the raw numbers beside it (`.json`)."""
+    text = (
         f"# Plan accuracy: pytest --pyargs {' '.join(targets)}\n\n"
         f"`{' '.join(['python -m bench.bench_plan_accuracy', *(argv or sys.argv[1:])])}`; "
         f"{os.cpu_count()} CPUs; {', '.join(SUITE_PACKAGES)}\n\n"
         + markdown(history, results, splits)
     )
-    print(report_text)
-    out = args.out or venv / ("plan_accuracy_quick.md" if args.quick else "plan_accuracy.md")
-    out.write_text(report_text)
+    out.write_text(text)
     raw = {
         "history": [asdict(r) | {"nodeids": None} for r in history],
         "plans": results,
         "pytest_split": splits,
     }
     out.with_suffix(".json").write_text(json.dumps(raw, indent=2, default=str))
-    print(f"written: {out} and {out.with_suffix('.json')}")
-    return 1 if any(res["problems"] for res in results) else 0
+    if final:
+        print(text)
+        print(f"written: {out} and {out.with_suffix('.json')}")
 
 
 def _nodeid_base(python: Path, target: str) -> str:

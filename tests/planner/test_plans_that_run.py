@@ -60,6 +60,12 @@ def test_b(k): pass
 
 def test_c(): pass
 """
+# The top package's conftest parametrizes: a job that loses it collects other tests.
+CONFTEST = """
+def pytest_generate_tests(metafunc):
+    if "z" in metafunc.fixturenames:
+        metafunc.parametrize("z", [1, 2])
+"""
 GAMMA = """
 class TestG:
     class TestInner:
@@ -67,6 +73,8 @@ class TestG:
     def test_g(self): pass
 
 def test_solo(): pass
+
+def test_z(z): pass
 """
 PYTEST = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"]
 
@@ -77,6 +85,7 @@ def _suite(root: Path) -> Path:
     tests = site / "fakepkg" / "tests"
     (tests / "sub").mkdir(parents=True)
     (site / "fakepkg" / "__init__.py").write_text("")
+    (site / "fakepkg" / "conftest.py").write_text(CONFTEST)
     (tests / "__init__.py").write_text("")
     (tests / "sub" / "__init__.py").write_text("")
     (tests / "test_alpha.py").write_text(ALPHA)
@@ -117,8 +126,9 @@ def history(
     else:
         cwd = tmp_path / "work"
         cwd.mkdir()
-        where = ["--pyargs", "fakepkg"]
-        extra = ["--invocation", "pyargs", "--rootdir", str(site / "fakepkg")]
+        # A subpackage target: nodeids are relative to its directory, below the conftest.
+        where = ["--pyargs", "fakepkg.tests"]
+        extra = ["--invocation", "pyargs", "--rootdir", str(site / "fakepkg" / "tests")]
     ran = _pytest(cwd, site, *where, "--junitxml", str(tmp_path / "h.xml"))
     assert ran.returncode == 0, ran.stdout + ran.stderr
     xml = (tmp_path / "h.xml").read_text()
@@ -155,7 +165,7 @@ def _comparable(nodeids: list[str]) -> Counter[str]:
 
 def _assert_partition(history: dict[str, object], per_job: list[list[str]]) -> None:
     everything = read_collected(str(history["collected_text"]))
-    assert len(everything) == 19
+    assert len(everything) == 21
     union: Counter[str] = Counter()
     for nodeids in per_job:
         union += _comparable(nodeids)
@@ -267,9 +277,14 @@ def test_members_are_the_coarsest_and_deselect_never_catches_a_neighbour() -> No
 def test_pyargs_members_are_modules_under_the_history_rootdir() -> None:
     replay = Invocation("pyargs", "/venv/lib/python3.11/site-packages/nx")
     ids = ["alg/tests/test_a.py::T::t", "alg/tests/test_a.py::u", "utils/test_b.py::v"]
+    head = (
+        "--pyargs",
+        f"--rootdir={replay.rootdir}",
+        "--confcutdir=/venv/lib/python3.11/site-packages",
+    )
     assert job_args(ids, [ids[:1], ids[1:]], replay, home=1) == [
-        ("--pyargs", f"--rootdir={replay.rootdir}", "nx.alg.tests.test_a::T"),
-        ("--pyargs", f"--rootdir={replay.rootdir}", "nx.alg.tests.test_a::u", "nx.utils.test_b"),
+        (*head, "nx.alg.tests.test_a::T"),
+        (*head, "nx.alg.tests.test_a::u", "nx.utils.test_b"),
     ]
 
 
