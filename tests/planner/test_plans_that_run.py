@@ -158,6 +158,14 @@ def _collect(history: dict[str, object], args: list[str]) -> list[str]:
     return read_collected(done.stdout)
 
 
+def _laptime(history: dict[str, object], command: str, *args: str) -> str:
+    """`laptime COMMAND REPORT ARGS` with the history's invocation options; its stdout."""
+    extra = list(history["extra"])  # type: ignore[call-overload]
+    result = CliRunner().invoke(cli, [command, str(history["report"]), *args, *extra])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
 def _comparable(nodeids: list[str]) -> Counter[str]:
     """Nodeids with the per-process ids of test_varying blanked (their count still counts)."""
     return Counter(re.sub(r"test_varying\[.*\]$", "test_varying[]", n) for n in nodeids)
@@ -177,23 +185,8 @@ def _assert_partition(history: dict[str, object], per_job: list[list[str]]) -> N
 def test_plan_jobs_collect_exactly_the_planned_tests(
     history: dict[str, object], granularity: str
 ) -> None:
-    result = CliRunner().invoke(
-        cli,
-        [
-            "plan",
-            str(history["report"]),
-            "--jobs",
-            "3",
-            "--granularity",
-            granularity,
-            "--overhead",
-            "0",
-            "--json",
-            *history["extra"],  # type: ignore[misc]
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    plan = json.loads(result.output)
+    args = ("--jobs", "3", "--granularity", granularity, "--overhead", "0", "--json")
+    plan = json.loads(_laptime(history, "plan", *args))
     assert plan["verdict"] == "split"
     per_job = [_collect(history, job["pytest_args"]) for job in plan["jobs"]]
     assert [len(ids) for ids in per_job] == [job["n_tests"] for job in plan["jobs"]]
@@ -214,22 +207,8 @@ def test_shards_from_collected_output_collect_exactly_their_tests(
     collected.write_text(str(history["collected_text"]))
     per_job = []
     for index in (1, 2, 3):
-        result = CliRunner().invoke(
-            cli,
-            [
-                "shard",
-                str(history["report"]),
-                "--total",
-                "3",
-                "--index",
-                str(index),
-                "--collected",
-                str(collected),
-                *history["extra"],  # type: ignore[misc]
-            ],
-        )
-        assert result.exit_code == 0, result.output
-        per_job.append(_collect(history, result.stdout.splitlines()))
+        args = ("--total", "3", "--index", str(index), "--collected", str(collected))
+        per_job.append(_collect(history, _laptime(history, "shard", *args).splitlines()))
     _assert_partition(history, per_job)
 
 
