@@ -1,13 +1,15 @@
 """Scale-out on this machine: ingest rows/s by number of ingest workers, upload and read
 request rates by number of web processes, and storage per million results.
 
-    .venv/bin/python -m bench.bench_scaling [--uploads 24] [--tests 2000] [--max-workers 4]
+    .venv/bin/python -m bench.bench_scaling [--uploads 40] [--tests 5000] [--projects 1 4]
 
 Every phase runs real processes on a scratch embedded Postgres:
 - ingest: M = 1..--max-workers `laptime worker` processes are started and ready, then
-  --uploads JUnit reports of --tests testcases (one project, the same tests with durations of
-  their own, as CI sends them) are queued in one transaction; timed from that commit until
-  every upload is `done`. Parse + store + rollups: what a worker really does per upload.
+  --uploads JUnit reports of --tests testcases (the same tests with durations of their own,
+  as CI sends them; round robin over 1, then 4 projects: --projects) are queued in one
+  transaction; timed from that commit until every upload is `done`. Parse + store + rollups:
+  what a worker really does per upload. One project's ingests of one week queue on a lock
+  (ingest/store.py, the weekly rollups), so the spread over projects shows what it costs.
 - web: `laptime serve --ingest-workers 0 --workers N` for N = 1, 2; 4 client processes of 4
   threads POST --web-uploads small reports (100 testcases), then GET a rollup
   --web-reads times (answered from kept frames after the first). Rates per second.
@@ -62,6 +64,7 @@ class IngestPhase:
     """One ingest measurement."""
 
     workers: int
+    projects: int
     rows: int
     seconds: float
 
@@ -134,12 +137,16 @@ def _start_workers(url: str, count: int) -> list[subprocess.Popen[str]]:
     return procs
 
 
-def ingest_phase(url: str, dsn: str, workers: int, args: argparse.Namespace) -> IngestPhase:
-    """Queue the uploads at once in front of `workers` ready workers; time the drain."""
+def ingest_phase(
+    url: str, dsn: str, workers: int, projects: int, args: argparse.Namespace
+) -> IngestPhase:
+    """Queue the uploads at once (round robin over `projects` projects) in front of `workers`
+    ready workers; time the drain."""
     from app.db.engine import make_engine
     from app.db.uploads import IncomingFile, insert_upload
 
-    project, _ = _project(url, f"ingest{workers}")
+    owners = [_project(url, f"ingest{workers}-{projects}")[0] for _ in range(projects)]
+    ids = [p.id for p in owners]  # type: ignore[attr-defined]
     reports = [
         junit_xml(args.tests, files=args.tests // 50, seed=workers * 1000 + i)
         for i in range(args.uploads)
@@ -151,7 +158,7 @@ def ingest_phase(url: str, dsn: str, workers: int, args: argparse.Namespace) -> 
             for i, body in enumerate(reports):
                 insert_upload(
                     conn,
-                    project,  # type: ignore[arg-type]
+                    owners[i % projects],  # type: ignore[arg-type]
                     [IncomingFile("junit.xml", body)],
                     {"job": f"job{i % 8}", "pipeline": f"p{i // 8}"},
                     idempotency_key=None,
@@ -159,32 +166,35 @@ def ingest_phase(url: str, dsn: str, workers: int, args: argparse.Namespace) -> 
                 )
             start = time.perf_counter()
         engine.dispose()
-        done = "SELECT count(*) FROM upload WHERE project_id = %s AND status = 'done'"
-        _poll(lambda: _scalar(dsn, done, project.id) == args.uploads, 1800, "drain")  # type: ignore[attr-defined]
+        done = "SELECT count(*) FROM upload WHERE project_id = ANY(%s) AND status = 'done'"
+        _poll(lambda: _scalar(dsn, done, ids) == args.uploads, 1800, "drain")
         seconds = time.perf_counter() - start
     finally:
         _stop(procs)
-    rows = _scalar(dsn, "SELECT count(*) FROM test_result WHERE project_id = %s", project.id)  # type: ignore[attr-defined]
+    rows = _scalar(dsn, "SELECT count(*) FROM test_result WHERE project_id = ANY(%s)", ids)
     assert rows == args.uploads * args.tests, rows
-    return IngestPhase(workers, rows, seconds)
+    return IngestPhase(workers, projects, rows, seconds)
 
 
 def _post_batch(base: str, token: str, client: int, uploads: int) -> int:
-    """One client process: POST `uploads` distinct small reports from CLIENT_THREADS threads."""
+    """One client process: POST `uploads` distinct small reports from CLIENT_THREADS threads,
+    each over one kept-alive connection (the client's own CPU stays small)."""
     bodies = [junit_xml(100, seed=client * 100_000 + i) for i in range(uploads)]
 
-    def post(i: int) -> None:
-        answer = httpx.post(
-            f"{base}/api/v1/uploads",
-            headers={"Authorization": f"Bearer {token}"},
-            files={"file": ("junit.xml", bodies[i])},
-            data={"job": f"job{client}", "pipeline": f"p{i}"},
-            timeout=60,
-        )
-        answer.raise_for_status()
+    def post(thread: int) -> None:
+        with httpx.Client(
+            base_url=base, timeout=60, headers={"Authorization": f"Bearer {token}"}
+        ) as http:
+            for i in range(thread, uploads, CLIENT_THREADS):
+                answer = http.post(
+                    "/api/v1/uploads",
+                    files={"file": ("junit.xml", bodies[i])},
+                    data={"job": f"job{client}", "pipeline": f"p{i}"},
+                )
+                answer.raise_for_status()
 
     with ThreadPoolExecutor(CLIENT_THREADS) as pool:
-        list(pool.map(post, range(uploads)))
+        list(pool.map(post, range(CLIENT_THREADS)))
     return uploads
 
 
@@ -235,7 +245,7 @@ def web_phase(url: str, dsn: str, web: int, args: argparse.Namespace) -> tuple[f
         _, token = _project(url, f"web{web}")
         per = args.web_uploads // CLIENT_PROCESSES
         # Unmeasured warm-up: every web process imports lazily and fills its pool.
-        _spread(_post_batch, *[(base, token, 90 + c, 4) for c in range(CLIENT_PROCESSES)])
+        _spread(_post_batch, *[(base, token, 90 + c, 16) for c in range(CLIENT_PROCESSES)])
         sent, send_s = _spread(
             _post_batch, *[(base, token, c, per) for c in range(CLIENT_PROCESSES)]
         )
@@ -277,18 +287,36 @@ def table_bytes(dsn: str) -> dict[str, int]:
         for group, tables in TABLE_GROUPS.items():
             total = 0
             for table in tables:
+                # A partitioned parent holds nothing itself: its partitions are summed.
                 row = conn.execute(
-                    "SELECT coalesce(sum(pg_total_relation_size(relid)), 0) "
-                    "FROM pg_partition_tree(%s::regclass)",
-                    (table,),
+                    "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class "
+                    "WHERE oid = %s::regclass "
+                    "OR oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = %s::regclass)",
+                    (table, table),
                 ).fetchone()
                 total += int(row[0]) if row else 0
             sizes[group] = total
     return sizes
 
 
-def storage(args: argparse.Namespace) -> tuple[int, dict[str, int], dict[str, int]]:
-    """(results loaded, bytes per table group, rows per table group) of a synthetic history."""
+def count_ns_per_row(dsn: str, project_id: int) -> float:
+    """Nanoseconds per row of counting a project's results (median of 5), the cost model of
+    the per-request data version (a count over the project's runs)."""
+    with psycopg.connect(dsn) as conn:
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            rows, _ = conn.execute(  # type: ignore[misc]
+                "SELECT count(*), max(run_id) FROM test_result WHERE project_id = %s",
+                (project_id,),
+            ).fetchone()
+            times.append(time.perf_counter() - start)
+    return sorted(times)[2] / rows * 1e9
+
+
+def storage(args: argparse.Namespace) -> tuple[int, dict[str, int], dict[str, int], float]:
+    """(results loaded, bytes and rows per table group, ns per row counted) of a synthetic
+    history."""
     from app.db.engine import make_engine
     from app.db.projects import create_project
     from app.demo_load import DemoSize, load_demo
@@ -305,16 +333,24 @@ def storage(args: argparse.Namespace) -> tuple[int, dict[str, int], dict[str, in
             group: sum(_scalar(dsn, f"SELECT count(*) FROM {t}") for t in tables)
             for group, tables in TABLE_GROUPS.items()
         }
-    return loaded, sizes, rows
+        count_ns = count_ns_per_row(dsn, project.id)
+    return loaded, sizes, rows, count_ns
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--uploads", type=int, default=24, help="uploads per ingest phase")
-    parser.add_argument("--tests", type=int, default=2000, help="testcases per upload")
+    parser.add_argument("--uploads", type=int, default=40, help="uploads per ingest phase")
+    parser.add_argument("--tests", type=int, default=5000, help="testcases per upload")
     parser.add_argument("--max-workers", type=int, default=4)
-    parser.add_argument("--web-uploads", type=int, default=320)
-    parser.add_argument("--web-reads", type=int, default=640)
+    parser.add_argument(
+        "--projects",
+        type=int,
+        nargs="+",
+        default=[1, 4],
+        help="ingest phases spread the uploads over this many projects (one set per value)",
+    )
+    parser.add_argument("--web-uploads", type=int, default=960)
+    parser.add_argument("--web-reads", type=int, default=1920)
     parser.add_argument("--days", type=int, default=14, help="storage history days")
     parser.add_argument("--jobs", type=int, default=8, help="storage history jobs")
     parser.add_argument("--skip", nargs="*", default=[], choices=["ingest", "web", "storage"])
@@ -323,15 +359,19 @@ def main() -> None:
 
     with scratch_database() as (url, dsn):
         if "ingest" not in args.skip:
-            phases = [ingest_phase(url, dsn, m, args) for m in range(1, args.max_workers + 1)]
-            one = phases[0].rows_per_s
             print(f"ingest: {args.uploads} uploads x {args.tests} testcases per phase")
-            for p in phases:
-                print(
-                    f"  {p.workers} worker(s): {p.seconds:6.1f} s, {p.rows_per_s:8,.0f} rows/s "
-                    f"(x{p.rows_per_s / one:.2f} of 1), {p.rows_per_s / p.workers:8,.0f} "
-                    "rows/s per worker"
-                )
+            for projects in args.projects:
+                phases = [
+                    ingest_phase(url, dsn, m, projects, args)
+                    for m in range(1, args.max_workers + 1)
+                ]
+                one = phases[0].rows_per_s
+                for p in phases:
+                    print(
+                        f"  {projects} project(s), {p.workers} worker(s): {p.seconds:6.1f} s, "
+                        f"{p.rows_per_s:8,.0f} rows/s (x{p.rows_per_s / one:.2f} of 1 worker), "
+                        f"{p.rows_per_s / p.workers:8,.0f} rows/s per worker"
+                    )
             raw = _scalar(dsn, "SELECT sum(length(raw_gzip)) FROM upload_file")
             results = _scalar(dsn, "SELECT count(*) FROM test_result")
             print(f"  raw reports kept (gzip): {raw / results:.1f} bytes per result")
@@ -345,7 +385,7 @@ def main() -> None:
                   f"(x{up2 / up1:.2f}, x{rd2 / rd1:.2f})")  # fmt: skip
             print(f"  after web: {_uptime()}")
     if "storage" not in args.skip:
-        loaded, sizes, rows = storage(args)
+        loaded, sizes, rows, count_ns = storage(args)
         total = sum(sizes.values())
         print(f"storage: {loaded:,} results ({args.days} days x {args.jobs} jobs x 3 pipelines "
               f"x {args.tests} tests)")  # fmt: skip
@@ -357,6 +397,7 @@ def main() -> None:
             )
         print(f"  {'total':36s} {total / 2**20:8.1f} MiB, "
               f"{total / loaded * 1e6 / 2**20:7.1f} MiB per million results")  # fmt: skip
+        print(f"  counting a project's rows: {count_ns:.0f} ns per row")
     print(f"end: {_uptime()}")
 
 
