@@ -46,7 +46,7 @@ CLIENT_THREADS = 4
 
 # Which table each stored relation belongs to, for the storage breakdown.
 TABLE_GROUPS = {
-    "results (test_result, partitioned)": ("test_result",),
+    "results": ("test_result",),
     "rollups": (
         "rollup_daily",
         "rollup_file_daily",
@@ -54,7 +54,7 @@ TABLE_GROUPS = {
         "rollup_file_weekly",
         "rollup_cell_weekly",
     ),
-    "test dictionary + cells": ("test_case", "cell"),
+    "dictionary": ("test_case", "cell"),
     "runs": ("run",),
 }
 
@@ -279,23 +279,22 @@ def _read_access(url: str, dsn: str) -> tuple[str, str]:
     return project.slug, token
 
 
-def table_bytes(dsn: str) -> dict[str, int]:
-    """Bytes (heap + indexes + TOAST, partitions summed) of each table group, after VACUUM."""
+def table_bytes(dsn: str) -> dict[str, tuple[int, int]]:
+    """(bytes, rows) of each table: heap + indexes + TOAST, partitions summed, after VACUUM."""
+    tables = [t for group in TABLE_GROUPS.values() for t in group]
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE")
-        sizes: dict[str, int] = {}
-        for group, tables in TABLE_GROUPS.items():
-            total = 0
-            for table in tables:
-                # A partitioned parent holds nothing itself: its partitions are summed.
-                row = conn.execute(
-                    "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class "
-                    "WHERE oid = %s::regclass "
-                    "OR oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = %s::regclass)",
-                    (table, table),
-                ).fetchone()
-                total += int(row[0]) if row else 0
-            sizes[group] = total
+        sizes: dict[str, tuple[int, int]] = {}
+        for table in tables:
+            # A partitioned parent holds nothing itself: its partitions are summed.
+            row = conn.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(oid)), 0) FROM pg_class "
+                "WHERE oid = %s::regclass "
+                "OR oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = %s::regclass)",
+                (table, table),
+            ).fetchone()
+            count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+            sizes[table] = (int(row[0]) if row else 0, int(count[0]) if count else 0)
     return sizes
 
 
@@ -314,9 +313,8 @@ def count_ns_per_row(dsn: str, project_id: int) -> float:
     return sorted(times)[2] / rows * 1e9
 
 
-def storage(args: argparse.Namespace) -> tuple[int, dict[str, int], dict[str, int], float]:
-    """(results loaded, bytes and rows per table group, ns per row counted) of a synthetic
-    history."""
+def storage(args: argparse.Namespace) -> tuple[int, dict[str, tuple[int, int]], float]:
+    """(results loaded, bytes and rows per table, ns per row counted) of a synthetic history."""
     from app.db.engine import make_engine
     from app.db.projects import create_project
     from app.demo_load import DemoSize, load_demo
@@ -329,12 +327,8 @@ def storage(args: argparse.Namespace) -> tuple[int, dict[str, int], dict[str, in
         engine.dispose()
         loaded = load_demo(dsn, project.id, size, until=datetime.now(UTC).date())
         sizes = table_bytes(dsn)
-        rows = {
-            group: sum(_scalar(dsn, f"SELECT count(*) FROM {t}") for t in tables)
-            for group, tables in TABLE_GROUPS.items()
-        }
         count_ns = count_ns_per_row(dsn, project.id)
-    return loaded, sizes, rows, count_ns
+    return loaded, sizes, count_ns
 
 
 def main() -> None:
@@ -385,17 +379,19 @@ def main() -> None:
                   f"(x{up2 / up1:.2f}, x{rd2 / rd1:.2f})")  # fmt: skip
             print(f"  after web: {_uptime()}")
     if "storage" not in args.skip:
-        loaded, sizes, rows, count_ns = storage(args)
-        total = sum(sizes.values())
+        loaded, sizes, count_ns = storage(args)
+        total = sum(size for size, _ in sizes.values())
         print(f"storage: {loaded:,} results ({args.days} days x {args.jobs} jobs x 3 pipelines "
               f"x {args.tests} tests)")  # fmt: skip
-        for group, size in sizes.items():
-            print(
-                f"  {group:36s} {size / 2**20:8.1f} MiB, {rows[group]:>10,} rows, "
-                f"{size / rows[group] if rows[group] else 0:6.1f} B/row, "
-                f"{size / loaded * 1e6 / 2**20:7.1f} MiB per million results"
-            )
-        print(f"  {'total':36s} {total / 2**20:8.1f} MiB, "
+        for group, tables in TABLE_GROUPS.items():
+            for table in tables:
+                size, rows = sizes[table]
+                print(
+                    f"  {group[:14]:14s} {table:20s} {size / 2**20:8.1f} MiB {rows:>10,} rows "
+                    f"{size / max(rows, 1):6.1f} B/row "
+                    f"{size / loaded * 1e6 / 2**20:7.1f} MiB per million results"
+                )
+        print(f"  {'total':35s} {total / 2**20:8.1f} MiB, "
               f"{total / loaded * 1e6 / 2**20:7.1f} MiB per million results")  # fmt: skip
         print(f"  counting a project's rows: {count_ns:.0f} ns per row")
     print(f"end: {_uptime()}")
