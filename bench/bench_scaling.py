@@ -26,8 +26,6 @@ import argparse
 import os
 import signal
 import subprocess
-import sys
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -37,10 +35,9 @@ from datetime import UTC, datetime
 import httpx
 import psycopg
 
-from bench.common import scratch_database
+from bench.common import count, poll, scratch_database, start_serve, start_workers
 from tests.factories import junit_xml
 
-LAPTIME = [sys.executable, "-c", "from app.cli.main import main; main()"]
 CLIENT_PROCESSES = 4
 CLIENT_THREADS = 4
 
@@ -73,26 +70,6 @@ class IngestPhase:
         return self.rows / self.seconds
 
 
-def _env(url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAPTIME_", "PROMETHEUS_"))}
-    env.update({"DATABASE_URL": url, "LAPTIME_WORKER_POLL_S": "0.5"})
-    return env
-
-
-def _poll(predicate: Callable[[], object], timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out: {what}")
-        time.sleep(0.05)
-
-
-def _scalar(dsn: str, sql: str, *args: object) -> int:
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
-    return int(row[0]) if row and row[0] is not None else 0
-
-
 def _uptime() -> str:
     with open("/proc/loadavg") as load:
         return "load average " + " ".join(load.read().split()[:3])
@@ -117,26 +94,6 @@ def _stop(procs: list[subprocess.Popen[str]]) -> None:
         proc.wait(timeout=30)
 
 
-def _start_workers(url: str, count: int) -> list[subprocess.Popen[str]]:
-    """`count` workers, returned once each says it waits for uploads."""
-    procs = [
-        subprocess.Popen([*LAPTIME, "worker"], env=_env(url), stdout=subprocess.PIPE, text=True)
-        for _ in range(count)
-    ]
-    ready = [threading.Event() for _ in procs]
-
-    def watch(proc: subprocess.Popen[str], event: threading.Event) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if "waiting for uploads" in line:
-                event.set()
-
-    for proc, event in zip(procs, ready, strict=True):
-        threading.Thread(target=watch, args=(proc, event), daemon=True).start()
-    _poll(lambda: all(e.is_set() for e in ready), 120, "workers up")
-    return procs
-
-
 def ingest_phase(
     url: str, dsn: str, workers: int, projects: int, args: argparse.Namespace
 ) -> IngestPhase:
@@ -151,7 +108,7 @@ def ingest_phase(
         junit_xml(args.tests, files=args.tests // 50, seed=workers * 1000 + i)
         for i in range(args.uploads)
     ]
-    procs = _start_workers(url, workers)
+    procs = start_workers(url, workers)
     try:
         engine = make_engine(url, pool_size=1)
         with engine.begin() as conn:
@@ -167,11 +124,11 @@ def ingest_phase(
             start = time.perf_counter()
         engine.dispose()
         done = "SELECT count(*) FROM upload WHERE project_id = ANY(%s) AND status = 'done'"
-        _poll(lambda: _scalar(dsn, done, ids) == args.uploads, 1800, "drain")
+        poll(lambda: count(dsn, done, ids) == args.uploads, 1800, "drain")
         seconds = time.perf_counter() - start
     finally:
         _stop(procs)
-    rows = _scalar(dsn, "SELECT count(*) FROM test_result WHERE project_id = ANY(%s)", ids)
+    rows = count(dsn, "SELECT count(*) FROM test_result WHERE project_id = ANY(%s)", ids)
     assert rows == args.uploads * args.tests, rows
     return IngestPhase(workers, projects, rows, seconds)
 
@@ -222,26 +179,8 @@ def _spread(fn: Callable[..., int], *per_client: tuple[object, ...]) -> tuple[in
 
 def web_phase(url: str, dsn: str, web: int, args: argparse.Namespace) -> tuple[float, float]:
     """(uploads/s, rollup reads/s) of `laptime serve` with `web` web processes, no worker."""
-    from tests.conftest import free_port
-
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    serve = subprocess.Popen(
-        [*LAPTIME, "serve", "--ingest-workers", "0", "--workers", str(web), "--port", str(port)],
-        env=_env(url),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    serve, base = start_serve(url, "--ingest-workers", "0", "--workers", str(web))
     try:
-
-        def up() -> bool:
-            try:
-                return httpx.get(f"{base}/healthz").status_code == 200
-            except httpx.TransportError:
-                return False
-
-        _poll(up, 120, "serve up")
         _, token = _project(url, f"web{web}")
         per = args.web_uploads // CLIENT_PROCESSES
         # Unmeasured warm-up: every web process imports lazily and fills its pool.
@@ -366,8 +305,8 @@ def main() -> None:
                         f"{p.rows_per_s:8,.0f} rows/s (x{p.rows_per_s / one:.2f} of 1 worker), "
                         f"{p.rows_per_s / p.workers:8,.0f} rows/s per worker"
                     )
-            raw = _scalar(dsn, "SELECT sum(length(raw_gzip)) FROM upload_file")
-            results = _scalar(dsn, "SELECT count(*) FROM test_result")
+            raw = count(dsn, "SELECT sum(length(raw_gzip)) FROM upload_file")
+            results = count(dsn, "SELECT count(*) FROM test_result")
             print(f"  raw reports kept (gzip): {raw / results:.1f} bytes per result")
             print(f"  after ingest: {_uptime()}")
         if "web" not in args.skip:

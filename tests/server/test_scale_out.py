@@ -19,9 +19,10 @@ import httpx
 import pytest
 
 from app.db.engine import make_engine
-from tests.conftest import ProjectFixture, free_port, make_project
-from tests.server.conftest import LAPTIME, scalar, wait_for
+from tests.conftest import ProjectFixture, make_project
+from tests.server.conftest import scalar, start_serve, wait_for
 from tests.server.test_rollup_api import junit
+from tests.server.test_sigterm import _alive
 
 UPLOADS = 200
 TESTS = 5
@@ -49,15 +50,6 @@ def _descendants(pid: int) -> set[int]:
         todo.extend(kids - found)
         found |= kids
     return found
-
-
-def _alive(pid: int) -> bool:
-    """Running (a zombie has exited all the same)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().split(") ")[-1][0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def _environ(pid: int) -> dict[str, str]:
@@ -124,29 +116,10 @@ def _read_from_each(port: int, path: str, token: str, web_pids: set[int]) -> dic
 
 @pytest.fixture
 def scaled_serve(private_db: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAPTIME_", "PROMETHEUS_"))}
-    env.update({"DATABASE_URL": private_db, "LAPTIME_WORKER_POLL_S": "0.2"})
-    port = free_port()
-    serve = subprocess.Popen(
-        [*LAPTIME, "serve", "--port", str(port), "--workers", "2", "--ingest-workers", "2"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+    serve, port = start_serve(
+        private_db, "--workers", "2", "--ingest-workers", "2", workers_beating=2
     )
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
-        except httpx.TransportError:
-            return False
-
     try:
-        wait_for(healthy, 60, "serve answering")
-        wait_for(
-            lambda: scalar(private_db, "SELECT count(*) FROM worker_heartbeat") == 2,
-            60,
-            "both ingest workers beating",
-        )
         yield serve, port
     finally:
         everyone = _descendants(serve.pid)
@@ -156,8 +129,6 @@ def scaled_serve(private_db: str) -> Iterator[tuple[subprocess.Popen[bytes], int
         except subprocess.TimeoutExpired:
             serve.kill()
             raise AssertionError(f"serve still running {STOP_WITHIN_S} s after SIGTERM") from None
-        finally:
-            serve.stderr.close()  # type: ignore[union-attr]
         # Nothing left behind (multiprocessing's resource tracker leaves once serve has gone).
         wait_for(lambda: not any(map(_alive, everyone)), 5, "every child of serve gone")
 
