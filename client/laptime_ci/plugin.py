@@ -251,10 +251,10 @@ class ItemRecorder:
 
     def pytest_collectstart(self, collector: pytest.Collector) -> None:
         """A collector starts: time it for its file (modules and the classes inside)."""
-        file_node = collector.getparent(pytest.File)
-        self.collection.collector_started(
-            collector.nodeid, file_node.nodeid if file_node is not None else None
-        )
+        node: pytest.Collector | pytest.Item | None = collector
+        while node is not None and not isinstance(node, pytest.File):
+            node = node.parent  # (getparent() cannot be given the abstract File class)
+        self.collection.collector_started(collector.nodeid, node.nodeid if node else None)
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         """A collector is done: charge its file."""

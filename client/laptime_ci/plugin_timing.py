@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Optional
+from typing import Any
 
 try:
     import resource
@@ -36,7 +36,9 @@ def cpu_seconds(*, children: bool = True) -> float:
     return float(total)
 
 
-def _proc_age_s(stat_path: str = "/proc/self/stat", uptime_path: str = "/proc/uptime") -> float | None:
+def _proc_age_s(
+    stat_path: str = "/proc/self/stat", uptime_path: str = "/proc/uptime"
+) -> float | None:
     """Seconds since this process was created, from the kernel's clock-tick start time.
 
     Field 22 of /proc/self/stat is the start in ticks after boot and /proc/uptime the seconds
@@ -143,7 +145,7 @@ def merge_worker_collection(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         for name, seconds in (summary.get("collect_by_file") or {}).items():
             by_file[name] = max(by_file.get(name, 0.0), float(seconds))
 
-    def largest(key: str) -> Optional[float]:
+    def largest(key: str) -> float | None:
         values = [s[key] for s in known if s.get(key) is not None]
         return max(values) if values else None
 
