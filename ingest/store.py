@@ -514,9 +514,9 @@ def _copy_results(
             "last_attempt_s": results["last_attempt_s"].to_numpy(),
             "flaky": results["flaky"].to_numpy(),
             "peak_rss_mib": results["peak_rss_mib"].to_numpy(),
-            "cpu_s": results["cpu_s"].to_numpy(),
+            "cpu_s": pd.to_numeric(results["cpu_s"], errors="coerce").to_numpy(np.float64),
             # Integer in the table: a nullable integer here, so the text path writes "3".
-            "seq": results["seq"].round().astype("Int64").to_numpy(),
+            "seq": pd.to_numeric(results["seq"], errors="coerce").round().astype("Int64").array,
             "worker": results["worker"].to_numpy(),
             "message": results["message"].to_numpy(),
         }

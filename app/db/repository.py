@@ -170,7 +170,8 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
     frame["collect_by_file"] = frame["collect_by_file"].map(
         lambda v: v if isinstance(v, dict) else json.loads(v) if isinstance(v, str) else None
     )
-    frame["invocation"] = frame["invocation"].map(lambda v: v if isinstance(v, str) else None)
+    invocation = frame["invocation"].astype(object)
+    frame["invocation"] = invocation.where(invocation.notna(), None)
     return frame[[*RUN_COLUMNS, "labels_key", "test_s", "tests", "missing", "upload_id"]]
 
 
