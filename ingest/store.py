@@ -262,7 +262,9 @@ def store_run(
     started_at = start.at
     day = started_at.astimezone(UTC).date()
     wall_s = meta.wall_s if meta.wall_s is not None else merged.session.wall_s
-    peak = meta.peak_rss_mib if meta.peak_rss_mib is not None else merged.session.peak_rss_mib
+    peak, peak_warning = _job_peak(meta, merged.session)
+    if peak_warning:
+        warnings = [*warnings, peak_warning]
     durations = results["duration_s"]
     lkey = cut_name(labels_key(meta.labels))
 
@@ -313,6 +315,22 @@ def store_run(
         missing_durations=int(durations.isna().sum()),
         warnings=warnings,
     )
+
+
+def _job_peak(meta: RunMetadata, session: SessionInfo) -> tuple[float | None, str | None]:
+    """The run's peak memory: the upload's, else the report's; never a cgroup's.
+
+    Plugins before #18 fell back to the container cgroup's `memory.peak` (its lifetime maximum
+    over every process in it: 996 MiB from an earlier pip install where the tests peaked at
+    281 MiB) and labelled it `peak_rss_source: cgroup`; their upload sent the same number.
+    """
+    peak = meta.peak_rss_mib if meta.peak_rss_mib is not None else session.peak_rss_mib
+    if session.peak_rss_source == "cgroup" and peak is not None and peak == session.peak_rss_mib:
+        return None, (
+            f"the report's job peak ({peak:g} MiB) is its container cgroup's lifetime peak, "
+            "not the test processes': not stored as the run's peak memory"
+        )
+    return peak, None
 
 
 def _session_measures(session: SessionInfo, meta: RunMetadata) -> dict[str, Any]:
