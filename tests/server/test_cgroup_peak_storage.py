@@ -4,15 +4,12 @@ stored as the run's peak; a process-tree peak is."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-import psycopg
 from sqlalchemy import Engine, text
 
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, SessionInfo, results_frame
-from ingest.store import RunMetadata, store_run
 from tests.conftest import Database, ProjectFixture
+from tests.server.test_store import _store_result
 
 
 def _store_with(
@@ -23,22 +20,7 @@ def _store_with(
         results=results_frame({"nodeid": ["a.py::t"], "outcome": ["passed"], "duration_s": [1.0]}),
         session=session,
     )
-    with psycopg.connect(database.dsn) as conn:
-        upload_id = conn.execute(
-            "INSERT INTO upload (project_id, content_hash, status) VALUES (%s, %s, 'done') "
-            "RETURNING id",
-            (project.id, f"{session}{datetime.now()}".encode()),
-        ).fetchone()[0]  # type: ignore[index]
-        stored = store_run(
-            conn,
-            project_id=project.id,
-            upload_id=upload_id,
-            meta=RunMetadata(
-                job="unit", started_at=datetime(2026, 11, 30, 12, tzinfo=UTC), peak_rss_mib=peak
-            ),
-            merged=merge_reports([report]),
-        )
-        conn.commit()
+    stored = _store_result(database, project, merge_reports([report]), peak_rss_mib=peak)
     return stored.run_id, stored.warnings
 
 
