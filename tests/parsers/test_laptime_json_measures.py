@@ -96,3 +96,20 @@ def test_junit_results_have_the_columns_unknown() -> None:
     report = parse_junit(xml)
     assert report.results[["cpu_s", "seq"]].isna().all().all()
     assert report.session.collect_s is None
+
+
+def test_junit_first_keeps_its_row_and_gains_the_plugins_cpu_and_order() -> None:
+    from ingest.merge import merge_reports
+
+    xml = (
+        b'<testsuite><testcase classname="tests.test_x.TestC" name="test_y[a-1]"'
+        b' file="tests/test_x.py" time="0.2"/></testsuite>'
+    )
+    junit = parse_junit(xml)
+    plugin = parse(document())
+    assert junit.results["nodeid"].tolist() == plugin.results["nodeid"].tolist()
+    merged = merge_reports([junit, plugin])
+    (row,) = merged.results.to_dict("records")
+    assert row["duration_s"] == 0.2  # the first report's row
+    assert (row["cpu_s"], row["seq"]) == (TEST["cpu_s"], TEST["seq"])
+    assert merged.session.cpu_s == SESSION["cpu_s"]
