@@ -94,6 +94,7 @@ class CollectionTimer:
         self.by_file: dict[str, float] = {}
         self._started: float | None = None
         self._open: dict[str, tuple[str, float]] = {}
+        self._files_open: set[str] = set()
 
     def start(self) -> None:
         """Collection begins: note the process's age and the time."""
@@ -106,8 +107,13 @@ class CollectionTimer:
             self.collect_s = time.perf_counter() - self._started
 
     def collector_started(self, nodeid: str, file_nodeid: str | None) -> None:
-        """A collector of `file_nodeid` (None: not inside a file) starts collecting."""
-        if file_nodeid is not None:
+        """A collector of `file_nodeid` (None: not inside a file) starts collecting.
+
+        pytest 8+ collects a module's classes inside the module's own collection: only the
+        outermost collector of a file is timed, so nothing is counted twice.
+        """
+        if file_nodeid is not None and file_nodeid not in self._files_open:
+            self._files_open.add(file_nodeid)
             self._open[nodeid] = (file_nodeid, time.perf_counter())
 
     def collector_reported(self, nodeid: str) -> None:
@@ -115,6 +121,7 @@ class CollectionTimer:
         opened = self._open.pop(nodeid, None)
         if opened is not None:
             file_nodeid, started = opened
+            self._files_open.discard(file_nodeid)
             spent = time.perf_counter() - started
             self.by_file[file_nodeid] = self.by_file.get(file_nodeid, 0.0) + spent
 

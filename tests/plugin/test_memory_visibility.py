@@ -88,7 +88,9 @@ def test_sampling_keeps_the_peak_visible_outside(suite: Path) -> None:
     outside, report = outside_peak_mib(suite, "sampling")
     assert report["session"]["test_peak_rss_method"] == "sampling"  # type: ignore[index]
     assert largest_test_peak(report) > 96
-    assert outside >= largest_test_peak(report)
+    # Sampled readings are the current RSS (statm), which can exceed the kernel's ru_maxrss
+    # by a page table's worth (0.3 MiB seen): 1 MiB of slack, far below the 96 MiB at stake.
+    assert outside >= largest_test_peak(report) - 1.0
 
 
 @pytest.mark.skipif(not HAS_MARK, reason="no resettable high-water mark")
