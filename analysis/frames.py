@@ -36,6 +36,9 @@ RESULT_COLUMNS: tuple[str, ...] = (
     # attempt, or a report that does not say, like Surefire's rerun children)
     "flaky",  # bool: failed at least once, then passed
     "peak_rss_mib",  # float (NaN = unknown): peak RSS reached while the test ran
+    "cpu_s",  # float (NaN = unknown): user+system CPU of the process and its reaped children
+    # over the test's window (every attempt), the plugin's only
+    "seq",  # float (NaN = unknown): 0-based execution order in its process (per xdist worker)
     "worker",  # str | None: xdist worker id ("gw0")
     "suite",  # str | None: the enclosing <testsuite> name
     "message",  # str | None: failure/skip message, truncated by the parser
@@ -56,7 +59,27 @@ RUN_COLUMNS: tuple[str, ...] = (
     "labels",  # dict[str, str]: os, python, cuda...
     "partial",  # bool: a report behind this run hid rows (durations threshold)
     "hidden_rows",  # int: rows a durations report said it hid (0 when none/unknown)
+    # What the job model needs (#18), from the plugin's session (NaN/None = unknown):
+    "cpu_s",  # float: CPU seconds of the pytest session (process tree)
+    "startup_s",  # float: interpreter start to collection start
+    "collect_s",  # float: collection wall seconds
+    "job_wall_s",  # float: the CI job's wall up to the upload (setup included)
+    "collected_tests",  # float (integer count; NaN unknown)
+    "collected_files",  # float (integer count; NaN unknown)
+    "collect_by_file",  # dict[str, float] | None: file -> seconds collecting it
+    "invocation",  # str | None: "paths" or "pyargs"
 )
+# The RUN_COLUMNS a JUnit-only history lacks, and their unknown values.
+RUN_MEASURE_DEFAULTS: dict[str, Any] = {
+    "cpu_s": np.nan,
+    "startup_s": np.nan,
+    "collect_s": np.nan,
+    "job_wall_s": np.nan,
+    "collected_tests": np.nan,
+    "collected_files": np.nan,
+    "collect_by_file": None,
+    "invocation": None,
+}
 
 FACT_KEY_COLUMNS: tuple[str, ...] = (
     "nodeid",

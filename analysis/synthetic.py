@@ -19,7 +19,7 @@ from datetime import UTC, date, datetime, timedelta
 import numpy as np
 import pandas as pd
 
-from analysis.frames import RESULT_COLUMNS, RUN_COLUMNS
+from analysis.frames import RESULT_COLUMNS, RUN_COLUMNS, RUN_MEASURE_DEFAULTS
 
 MODELS_FILE = "tests/test_models.py"
 BACKBONE_FILE = "tests/test_backbone_utils.py"
@@ -389,6 +389,9 @@ def _generate_day(
             "last_attempt_s": np.where(flaky, duration / 2, np.nan).ravel(),
             "flaky": flaky.ravel(),
             "peak_rss_mib": rss.ravel(),
+            # Synthetic history is JUnit-like here: no CPU or order measured (#18).
+            "cpu_s": np.full(total, np.nan),
+            "seq": np.full(total, np.nan),
             "worker": cat(worker.ravel().astype(np.int8),
                           pd.CategoricalDtype([f"gw{i}" for i in range(max_workers)])),
             "suite": cat(np.zeros(total, dtype=np.int8), pd.CategoricalDtype(["pytest"])),
@@ -430,6 +433,7 @@ def _generate_day(
             "hidden_rows": 0,
         }
     )  # fmt: skip
+    runs = runs.assign(**RUN_MEASURE_DEFAULTS)
     return SyntheticHistory(results=results, runs=runs[list(RUN_COLUMNS)])
 
 

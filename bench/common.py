@@ -98,7 +98,7 @@ def one_run(ids: list[str], weights: Any) -> tuple[Any, Any]:
     import numpy as np
     import pandas as pd
 
-    from analysis.frames import RUN_COLUMNS
+    from analysis.frames import RUN_COLUMNS, RUN_MEASURE_DEFAULTS
     from ingest.model import results_frame
 
     results = results_frame(
@@ -113,7 +113,7 @@ def one_run(ids: list[str], weights: Any) -> tuple[Any, Any]:
     results["run_id"] = 1
     runs = pd.DataFrame(
         [[1, "p", "test", None, None, "linux", pd.NaT, 300.0 + float(np.sum(weights)), np.nan,
-          1, {}, False, 0]],
+          1, {}, False, 0, *RUN_MEASURE_DEFAULTS.values()]],
         columns=list(RUN_COLUMNS),
     )  # fmt: skip
     return results, runs

@@ -7,7 +7,7 @@ Executions, not names: two reports of one format in one job are two runs (two to
 environments, two pytest invocations), so a nodeid already seen in an earlier report of that
 format is another execution and gets the same " #k" suffix as inside a report. Reports of
 different formats (the JUnit and the laptime JSON of one pytest run) describe the same
-executions: the first report's row is kept.
+executions: the first report's row is kept, with the plugin's `cpu_s` and `seq` filled in.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ingest.model import ParsedReport, SessionInfo, empty_results
 from ingest.parsers.executions import number_executions
 
 PHASES = ("setup_s", "call_s", "teardown_s")
+MEASURE_COLUMNS = ("cpu_s", "seq")
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,13 @@ def merge_reports(reports: list[ParsedReport]) -> MergedRun:
     else:
         merged = _fill_phases(base, timings)
     before = len(merged)
+    measured = _measures_by_nodeid(merged)
     merged = merged.drop_duplicates(subset="nodeid", keep="first").reset_index(drop=True)
+    if measured is not None:
+        # The JUnit row kept for a test the laptime JSON also reported still gets the
+        # plugin's CPU and order (#18): only the plugin measures them.
+        for column in MEASURE_COLUMNS:
+            merged[column] = merged[column].fillna(merged["nodeid"].map(measured[column]))
     if len(merged) < before:
         warnings.append(
             f"{before - len(merged)} results repeated a nodeid already in this job; kept the first"
@@ -79,6 +86,16 @@ def _executions_by_format(reports: list[ParsedReport]) -> list[pd.DataFrame]:
             frame = frame.assign(nodeid=nodeids)
         frames.append(frame)
     return frames
+
+
+def _measures_by_nodeid(frame: pd.DataFrame) -> pd.DataFrame | None:
+    """The first known MEASURE_COLUMNS per nodeid, when a repeated nodeid has some."""
+    repeated = frame["nodeid"].duplicated(keep=False)
+    known = frame[list(MEASURE_COLUMNS)].notna().any(axis=1)
+    rows = frame.loc[repeated & known, ["nodeid", *MEASURE_COLUMNS]]
+    if rows.empty:
+        return None
+    return rows.groupby("nodeid", sort=False).first()
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

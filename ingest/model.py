@@ -19,6 +19,8 @@ FLOAT_COLUMNS = (
     "teardown_s",
     "last_attempt_s",
     "peak_rss_mib",
+    "cpu_s",
+    "seq",  # an integer order, float here so that unknown is NaN
 )
 
 
@@ -42,6 +44,16 @@ class SessionInfo:
     hostname: str | None = None
     pytest: str | None = None  # pytest version that ran the tests
     runner: str | None = None  # ingest.parsers.runners.RUNNERS key (detected or overridden)
+    # What the job model needs (#18); docs/laptime-json.md defines each.
+    cpu_s: float | None = None  # process + reaped children, over the span of wall_s
+    startup_s: float | None = None  # process creation to collection start
+    collect_s: float | None = None
+    collected_tests: int | None = None
+    collected_files: int | None = None
+    collect_by_file: dict[str, float] | None = None  # file -> seconds collecting it
+    invocation: str | None = None  # "paths" | "pyargs"
+    rootdir: str | None = None
+    job_wall_s: float | None = None  # the CI job's wall up to the report, when known
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from pandas.util import hash_array
 
 from analysis.frames import fact_values, labels_key, sum_fact_values
 from ingest.merge import MergedRun
+from ingest.model import SessionInfo
 from ingest.run_time import RunStart, run_start
 from pgcodec.binary_copy import PgType, encode_binary_copy
 from pgcodec.text_values import MAX_NAME_BYTES, cut_name, cut_names, storable_column, storable_text
@@ -65,6 +66,8 @@ _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
     ("last_attempt_s", "float8"),
     ("flaky", "bool"),
     ("peak_rss_mib", "float4"),
+    ("cpu_s", "float8"),
+    ("seq", "int4"),
     ("worker", "text"),
 )
 
@@ -144,6 +147,9 @@ class RunMetadata:
     runner: str | None = None  # the upload's `runner` field: overrides detection (#17)
     # The plan this job ran (#18): the upload's `plan_id` field, else its `plan=<id>` label.
     plan_id: str | None = None
+    # The CI job's wall up to the upload (#18), from the client (LAPTIME_JOB_STARTED_AT or
+    # the CI service's job start); the report's own session.job_wall_s otherwise.
+    job_wall_s: float | None = None
 
     def executed_plan(self) -> str | None:
         """The id of the plan this run executed, if it names one."""
@@ -263,7 +269,9 @@ def store_run(
     started_at = start.at
     day = started_at.astimezone(UTC).date()
     wall_s = meta.wall_s if meta.wall_s is not None else merged.session.wall_s
-    peak = meta.peak_rss_mib if meta.peak_rss_mib is not None else merged.session.peak_rss_mib
+    peak, peak_warning = _job_peak(meta, merged.session)
+    if peak_warning:
+        warnings = [*warnings, peak_warning]
     durations = results["duration_s"]
     lkey = cut_name(labels_key(meta.labels))
 
@@ -296,6 +304,7 @@ def store_run(
             "runner": meta.runner or merged.session.runner,
             "file_derived": merged.file_derived,
             "plan_id": meta.executed_plan(),
+            **_session_measures(merged.session, meta),
         },
     )
     if results.empty:
@@ -314,6 +323,40 @@ def store_run(
         missing_durations=int(durations.isna().sum()),
         warnings=warnings,
     )
+
+
+def _job_peak(meta: RunMetadata, session: SessionInfo) -> tuple[float | None, str | None]:
+    """The run's peak memory: the upload's, else the report's; never a cgroup's.
+
+    Plugins before #18 fell back to the container cgroup's `memory.peak` (its lifetime maximum
+    over every process in it: 996 MiB from an earlier pip install where the tests peaked at
+    281 MiB) and labelled it `peak_rss_source: cgroup`; their upload sent the same number.
+    """
+    peak = meta.peak_rss_mib if meta.peak_rss_mib is not None else session.peak_rss_mib
+    if session.peak_rss_source == "cgroup" and peak is not None and peak == session.peak_rss_mib:
+        return None, (
+            f"the report's job peak ({peak:g} MiB) is its container cgroup's lifetime peak, "
+            "not the test processes': not stored as the run's peak memory"
+        )
+    return peak, None
+
+
+def _session_measures(session: SessionInfo, meta: RunMetadata) -> dict[str, Any]:
+    """The run columns the job model reads (#18); None where the reports did not say."""
+    by_file = session.collect_by_file
+    return {
+        "cpu_s": session.cpu_s,
+        "startup_s": session.startup_s,
+        "collect_s": session.collect_s,
+        "job_wall_s": meta.job_wall_s if meta.job_wall_s is not None else session.job_wall_s,
+        "collected_tests": session.collected_tests,
+        "collected_files": session.collected_files,
+        # File names are report text: made storable like every other name.
+        "collect_by_file": json.dumps({storable_text(k): v for k, v in by_file.items()})
+        if by_file is not None
+        else None,
+        "invocation": session.invocation,
+    }
 
 
 def _session_start(merged: MergedRun) -> datetime | None:
@@ -362,11 +405,15 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
         """
         INSERT INTO run (project_id, upload_id, cell_id, pipeline, job, commit_sha, branch,
             machine, labels, labels_key, started_at, day, wall_s, test_s, tests, peak_rss_mib,
-            xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id)
+            xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id, cpu_s,
+            startup_s, collect_s, job_wall_s, collected_tests, collected_files, collect_by_file,
+            invocation)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
-            %(missing)s, %(runner)s, %(file_derived)s, %(plan_id)s)
+            %(missing)s, %(runner)s, %(file_derived)s, %(plan_id)s, %(cpu_s)s, %(startup_s)s,
+            %(collect_s)s, %(job_wall_s)s, %(collected_tests)s, %(collected_files)s,
+            %(collect_by_file)s, %(invocation)s)
         RETURNING id
         """,
         values,
@@ -493,6 +540,9 @@ def _copy_results(
             "last_attempt_s": results["last_attempt_s"].to_numpy(),
             "flaky": results["flaky"].to_numpy(),
             "peak_rss_mib": results["peak_rss_mib"].to_numpy(),
+            "cpu_s": pd.to_numeric(results["cpu_s"], errors="coerce").to_numpy(np.float64),
+            # Integer in the table: a nullable integer here, so the text path writes "3".
+            "seq": pd.to_numeric(results["seq"], errors="coerce").round().astype("Int64").array,
             "worker": results["worker"].to_numpy(),
             "message": results["message"].to_numpy(),
         }

@@ -116,6 +116,7 @@ def metadata_from_json(
         started_at=datetime.fromisoformat(started) if started else None,
         wall_s=raw.get("wall_s"),
         peak_rss_mib=raw.get("peak_rss_mib"),
+        job_wall_s=raw.get("job_wall_s"),
         received_at=received_at,
         backfill=bool(raw.get("backfill")),
         runner=raw.get("runner"),

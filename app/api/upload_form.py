@@ -77,6 +77,9 @@ def _text(name: str, description: str) -> Any:
 
 Text = Annotated[str, AfterValidator(_printable)]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+# A job longer than a week is a stale start time, not a measurement.
+JOB_WALL_MAX_S = 7 * 24 * 3600.0
+JobWall = Annotated[float, Field(ge=0, le=JOB_WALL_MAX_S, allow_inf_nan=False)]
 
 
 class UploadForm(BaseModel):
@@ -98,6 +101,11 @@ class UploadForm(BaseModel):
     )
     wall_s: Seconds | None = Field(default=None, description="job wall time, setup included")
     peak_rss_mib: Seconds | None = Field(default=None, description="job peak memory in MiB")
+    job_wall_s: JobWall | None = Field(
+        default=None,
+        description="the CI job's wall seconds from its start up to this upload (setup "
+        "included), as the client measured it (LAPTIME_JOB_STARTED_AT or the CI's job start)",
+    )
     idempotency_key: Text | None = _text(
         "idempotency_key", "the same key twice is one upload (default: from the content)"
     )
@@ -125,6 +133,7 @@ class UploadForm(BaseModel):
             "started_at": self.started_at.isoformat() if self.started_at else None,
             "wall_s": self.wall_s,
             "peak_rss_mib": self.peak_rss_mib,
+            "job_wall_s": self.job_wall_s,
             "backfill": self.backfill,
             "runner": self.runner,
         }

@@ -13,7 +13,7 @@ import pandas as pd
 from analysis.frames import RUN_COLUMNS
 from analysis.pytest_selection import INVOCATIONS, Invocation
 from app.cli.options import chosen_runner
-from ingest.model import ParsedReport, ReportParseError
+from ingest.model import ParsedReport, ReportParseError, SessionInfo
 from ingest.parsers import parse_report
 
 # The job name `--history` gives every run (`laptime plan`, `laptime size`): the files are
@@ -74,11 +74,30 @@ def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
                 "labels": {},
                 "partial": report.partial,
                 "hidden_rows": report.hidden_rows or 0,
+                **run_measures(session),
             }
         )
     results = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
     return LocalData(results=results, runs=runs, reports=reports)
+
+
+def run_measures(session: SessionInfo) -> dict[str, object]:
+    """The runs frame's job-model columns (#18) from a report's session; NaN/None unknown."""
+
+    def number(value: float | None) -> float:
+        return float(value) if value is not None else np.nan
+
+    return {
+        "cpu_s": number(session.cpu_s),
+        "startup_s": number(session.startup_s),
+        "collect_s": number(session.collect_s),
+        "job_wall_s": number(session.job_wall_s),
+        "collected_tests": number(session.collected_tests),
+        "collected_files": number(session.collected_files),
+        "collect_by_file": session.collect_by_file,
+        "invocation": session.invocation,
+    }
 
 
 def local_runner(data: LocalData) -> str:

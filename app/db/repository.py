@@ -131,6 +131,17 @@ def narrow_tests(tests: pd.DataFrame, filters: Filters) -> pd.DataFrame:
     return tests.loc[filter_facts(probe, only_tests).index]
 
 
+# The numeric run columns of the job model (#18): float64, NaN when unknown.
+_RUN_MEASURES = (
+    "cpu_s",
+    "startup_s",
+    "collect_s",
+    "job_wall_s",
+    "collected_tests",
+    "collected_files",
+)
+
+
 def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFrame:
     """Runs in the window, in the analysis runs shape plus `test_s`, `tests`, `missing`."""
     where, params = cell_where(filters)
@@ -140,7 +151,9 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
             f"""
             SELECT id AS run_id, pipeline, job, branch, commit_sha AS commit, machine,
                 started_at, wall_s, peak_rss_mib, xdist_workers, labels, labels_key, partial,
-                hidden_rows, test_s, tests, missing, upload_id
+                hidden_rows, test_s, tests, missing, upload_id, cpu_s, startup_s, collect_s,
+                job_wall_s, collected_tests::float8 AS collected_tests,
+                collected_files::float8 AS collected_files, collect_by_file, invocation
             FROM run WHERE {where} ORDER BY started_at
             """
         ),
@@ -151,6 +164,14 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
         lambda v: v if isinstance(v, dict) else json.loads(v) if v else {}
     )
     frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
+    # Unknown stays NaN (never 0): a JUnit-only run has none of the #18 measures.
+    for column in _RUN_MEASURES:
+        frame[column] = pd.to_numeric(frame[column]).astype("float64")
+    frame["collect_by_file"] = frame["collect_by_file"].map(
+        lambda v: v if isinstance(v, dict) else json.loads(v) if isinstance(v, str) else None
+    )
+    invocation = frame["invocation"].astype(object)
+    frame["invocation"] = invocation.where(invocation.notna(), None)
     return frame[[*RUN_COLUMNS, "labels_key", "test_s", "tests", "missing", "upload_id"]]
 
 
@@ -165,6 +186,8 @@ _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
     ("attempts", "int4"),
     ("flaky", "bool"),
     ("peak_rss_mib", "float8"),
+    ("cpu_s", "float8"),
+    ("seq", "float8"),
 )
 # The outcome travels as its index in OUTCOMES (text would need the CSV path).
 _OUTCOME_CODE = (
@@ -199,7 +222,8 @@ def load_run_results(
                 coalesce(tr.duration_s, 'NaN') AS duration_s,
                 coalesce(tr.setup_s, 'NaN') AS setup_s, coalesce(tr.call_s, 'NaN') AS call_s,
                 coalesce(tr.teardown_s, 'NaN') AS teardown_s, tr.attempts::int4 AS attempts,
-                tr.flaky, coalesce(tr.peak_rss_mib::float8, 'NaN') AS peak_rss_mib
+                tr.flaky, coalesce(tr.peak_rss_mib::float8, 'NaN') AS peak_rss_mib,
+                coalesce(tr.cpu_s, 'NaN') AS cpu_s, coalesce(tr.seq::float8, 'NaN') AS seq
             FROM test_result tr
             WHERE tr.project_id = :project AND tr.day = ANY(:days) AND tr.run_id = ANY(:runs)
             """,

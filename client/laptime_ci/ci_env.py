@@ -6,9 +6,12 @@ docs/plugin.md); a value the environment does not set is simply unknown (None).
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Callable
 
 Env = Mapping[str, str]
@@ -26,6 +29,7 @@ class CiInfo:
     run_attempt: str | None = None
     pr: str | None = None
     os: str | None = None
+    job_started_at: str | None = None  # the job's start as the service tells it (ISO 8601)
 
 
 def first(env: Env, *names: str) -> str | None:
@@ -128,6 +132,7 @@ PROVIDERS: tuple[Provider, ...] = (
             "job": ("CI_JOB_NAME",),
             "pr": ("CI_MERGE_REQUEST_IID",),
             "os": ("CI_RUNNER_EXECUTABLE_ARCH",),
+            "job_started_at": ("CI_JOB_STARTED_AT",),
         },
         {"os": _os_of_platform},
     ),
@@ -250,3 +255,40 @@ def detect_ci(env: Env) -> CiInfo:
         if provider.detect(env):
             return provider.read(env)
     return CiInfo()
+
+
+# A job wall beyond a week is a stale or wrong start, not a measurement (the server agrees).
+JOB_WALL_MAX_S = 7 * 24 * 3600.0
+JOB_STARTED_VAR = "LAPTIME_JOB_STARTED_AT"
+
+
+def parse_job_start(value: str | None) -> float | None:
+    """Epoch seconds of a job start given as epoch seconds ("1764770000.5") or ISO 8601
+    (UTC when no offset is given); None when absent or unreadable."""
+    if not value or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        epoch = float(text)
+    except ValueError:
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return parsed.timestamp()
+    return epoch if math.isfinite(epoch) else None
+
+
+def job_wall_s(env: Env, now: float | None = None) -> float | None:
+    """The CI job's wall seconds so far, when its start is known: `LAPTIME_JOB_STARTED_AT`
+    (set by an early CI step), else the service's own variable (GitLab's CI_JOB_STARTED_AT).
+    None when unknown, in the future or over a week old."""
+    started = parse_job_start(env.get(JOB_STARTED_VAR))
+    if started is None:
+        started = parse_job_start(detect_ci(env).job_started_at)
+    if started is None:
+        return None
+    wall = (time.time() if now is None else now) - started
+    return round(wall, 3) if 0 <= wall <= JOB_WALL_MAX_S else None

@@ -59,6 +59,12 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--label", action="append", default=[], metavar="K=V", help="repeatable")
     up.add_argument("--wall-s", type=float, help="the job's wall time in seconds")
     up.add_argument("--peak-rss-mib", type=float, help="the job's peak memory in MiB")
+    up.add_argument(
+        "--job-wall-s",
+        type=float,
+        help="the CI job's wall so far, setup included (default: from LAPTIME_JOB_STARTED_AT "
+        "or the CI service's job start)",
+    )
     up.add_argument("--wait", action="store_true", help="wait for ingest; non-zero if it failed")
     up.add_argument("--plan-id", help="the shard plan this job ran (`laptime-ci shard` prints it)")
     up.add_argument(
@@ -114,6 +120,7 @@ def _upload(args: argparse.Namespace) -> int:
             started_at=args.started_at,
             wall_s=args.wall_s,
             peak_rss_mib=args.peak_rss_mib,
+            job_wall_s=args.job_wall_s if args.job_wall_s is not None else base.job_wall_s,
             idempotency_key=args.idempotency_key,
             backfill=args.backfill,
             plan_id=args.plan_id,

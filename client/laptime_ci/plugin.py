@@ -37,6 +37,7 @@ from laptime_ci.plugin_memory import (
     children_max_rss_mib,
     total_memory_mib,
 )
+from laptime_ci.plugin_timing import CollectionTimer, cpu_seconds, merge_worker_collection
 
 FORMAT = "laptime-json"
 VERSION = 1
@@ -45,6 +46,7 @@ REPORT_ATTR = "laptime"
 WORKEROUTPUT_KEY = "laptime_max_rss_mib"
 SHARD_PLUGIN_NAME = "laptime-shard"
 WORKEROUTPUT_METHOD_KEY = "laptime_rss_method"
+WORKEROUTPUT_TIMING_KEY = "laptime_timing"
 MESSAGE_MAX_CHARS = 2000
 PARAM_VALUE_MAX_CHARS = 200
 # Markers that drive pytest itself (or a well-known plugin's mechanics) rather than describe
@@ -110,12 +112,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="sampling interval in ms of the peak-RSS fallback (0: no sampling thread).",
     )
     group.addoption(
+        "--laptime-test-memory",
+        dest="laptime_test_memory",
+        choices=METHOD_CHOICES,
+        default=None,
+        help="per-test peak RSS: auto (default: hwm-reset where the kernel allows it, else "
+        "sampling), hwm-reset (exact, but hides the process peak from /usr/bin/time and other "
+        "outside readers), sampling (a thread; outside readers see the true peak) or off "
+        "(ini: laptime_test_memory).",
+    )
+    group.addoption(
         "--laptime-rss-method",
         dest="laptime_rss_method",
         choices=METHOD_CHOICES,
+        default=None,
+        help="the former name of --laptime-test-memory.",
+    )
+    parser.addini(
+        "laptime_test_memory",
+        "per-test peak RSS method: auto, hwm-reset, sampling or off (see --laptime-test-memory)",
         default="auto",
-        help="per-test peak RSS: auto (the kernel's high-water mark where it can be reset, "
-        "else sampling) or sampling (force the fallback).",
     )
 
 
@@ -137,7 +153,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if path is None and not upload:
         return
     interval_s = max(0.0, float(config.getoption("laptime_rss_interval_ms"))) / 1000
-    method = str(config.getoption("laptime_rss_method"))
+    method = test_memory_method(config)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         recorder = ItemRecorder(
@@ -149,6 +165,22 @@ def pytest_configure(config: pytest.Config) -> None:
         ReportWriter(config, path=path, upload=upload, interval_s=interval_s, method=method),
         "laptime-writer",
     )
+
+
+def test_memory_method(config: pytest.Config) -> str:
+    """The per-test memory method: the option, its former name, the ini setting, "auto"."""
+    chosen = (
+        config.getoption("laptime_test_memory")
+        or config.getoption("laptime_rss_method")
+        or config.getini("laptime_test_memory")
+        or "auto"
+    )
+    method = str(chosen).strip()
+    if method not in METHOD_CHOICES:
+        raise pytest.UsageError(
+            f"laptime_test_memory = {method!r}: expected one of {', '.join(METHOD_CHOICES)}"
+        )
+    return method
 
 
 def _param_text(name: str, value: object, index: int | None) -> str:
@@ -208,13 +240,47 @@ class ItemRecorder:
         self.worker = worker
         self._item: pytest.Item | None = None
         self._parents: dict[str, ParentInfo] = {}
+        self.collection = CollectionTimer()
+        self._cpu_start = 0.0
+        self._seq = -1
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        """Collection starts: the process's start-up ends here."""
+        self.collection.start()
+
+    def pytest_collectstart(self, collector: pytest.Collector) -> None:
+        """A collector starts: time it for its file (modules and the classes inside)."""
+        node: pytest.Collector | pytest.Item | None = collector
+        while node is not None and not isinstance(node, pytest.File):
+            node = node.parent  # (getparent() cannot be given the abstract File class)
+        self.collection.collector_started(collector.nodeid, node.nodeid if node else None)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """A collector is done: charge its file."""
+        self.collection.collector_reported(report.nodeid)
+
+    def pytest_itemcollected(self, item: pytest.Item) -> None:
+        """Count every collected test, deselected ones too (they were imported and built)."""
+        self.collection.collected_tests += 1
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Collection and deselection are over."""
+        self.collection.finish()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        """Open the test's memory window before its fixtures run; a rerun keeps it open."""
+        """Open the test's memory and CPU window before its fixtures run (so a module's or
+        class's fixtures count in its first test); a rerun keeps the window open."""
         if self._item is None or item.nodeid != self._item.nodeid:
             self.monitor.begin_window()
+            self._seq += 1
+            self._cpu_start = cpu_seconds()
         self._item = item
+
+    def test_cpu_s(self) -> float:
+        """CPU seconds (process and reaped children) since the running test's window opened."""
+        return max(0.0, cpu_seconds() - self._cpu_start)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -227,10 +293,20 @@ class ItemRecorder:
         item = self._item
         if item is None or item.nodeid != report.nodeid:
             return
-        setattr(report, REPORT_ATTR, self.item_record(item, self.monitor.window_peak_mib()))
+        record = self.item_record(
+            item, self.monitor.window_peak_mib(), cpu_s=self.test_cpu_s(), seq=self._seq
+        )
+        setattr(report, REPORT_ATTR, record)
 
-    def item_record(self, item: pytest.Item, peak_rss_mib: float | None) -> dict[str, Any]:
-        """The worker-side record of a test: its description, peak RSS and worker."""
+    def item_record(
+        self,
+        item: pytest.Item,
+        peak_rss_mib: float | None,
+        *,
+        cpu_s: float | None = None,
+        seq: int | None = None,
+    ) -> dict[str, Any]:
+        """The worker-side record of a test: its description, peak RSS, CPU, order, worker."""
         parent = item.parent
         key = parent.nodeid if parent is not None else ""
         parent_info = self._parents.get(key)
@@ -239,14 +315,19 @@ class ItemRecorder:
         record = describe_item(item, parent_info)
         record["peak_rss_mib"] = round(peak_rss_mib, 3) if peak_rss_mib is not None else None
         record["worker"] = self.worker
+        record["cpu_s"] = round(cpu_s, 6) if cpu_s is not None else None
+        record["seq"] = seq
         return record
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Hand this worker's peak RSS and measuring method to the xdist controller."""
+        """Hand this worker's peaks, method, CPU and collection times to the controller."""
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput[WORKEROUTPUT_KEY] = self.monitor.process_peak_mib()
             workeroutput[WORKEROUTPUT_METHOD_KEY] = self.monitor.method
+            # The worker's whole life (it lives inside the controller's session).
+            timing = {**self.collection.summary(), "cpu_s": round(cpu_seconds(), 3)}
+            workeroutput[WORKEROUTPUT_TIMING_KEY] = timing
 
     def pytest_unconfigure(self) -> None:
         """Stop the sampling thread or close the kernel files."""
@@ -272,6 +353,8 @@ class ItemState:
     # peak RSS over its attempts: the same record, built off the per-test path.
     item: pytest.Item | None = None
     peak_rss_mib: float | None = None
+    cpu_s: float | None = None
+    seq: int | None = None
 
 
 def _report_message(report: pytest.TestReport) -> str | None:
@@ -352,6 +435,8 @@ def _split_nodeid(nodeid: str) -> dict[str, Any]:
         "markers": None,
         "peak_rss_mib": None,
         "worker": None,
+        "cpu_s": None,
+        "seq": None,
     }
 
 
@@ -381,6 +466,9 @@ def result_entry(state: ItemState, record: dict[str, Any] | None = None) -> dict
         "attempts": max(state.attempts, 1),
         "flaky": state.outcome == "passed" and state.failed_attempts > 0,
         "peak_rss_mib": info.get("peak_rss_mib"),
+        # Every attempt's CPU, like duration_s (the window spans the reruns).
+        "cpu_s": info.get("cpu_s"),
+        "seq": info.get("seq"),
         "worker": info.get("worker"),
         "message": state.message,
         "xfail": state.xfail,
@@ -391,13 +479,13 @@ def job_peak_memory(
     controller_max_rss_mib: float | None, worker_max_rss_mib: list[float]
 ) -> tuple[float | None, str | None]:
     """The peak memory of the test process tree (controller, xdist workers and the children
-    they waited for), labelled `process-tree`; the cgroup's (`cgroup`) only where the tree's
-    is unknown.
+    they waited for), labelled `process-tree`; unknown (None, None) where the tree's is.
 
     The sum over controller and workers is an upper bound: their peaks may not coincide. The
-    cgroup's peak is not preferred: it counts every process of the container (services, the
-    job's setup steps, page cache), 4.4 GiB where no test exceeded 65 MiB; the report keeps it
-    apart as `cgroup_peak_mib`.
+    cgroup's peak is never used, not even as a fallback: v2 `memory.peak` is the maximum over
+    the cgroup's whole lifetime and counts every process of the container (services, the
+    job's setup steps, page cache): 996 MiB from an earlier pip install where the tests
+    peaked at 281 MiB. The report keeps it apart as `cgroup_peak_mib`.
     """
     if controller_max_rss_mib is not None:
         children = worker_max_rss_mib
@@ -405,9 +493,6 @@ def job_peak_memory(
             child = children_max_rss_mib()
             children = [child] if child else []
         return round(controller_max_rss_mib + sum(children), 3), "process-tree"
-    cgroup = cgroup_peak_mib()
-    if cgroup is not None:
-        return round(cgroup, 3), "cgroup"
     return None, None
 
 
@@ -437,6 +522,8 @@ class ReportWriter(ItemRecorder):
         self.workers: set[str] = set()
         self.worker_max_rss_mib: dict[str, float] = {}
         self.worker_rss_methods: set[str] = set()
+        self.worker_timing: dict[str, dict[str, Any]] = {}
+        self.session_cpu_start = (cpu_seconds(children=False), cpu_seconds())
         self.started_at = datetime.now(timezone.utc)
         self.started_perf = time.perf_counter()
         self.notes: list[tuple[str, bool]] = []  # (line, is_warning) for the terminal summary
@@ -446,6 +533,7 @@ class ReportWriter(ItemRecorder):
         """Note the start, and whether xdist runs the tests elsewhere."""
         self.started_at = datetime.now(timezone.utc)
         self.started_perf = time.perf_counter()
+        self.session_cpu_start = (cpu_seconds(children=False), cpu_seconds())
         self.distributed = session.config.pluginmanager.has_plugin("dsession")
 
     @pytest.hookimpl(optionalhook=True)
@@ -463,6 +551,9 @@ class ReportWriter(ItemRecorder):
         method = output.get(WORKEROUTPUT_METHOD_KEY)
         if isinstance(method, str):
             self.worker_rss_methods.add(method)
+        timing = output.get(WORKEROUTPUT_TIMING_KEY)
+        if isinstance(timing, dict):
+            self.worker_timing[str(node.workerinput["workerid"])] = timing
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -480,6 +571,8 @@ class ReportWriter(ItemRecorder):
         if item is None or item.nodeid != report.nodeid:
             return
         state.item = item
+        state.cpu_s = self.test_cpu_s()
+        state.seq = self._seq
         peak = self.monitor.window_peak_mib()
         if peak is not None and (state.peak_rss_mib is None or peak > state.peak_rss_mib):
             state.peak_rss_mib = peak
@@ -505,13 +598,44 @@ class ReportWriter(ItemRecorder):
             "cgroup_peak_mib": container_peak_mib(),
             "test_peak_rss_method": self.test_peak_rss_method(),
             "hostname": socket.gethostname(),
+            **self.session_measures(),
         }
         tests = []
         for state in self.tests.values():
             item = state.item
-            record = self.item_record(item, state.peak_rss_mib) if item is not None else None
+            record = (
+                self.item_record(item, state.peak_rss_mib, cpu_s=state.cpu_s, seq=state.seq)
+                if item is not None
+                else None
+            )
             tests.append(result_entry(state, record))
         return {"format": FORMAT, "version": VERSION, "session": session, "tests": tests}
+
+    def session_measures(self) -> dict[str, Any]:
+        """CPU, start-up, collection, invocation and job wall of the session (#18).
+
+        `cpu_s` covers the same span as `wall_s`. Under xdist the controller adds its own CPU
+        (without children: the workers are its children, reaped or not yet) to each worker's
+        whole-life CPU, and the collection figures are the workers' (the controller does not
+        collect); `startup_s` is the controller's.
+        """
+        own_start, total_start = self.session_cpu_start
+        measures = self.collection.summary()
+        if self.distributed:
+            cpu = cpu_seconds(children=False) - own_start
+            cpu += sum(float(t.get("cpu_s") or 0.0) for t in self.worker_timing.values())
+            measures.update(merge_worker_collection(list(self.worker_timing.values())))
+        else:
+            cpu = cpu_seconds() - total_start
+        from laptime_ci.ci_env import job_wall_s
+
+        return {
+            "cpu_s": round(max(0.0, cpu), 3),
+            **measures,
+            "invocation": "pyargs" if self.config.getoption("pyargs", False) else "paths",
+            "rootdir": str(self.config.rootpath),
+            "job_wall_s": job_wall_s(os.environ),
+        }
 
     def controller_peak_mib(self) -> float | None:
         """This process's peak, never below a test it ran: the fallback's samples read the

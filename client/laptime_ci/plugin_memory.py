@@ -211,7 +211,9 @@ CLEAR_REFS_PATH = "/proc/self/clear_refs"
 # "5" resets the RSS high-water mark (Linux >= 4.0, Documentation/filesystems/proc.rst).
 _RESET_HIGH_WATER_MARK = b"5"
 PROBE_MIB = 2
-METHOD_CHOICES = ("auto", "sampling")
+# auto = hwm-reset where the kernel allows it, else sampling; hwm-reset asks for it by name
+# (and still falls back where it is refused); off measures no test, only the process.
+METHOD_CHOICES = ("auto", "hwm-reset", "sampling", "off")
 
 
 class HighWaterMark(Protocol):
@@ -395,6 +397,32 @@ class KernelPeakRssMonitor:
             self._process_peak = value
 
 
+class ProcessOnlyRssMonitor:
+    """`off`: no per-test peak, no thread, no reset; the process's own `ru_maxrss` stays whole."""
+
+    method = "off"
+    samples_taken = 0
+
+    def __init__(self) -> None:
+        self._generation = 0
+
+    def begin_window(self) -> int:
+        """Count the window; nothing is measured."""
+        self._generation += 1
+        return self._generation
+
+    def window_peak_mib(self) -> float | None:
+        """Unknown: per-test measurement is off."""
+        return None
+
+    def process_peak_mib(self) -> float | None:
+        """The process's RSS high-water mark, never reset on this path."""
+        return max_rss_mib()
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
 class PeakRssMonitor:
     """Tracks the peak RSS reached inside consecutive windows (one window per test).
 
@@ -417,11 +445,12 @@ class PeakRssMonitor:
         self.interval_s = interval_s
         self._requested = method
         self._open_high_water_mark = open_high_water_mark
-        self._impl: KernelPeakRssMonitor | SampledPeakRssMonitor | None = None
+        self._impl: KernelPeakRssMonitor | SampledPeakRssMonitor | ProcessOnlyRssMonitor | None
+        self._impl = None
 
     @property
     def method(self) -> str | None:
-        """`hwm-reset`, `sampling` or `endpoints`; None until the first window opened."""
+        """`hwm-reset`, `sampling`, `endpoints` or `off`; None until the first window opened."""
         return self._impl.method if self._impl is not None else None
 
     @property
@@ -448,8 +477,12 @@ class PeakRssMonitor:
         if self._impl is not None:
             self._impl.close()
 
-    def _choose(self) -> KernelPeakRssMonitor | SampledPeakRssMonitor:
-        mark = self._open_high_water_mark() if self._requested == "auto" else None
+    def _choose(self) -> KernelPeakRssMonitor | SampledPeakRssMonitor | ProcessOnlyRssMonitor:
+        if self._requested == "off":
+            self._impl = ProcessOnlyRssMonitor()
+            return self._impl
+        wants_mark = self._requested in ("auto", "hwm-reset")
+        mark = self._open_high_water_mark() if wants_mark else None
         impl: KernelPeakRssMonitor | SampledPeakRssMonitor
         if mark is not None:
             impl = KernelPeakRssMonitor(mark)

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from laptime_ci import transport
-from laptime_ci.ci_env import detect_ci
+from laptime_ci.ci_env import detect_ci, job_wall_s
 from laptime_ci.labels import parse_labels
 
 UPLOADS_PATH = "/api/v1/uploads"
@@ -59,6 +59,9 @@ class UploadMetadata:
     started_at: str | None = None
     wall_s: float | None = None
     peak_rss_mib: float | None = None
+    # The CI job's wall from its start to now (setup included): the job model's fixed CI
+    # setup is this minus the pytest wall (#18). Known from LAPTIME_JOB_STARTED_AT or the CI.
+    job_wall_s: float | None = None
     idempotency_key: str | None = None
     # Keep the report's own timestamp however old (importing history).
     backfill: bool = False
@@ -101,6 +104,8 @@ class UploadMetadata:
             fields.append(("wall_s", repr(float(self.wall_s))))
         if self.peak_rss_mib is not None:
             fields.append(("peak_rss_mib", repr(float(self.peak_rss_mib))))
+        if self.job_wall_s is not None:
+            fields.append(("job_wall_s", repr(float(self.job_wall_s))))
         if self.idempotency_key:
             fields.append(("idempotency_key", self.idempotency_key))
         if self.backfill:
@@ -131,7 +136,8 @@ def detect_ci_metadata(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def metadata_from_env(env: Mapping[str, str]) -> UploadMetadata:
-    """Metadata from the CI environment plus LAPTIME_JOB, LAPTIME_MACHINE, LAPTIME_LABELS."""
+    """Metadata from the CI environment plus LAPTIME_JOB, LAPTIME_MACHINE, LAPTIME_LABELS and
+    the job's wall so far (LAPTIME_JOB_STARTED_AT, or the CI service's own job start)."""
     ci = detect_ci_metadata(env)
     labels_text = env.get("LAPTIME_LABELS", "")
     # A comma-separated list: spaces around each item are layout, not part of the label.
@@ -145,6 +151,7 @@ def metadata_from_env(env: Mapping[str, str]) -> UploadMetadata:
         labels=labels,
         pull_request=ci.get("pull_request"),
         runner_os=ci.get("runner_os"),
+        job_wall_s=job_wall_s(env),
     )
 
 

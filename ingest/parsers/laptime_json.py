@@ -20,7 +20,11 @@ from ingest.model import ParsedReport, ReportParseError, SessionInfo, results_fr
 from ingest.parsers.durations import split_nodeids
 from ingest.parsers.executions import merge_reruns
 from ingest.parsers.laptime_json_schema import (
+    COLLECT_BY_FILE_MAX,
     FORMAT_NAME,
+    INVOCATIONS,
+    JOB_WALL_MAX_S,
+    LENIENT_FIELDS,
     SCHEMA_VERSION,
     SESSION_FIELDS,
     TEST_FIELDS,
@@ -40,6 +44,7 @@ _PY_TYPES: dict[str, tuple[type, ...]] = {
     "boolean": (bool,),
     "string-list": (list,),
     "string-map": (dict,),
+    "number-map": (dict,),
 }
 _KIND_NAMES = {
     "string": "string",
@@ -49,7 +54,10 @@ _KIND_NAMES = {
     "boolean": "boolean",
     "string-list": "array of strings",
     "string-map": "object of strings",
+    "number-map": "object of numbers",
 }
+# A path (rootdir, a collect_by_file key) longer than this is not a path.
+PATH_MAX_CHARS = 4096
 
 
 class _Invalid(Exception):
@@ -120,7 +128,8 @@ def _report(doc: Any) -> ParsedReport:
         )
     if version < 1:
         raise _Invalid("version", f"expected {SCHEMA_VERSION}, got {version}")
-    session = _session(doc.get("session"))
+    warnings: list[str] = []
+    session = _session(doc.get("session"), warnings)
     if "tests" not in doc:
         raise _Invalid("tests", "required key missing")
     tests = doc["tests"]
@@ -129,12 +138,18 @@ def _report(doc: Any) -> ParsedReport:
     for index, test in enumerate(tests):
         if not isinstance(test, dict):
             raise _Invalid(f"tests[{index}]", f"expected object, got {_describe(test)}")
-    columns = {key: _column(tests, key, *spec) for key, spec in TEST_FIELDS.items()}
-    return _build(columns, session)
+    columns = {
+        key: _lenient_column(tests, key, kind, minimum, warnings)
+        if key in LENIENT_FIELDS
+        else _column(tests, key, kind, minimum)
+        for key, (kind, minimum) in TEST_FIELDS.items()
+    }
+    return _build(columns, session, warnings)
 
 
-def _session(raw: Any) -> SessionInfo:
-    """Validate the optional session object into SessionInfo (unknown keys are ignored)."""
+def _session(raw: Any, warnings: list[str]) -> SessionInfo:
+    """Validate the optional session object into SessionInfo (unknown keys are ignored);
+    a bad value of a LENIENT_FIELDS key becomes null with a warning."""
     if raw is None:
         return SessionInfo()
     if not isinstance(raw, dict):
@@ -142,10 +157,67 @@ def _session(raw: Any) -> SessionInfo:
     values: dict[str, Any] = {}
     for key, (kind, minimum) in SESSION_FIELDS.items():
         value = raw.get(key)
-        if value is not None and not _valid(value, kind, minimum):
-            raise _Invalid(f"session.{key}", _expected(value, kind, minimum))
-        values[key] = float(value) if kind == "number" and value is not None else value
+        problem = _session_problem(key, value, kind, minimum)
+        if problem is not None:
+            if key not in LENIENT_FIELDS:
+                raise _Invalid(f"session.{key}", problem)
+            warnings.append(f"session.{key}: {problem}; stored as unknown")
+            value = None
+        if kind == "number" and value is not None:
+            value = float(value)
+        elif kind == "number-map" and value is not None:
+            value = {name: float(seconds) for name, seconds in value.items()}
+        values[key] = value
     return SessionInfo(**values)
+
+
+def _session_problem(key: str, value: Any, kind: str, minimum: float | None) -> str | None:
+    """Why a session value is invalid, None when it is valid (or null)."""
+    if value is None:
+        return None
+    if not _valid(value, kind, minimum):
+        return _expected(value, kind, minimum)
+    if key == "job_wall_s" and value > JOB_WALL_MAX_S:
+        return f"expected at most a week ({JOB_WALL_MAX_S:g} s), got {value}"
+    if key == "invocation" and value not in INVOCATIONS:
+        return f"expected one of {', '.join(INVOCATIONS)}, got {_describe(value)}"
+    if key == "rootdir" and len(value) > PATH_MAX_CHARS:
+        return f"expected at most {PATH_MAX_CHARS} characters, got {len(value)}"
+    if kind == "number-map":
+        if len(value) > COLLECT_BY_FILE_MAX:
+            return f"expected at most {COLLECT_BY_FILE_MAX} entries, got {len(value)}"
+        if any(len(name) > PATH_MAX_CHARS for name in value):
+            return f"expected keys of at most {PATH_MAX_CHARS} characters"
+    return None
+
+
+def _lenient_column(
+    tests: list[dict[str, Any]], key: str, kind: str, minimum: float | None, warnings: list[str]
+) -> list[Any]:
+    """One optional field of every test; invalid values become None with one warning."""
+    values = [test.get(key) for test in tests]
+    try:
+        fine = _column_ok(values, kind, minimum) and set(map(type, values)) <= {
+            *_PY_TYPES[kind],
+            type(None),
+        }
+    except (TypeError, ValueError):  # a string or object among numbers: numpy refuses it
+        fine = False
+    if fine and not (kind in ("number", "integer") and bool in set(map(type, values))):
+        return values
+    bad = [
+        index
+        for index, value in enumerate(values)
+        if value is not None and not _valid(value, kind, minimum)
+    ]
+    first = bad[0]
+    warnings.append(
+        f"tests[{first}].{key}: {_expected(values[first], kind, minimum)}; "
+        f"{len(bad)} invalid {key} value(s) stored as unknown"
+    )
+    for index in bad:
+        values[index] = None
+    return values
 
 
 def _column(tests: list[dict[str, Any]], key: str, kind: str, minimum: float | None) -> list[Any]:
@@ -184,6 +256,13 @@ def _column_ok(values: list[Any], kind: str, minimum: float | None) -> bool:
     if kind == "string-map":
         return all(type(v) is str for value in values if value for v in value.values())
     return all(_valid(v, kind, minimum) for v in values if v is not None)
+
+
+def _number_ok(value: Any, minimum: float | None) -> bool:
+    """A finite number (not a bool) at or above `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return math.isfinite(value) and (minimum is None or value >= minimum)
 
 
 def _raise_first_error(
@@ -226,6 +305,8 @@ def _valid(value: Any, kind: str, minimum: float | None) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if kind == "string-map":
         return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+    if kind == "number-map":
+        return isinstance(value, dict) and all(_number_ok(v, minimum) for v in value.values())
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     if kind == "integer":
@@ -261,6 +342,9 @@ def _expected(value: Any, kind: str, minimum: float | None) -> str:
     if not wrong_type and kind == "string-list":
         bad = next(v for v in value if not isinstance(v, str))
         return f"expected {_KIND_NAMES[kind]}, got an item {_describe(bad)}"
+    if not wrong_type and kind == "number-map":
+        name, bad = next((k, v) for k, v in value.items() if not _number_ok(v, minimum))
+        return f"expected {_KIND_NAMES[kind]} >= {minimum or 0:g}, got {name!r}: {_describe(bad)}"
     if not wrong_type and kind == "string-map":
         name, bad = next((k, v) for k, v in value.items() if not isinstance(v, str))
         return f"expected {_KIND_NAMES[kind]}, got {name!r}: {_describe(bad)}"
@@ -277,10 +361,11 @@ def _describe(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + '..."'
 
 
-def _build(columns: dict[str, list[Any]], session: SessionInfo) -> ParsedReport:
+def _build(
+    columns: dict[str, list[Any]], session: SessionInfo, warnings: list[str]
+) -> ParsedReport:
     """The results frame from validated columns, deriving what the report left out."""
     nodeids: list[str] = columns["nodeid"]
-    warnings: list[str] = []
     parts = split_nodeids(nodeids)
     derived = {key: parts[key].tolist() for key in ("file", "classname", "function", "params")}
     for key, fallback in derived.items():
@@ -318,6 +403,8 @@ def _build(columns: dict[str, list[Any]], session: SessionInfo) -> ParsedReport:
             "last_attempt_s": np.where(attempts > 1, phase_sum, np.nan),
             "flaky": [f is True for f in columns["flaky"]],
             "peak_rss_mib": np.array(columns["peak_rss_mib"], dtype=np.float64),
+            "cpu_s": np.array(columns["cpu_s"], dtype=np.float64),
+            "seq": np.array(columns["seq"], dtype=np.float64),
             "worker": columns["worker"],
             "suite": [None] * len(nodeids),
             "message": messages,

@@ -13,6 +13,7 @@ from analysis.frames import OUTCOMES
 __all__ = [
     "FORMAT_NAME",
     "JSON_SCHEMA",
+    "LENIENT_FIELDS",
     "SCHEMA_VERSION",
     "SESSION_FIELDS",
     "TEST_FIELDS",
@@ -24,8 +25,15 @@ FORMAT_NAME: Final = "laptime-json"
 SCHEMA_VERSION: Final = 1
 
 # kind: "string" | "number" | "integer" | "boolean" | "string-list" | "string-map" |
-# "timestamp" (an ISO 8601 string); minimum applies to numbers and integers.
+# "number-map" (string -> number) | "timestamp" (an ISO 8601 string); minimum applies to
+# numbers, integers and a number-map's values.
 FieldSpec = tuple[str, float | None]
+
+# A job wall beyond a week is a stale start, not a measurement (the upload form agrees).
+JOB_WALL_MAX_S: Final = 7 * 24 * 3600.0
+# Files in collect_by_file: beyond this the object is not a test suite's collection.
+COLLECT_BY_FILE_MAX: Final = 100_000
+INVOCATIONS: Final = ("paths", "pyargs")
 
 SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "started_at": ("timestamp", None),
@@ -43,6 +51,16 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "cgroup_peak_mib": ("number", 0),
     "test_peak_rss_method": ("string", None),
     "hostname": ("string", None),
+    # What the job model needs (#18); LENIENT_FIELDS: a bad value is dropped with a warning.
+    "cpu_s": ("number", 0),
+    "startup_s": ("number", 0),
+    "collect_s": ("number", 0),
+    "collected_tests": ("integer", 0),
+    "collected_files": ("integer", 0),
+    "collect_by_file": ("number-map", 0),
+    "invocation": ("string", None),
+    "rootdir": ("string", None),
+    "job_wall_s": ("number", 0),
 }
 
 TEST_FIELDS: Final[dict[str, FieldSpec]] = {
@@ -64,9 +82,27 @@ TEST_FIELDS: Final[dict[str, FieldSpec]] = {
     "worker": ("string", None),
     "message": ("string", None),
     "xfail": ("boolean", None),
+    "cpu_s": ("number", 0),
+    "seq": ("integer", 0),
 }
 # Present and not null. Every other key may be absent or null (= unknown).
 TEST_REQUIRED: Final = ("nodeid", "outcome")
+# Keys added after version 1 shipped (#18): an invalid value becomes null with a warning
+# instead of rejecting the report, so a measuring bug never costs the run's results.
+LENIENT_FIELDS: Final = frozenset(
+    {
+        "cpu_s",
+        "seq",
+        "startup_s",
+        "collect_s",
+        "collected_tests",
+        "collected_files",
+        "collect_by_file",
+        "invocation",
+        "rootdir",
+        "job_wall_s",
+    }
+)
 
 
 def _property(kind: str, minimum: float | None, *, nullable: bool = True) -> dict[str, Any]:
@@ -76,6 +112,11 @@ def _property(kind: str, minimum: float | None, *, nullable: bool = True) -> dic
         base = {"type": "array", "items": {"type": "string"}}
     elif kind == "string-map":
         base = {"type": "object", "additionalProperties": {"type": "string"}}
+    elif kind == "number-map":
+        values: dict[str, Any] = {"type": "number"}
+        if minimum is not None:
+            values["minimum"] = minimum
+        return {"anyOf": [{"type": "object", "additionalProperties": values}, {"type": "null"}]}
     elif kind == "timestamp":
         base = {"type": "string", "format": "date-time"}
     else:

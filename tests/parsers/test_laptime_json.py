@@ -35,6 +35,15 @@ SESSION: dict[str, Any] = {
     "cgroup_peak_mib": 4461.0,
     "test_peak_rss_method": "hwm-reset",
     "hostname": "runner-1",
+    "cpu_s": 20.25,
+    "startup_s": 0.8,
+    "collect_s": 1.5,
+    "collected_tests": 120,
+    "collected_files": 7,
+    "collect_by_file": {"tests/test_x.py": 0.75},
+    "invocation": "paths",
+    "rootdir": "/src/project",
+    "job_wall_s": 95.0,
 }
 TEST: dict[str, Any] = {
     "nodeid": "tests/test_x.py::TestC::test_y[a-1]",
@@ -55,6 +64,8 @@ TEST: dict[str, Any] = {
     "worker": "gw0",
     "message": None,
     "xfail": False,
+    "cpu_s": 0.09,
+    "seq": 4,
 }
 
 

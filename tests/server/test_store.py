@@ -12,7 +12,7 @@ from sqlalchemy import Engine, text
 
 from ingest.merge import MergedRun, merge_reports
 from ingest.model import ParsedReport, results_frame
-from ingest.store import RunMetadata, compute_test_ids, store_run
+from ingest.store import RunMetadata, StoreResult, compute_test_ids, store_run
 from ingest.worker import WorkerConfig, process_next
 from tests.conftest import Database, ProjectFixture
 
@@ -22,6 +22,12 @@ def _report(fmt: str = "junit", **columns: Any) -> ParsedReport:
 
 
 def _store(database: Database, project: ProjectFixture, merged: MergedRun, **meta: Any) -> int:
+    return _store_result(database, project, merged, **meta).run_id
+
+
+def _store_result(
+    database: Database, project: ProjectFixture, merged: MergedRun, **meta: Any
+) -> StoreResult:
     with psycopg.connect(database.dsn) as conn:
         # Marked done: a worker of a live server in this process must not claim it.
         upload_id = conn.execute(
@@ -37,11 +43,12 @@ def _store(database: Database, project: ProjectFixture, merged: MergedRun, **met
                 job=meta.get("job", "unit"),
                 started_at=meta.get("started_at", datetime(2026, 11, 30, 12, tzinfo=UTC)),
                 labels=meta.get("labels", {}),
+                peak_rss_mib=meta.get("peak_rss_mib"),
             ),
             merged=merged,
         )
         conn.commit()
-    return stored.run_id
+    return stored
 
 
 def test_ids_are_deterministic_per_project() -> None:

@@ -1,0 +1,115 @@
+"""The job model's keys in laptime JSON (#18): read when valid; a bad value is dropped with a
+warning and never costs the report; reports without them (old plugins, JUnit) read as unknown."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from typing import Any
+
+import pytest
+
+from ingest.parsers.junit import parse_junit
+from ingest.parsers.laptime_json import parse_laptime_json
+from tests.parsers.test_laptime_json import SESSION, TEST, document
+
+
+def parse(doc: dict[str, Any]) -> Any:
+    return parse_laptime_json(json.dumps(doc).encode(), filename="r.json")
+
+
+def test_valid_measures_are_read() -> None:
+    report = parse(document())
+    assert report.warnings == []
+    session = report.session
+    assert (session.cpu_s, session.startup_s, session.collect_s) == (20.25, 0.8, 1.5)
+    assert (session.collected_tests, session.collected_files) == (120, 7)
+    assert session.collect_by_file == {"tests/test_x.py": 0.75}
+    assert (session.invocation, session.rootdir, session.job_wall_s) == (
+        "paths",
+        "/src/project",
+        95.0,
+    )
+    row = report.results.iloc[0]
+    assert (row["cpu_s"], row["seq"]) == (0.09, 4.0)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("cpu_s", -1.0, "expected number >= 0"),
+        ("startup_s", "soon", "expected number"),
+        ("collected_tests", 2**40, "expected integer <= "),
+        ("collected_files", 1.5, "expected integer"),
+        ("collect_by_file", {"a.py": -2.0}, "object of numbers >= 0"),
+        ("collect_by_file", {"a.py": "slow"}, "object of numbers >= 0"),
+        ("collect_by_file", [1, 2], "expected object of numbers, got array"),
+        ("invocation", "magic", "expected one of paths, pyargs"),
+        ("rootdir", "/x" * 3000, "at most 4096 characters"),
+        ("job_wall_s", 8 * 24 * 3600.0, "at most a week"),
+        ("job_wall_s", True, "expected number, got true"),
+    ],
+)
+def test_a_bad_session_measure_is_dropped_with_a_warning(key: str, value: Any, says: str) -> None:
+    doc = document()
+    doc["session"][key] = value
+    report = parse(doc)
+    assert getattr(report.session, key) is None
+    (warning,) = report.warnings
+    assert warning.startswith(f"session.{key}: ")
+    assert says in warning, warning
+    # Everything else survives.
+    assert report.session.cpu_s == (SESSION["cpu_s"] if key != "cpu_s" else None)
+    assert len(report.results) == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "bad"), [("cpu_s", -0.5), ("cpu_s", "x"), ("seq", -1), ("seq", 0.5), ("seq", 2**40)]
+)
+def test_a_bad_test_measure_is_dropped_with_one_warning(key: str, bad: Any) -> None:
+    good = dict(TEST, nodeid="t.py::good")
+    broken = [dict(TEST, nodeid=f"t.py::bad{i}", **{key: bad}) for i in range(3)]
+    report = parse(document(good, *broken))
+    values = report.results.set_index("nodeid")[key]
+    assert values["t.py::good"] == TEST[key]
+    assert all(math.isnan(values[f"t.py::bad{i}"]) for i in range(3))
+    (warning,) = report.warnings
+    assert warning.startswith(f"tests[1].{key}: ")
+    assert f"3 invalid {key} value(s) stored as unknown" in warning
+
+
+def test_reports_without_the_keys_read_as_unknown() -> None:
+    old = copy.deepcopy(document())
+    for key in ("cpu_s", "startup_s", "collect_by_file", "job_wall_s", "invocation"):
+        del old["session"][key]
+    for test in old["tests"]:
+        del test["cpu_s"], test["seq"]
+    report = parse(old)
+    assert report.warnings == []
+    assert (report.session.cpu_s, report.session.collect_by_file) == (None, None)
+    assert report.results[["cpu_s", "seq"]].isna().all().all()
+
+
+def test_junit_results_have_the_columns_unknown() -> None:
+    xml = b'<testsuite><testcase classname="t" name="a" time="1.5"/></testsuite>'
+    report = parse_junit(xml)
+    assert report.results[["cpu_s", "seq"]].isna().all().all()
+    assert report.session.collect_s is None
+
+
+def test_junit_first_keeps_its_row_and_gains_the_plugins_cpu_and_order() -> None:
+    from ingest.merge import merge_reports
+
+    xml = (
+        b'<testsuite><testcase classname="tests.test_x.TestC" name="test_y[a-1]"'
+        b' file="tests/test_x.py" time="0.2"/></testsuite>'
+    )
+    junit = parse_junit(xml)
+    plugin = parse(document())
+    assert junit.results["nodeid"].tolist() == plugin.results["nodeid"].tolist()
+    merged = merge_reports([junit, plugin])
+    (row,) = merged.results.to_dict("records")
+    assert row["duration_s"] == 0.2  # the first report's row
+    assert (row["cpu_s"], row["seq"]) == (TEST["cpu_s"], TEST["seq"])
+    assert merged.session.cpu_s == SESSION["cpu_s"]

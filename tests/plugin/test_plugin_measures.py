@@ -1,0 +1,132 @@
+"""What the job model needs (#18): per-test CPU and order, start-up, collection per file.
+
+One real pytest subprocess on a small suite whose costs are known: a busy loop burns its wall
+in CPU, a sleep burns none, a child process burns CPU the test must be charged for, and one
+module spends 0.3 s at import.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+BURN = """
+import time
+
+
+def burn(seconds):
+    # CPU seconds, not wall: on a loaded machine the loop then still burns exactly this much.
+    started = time.process_time()
+    while time.process_time() - started < seconds:
+        pass
+"""
+
+SUITE = {
+    "burner": BURN,
+    "test_work": """
+import subprocess
+import sys
+import time
+
+import pytest
+
+from burner import burn
+
+CHILD = "from burner import burn; burn(0.3)"
+
+
+@pytest.fixture(scope="module")
+def module_resource():
+    burn(0.2)
+    return 1
+
+
+def test_busy(module_resource):
+    burn(0.3)
+
+
+def test_sleep(module_resource):
+    time.sleep(0.3)
+
+
+def test_child():
+    subprocess.run([sys.executable, "-c", CHILD], check=True)
+""",
+    "test_slow_import": """
+from burner import burn
+
+burn(0.3)  # a heavy import: the file's collection pays it
+
+
+def test_after_import():
+    pass
+""",
+    "test_light": """
+class TestLight:
+    def test_one(self):
+        pass
+
+    def test_two(self):
+        pass
+""",
+}
+
+
+def run_suite(pytester: pytest.Pytester) -> dict[str, Any]:
+    pytester.makepyfile(**SUITE)
+    result = pytester.runpytest_subprocess("--laptime-report=r.json", "-p", "no:xdist")
+    result.assert_outcomes(passed=6)
+    document: dict[str, Any] = json.loads((pytester.path / "r.json").read_text())
+    return document
+
+
+def _tests(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["nodeid"].split("::")[-1]: t for t in document["tests"]}
+
+
+def test_measures_of_a_real_run(clean_pytester: pytest.Pytester) -> None:
+    """One run (about 3 s), every measure checked against what the suite is known to cost."""
+    report = run_suite(clean_pytester)
+    tests = _tests(report)
+    busy, sleep, child = tests["test_busy"], tests["test_sleep"], tests["test_child"]
+
+    # CPU follows work, not wall: a busy loop's 0.3 CPU seconds are all counted and no more
+    # than its wall (one thread; on an idle machine the two are equal), a sleep costs none,
+    # and the child's 0.3 s of burning is the test's although another process spent it.
+    assert 0.29 <= busy["cpu_s"] <= busy["duration_s"] + 0.02
+    assert busy["cpu_s"] / busy["duration_s"] > 0.5 or busy["duration_s"] > 0.6  # load
+    assert sleep["cpu_s"] < 0.2 * sleep["duration_s"]
+    assert child["cpu_s"] > 0.29
+    assert report["session"]["cpu_s"] >= sum(t["cpu_s"] for t in tests.values())
+
+    # The module fixture's setup is the first test's setup, which seq tells apart.
+    assert busy["setup_s"] >= 0.2 > sleep["setup_s"]
+    assert busy["seq"] < sleep["seq"]
+
+    # seq is the execution order: files in collection order, tests in file order.
+    seqs = [t["seq"] for t in report["tests"]]
+    assert sorted(seqs) == list(range(len(seqs)))
+    ordered = [t["nodeid"] for t in sorted(report["tests"], key=lambda t: t["seq"])]
+    assert ordered == [
+        "test_light.py::TestLight::test_one",
+        "test_light.py::TestLight::test_two",
+        "test_slow_import.py::test_after_import",
+        "test_work.py::test_busy",
+        "test_work.py::test_sleep",
+        "test_work.py::test_child",
+    ]
+
+    # Start-up and collection, per file: the slow import is the largest.
+    session = report["session"]
+    by_file = session["collect_by_file"]
+    assert set(by_file) == {"test_light.py", "test_slow_import.py", "test_work.py"}
+    assert max(by_file, key=by_file.get) == "test_slow_import.py"
+    assert by_file["test_slow_import.py"] >= 0.25
+    assert sum(by_file.values()) <= session["collect_s"] <= session["wall_s"]
+    assert (session["collected_tests"], session["collected_files"]) == (6, 3)
+    assert session["startup_s"] > 0
+    assert session["invocation"] == "paths"
+    assert session["rootdir"] == str(clean_pytester.path)
+    assert session["job_wall_s"] is None  # no job start in this environment
