@@ -21,8 +21,13 @@ from app.settings import Settings
 
 LOG_FORMATS = ("text", "json")
 REQUEST_ID: ContextVar[str | None] = ContextVar("laptime_request_id", default=None)
-# Attributes every LogRecord has; anything else on a record came from `extra=` and is a field.
-_RECORD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+# Attributes every LogRecord has; anything else on a record came from `extra=` and is a field
+# (but uvicorn's color_message: the message again, with terminal escapes).
+_RECORD_ATTRS = frozenset(logging.makeLogRecord({}).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",
+}
 
 
 def record_fields(record: logging.LogRecord) -> dict[str, Any]:

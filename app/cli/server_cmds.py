@@ -13,6 +13,8 @@ import click
 
 from app.cli.database import open_database
 from app.db.embedded import libpq_url
+from app.logs import configure_logging, uvicorn_logging
+from app.metrics.process_dir import drop_empty_setting, shared_metrics_dir
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -40,25 +42,30 @@ def _worker_config(settings: Settings) -> WorkerConfig:
 @click.option("--no-worker", is_flag=True, help="Serve the API only; run `laptime worker` apart.")
 def serve(host: str | None, port: int | None, no_worker: bool) -> None:
     """Run the web app and API (and an ingestion worker) on the configured database."""
+    settings = Settings()
+    configure_logging(settings)
+    # Before anything imports prometheus_client: the worker child's counts reach /metrics.
+    with shared_metrics_dir():
+        _serve(settings, host or settings.host, port or settings.port, no_worker)
+
+
+def _serve(settings: Settings, bind_host: str, bind_port: int, no_worker: bool) -> None:
     import uvicorn
 
     from app.api.app import create_app
     from app.cli.worker_process import SupervisedWorker
     from app.db.engine import make_engine
 
-    settings = Settings()
     with open_database(settings) as url:
         engine = make_engine(url)
         worker_child = None if no_worker else SupervisedWorker(url)
-        bind_host = host or settings.host
-        bind_port = port or settings.port
         config = uvicorn.Config(
             create_app(settings, engine),
             host=bind_host,
             port=bind_port,
-            log_level="info",
             # In-flight requests get this long after SIGTERM; the whole stop stays under 10 s.
             timeout_graceful_shutdown=5,
+            **uvicorn_logging(settings),
         )
         server = _server(config, on_exit=worker_child.begin_stop if worker_child else None)
         click.echo(f"laptime serving on http://{bind_host}:{bind_port} (API docs at /docs)")
@@ -98,9 +105,15 @@ def worker(no_migrate: bool, exit_with_parent: int | None) -> None:
     SIGTERM it finishes the current ingest if that takes under `worker_stop_grace_s`, else
     rolls it back; a second signal rolls back at once.
     """
+    drop_empty_setting()  # before anything imports prometheus_client
     from ingest.worker import ShutdownRequested, run_worker
 
     settings = Settings()
+    configure_logging(settings)
+    if settings.worker_metrics_port is not None:
+        from app.metrics.exposition import serve_metrics
+
+        serve_metrics(settings.worker_metrics_port, host=settings.host)
     with open_database(settings, run_migrations=False) as url:
         config = _worker_config(settings)
         stop = threading.Event()

@@ -27,11 +27,19 @@ def multiprocess_dir() -> Path | None:
     return Path(value) if value else None
 
 
+def drop_empty_setting() -> None:
+    """Unset an empty PROMETHEUS_MULTIPROC_DIR: prometheus_client would take it as set and
+    write its files into the working directory."""
+    if os.environ.get(MULTIPROC_ENV) == "":
+        del os.environ[MULTIPROC_ENV]
+
+
 @contextlib.contextmanager
 def shared_metrics_dir() -> Iterator[Path]:
     """The directory named by PROMETHEUS_MULTIPROC_DIR, created if missing; when unset, a fresh
     temporary one for the block (set in the environment, so the child processes started in it
     inherit it) removed afterwards."""
+    drop_empty_setting()
     given = multiprocess_dir()
     if given is not None:
         given.mkdir(parents=True, exist_ok=True)
