@@ -54,18 +54,18 @@ class RequestObserver:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = time.perf_counter()
-        request_id = _request_id(scope)
-        token = REQUEST_ID.set(request_id)
-        path, method = str(scope["path"]), str(scope["method"])
-        status = 0
+        exchange = _Exchange(scope)
+        token = REQUEST_ID.set(exchange.request_id)
 
         async def observed_send(message: Message) -> None:
-            nonlocal status
             if message["type"] == "http.response.start":
-                status = int(message["status"])
-                headers = [*message.get("headers", ()), (REQUEST_ID_HEADER, request_id.encode())]
-                message = {**message, "headers": headers}
+                exchange.status = int(message["status"])
+                header = (REQUEST_ID_HEADER, exchange.request_id.encode())
+                message = {**message, "headers": [*message.get("headers", ()), header]}
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                # Recorded before the last bytes go out: a client that reads the answer and
+                # then scrapes /metrics finds its request counted.
+                exchange.finish()
             await send(message)
 
         try:
@@ -73,28 +73,48 @@ class RequestObserver:
         except Exception:
             # ServerErrorMiddleware (outside us) answers 500 and logs the traceback. A
             # cancellation (the client left) is no Exception: it stays CLIENT_GONE.
-            status = status or 500
+            exchange.status = exchange.status or 500
             raise
         finally:
-            seconds = time.perf_counter() - started
-            route = route_label(scope)
-            shown_method = method if method in METHODS else "OTHER"
-            shown_status = status or CLIENT_GONE
-            HTTP_SECONDS.labels(shown_method, route, str(shown_status)).observe(seconds)
-            log.info(
-                "%s %s %s %.3f s",
-                shown_method, _printable(path), shown_status, seconds,
-                extra={
-                    "event": "request",
-                    "method": shown_method,
-                    "route": route,
-                    "path": _printable(path),
-                    "status": shown_status,
-                    "seconds": round(seconds, 6),
-                    "client": _client(scope),
-                },
-            )  # fmt: skip
+            exchange.finish()
             REQUEST_ID.reset(token)
+
+
+class _Exchange:
+    """One request's observation, recorded once."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self.started = time.perf_counter()
+        self.request_id = _request_id(scope)
+        self.status = 0
+        self.recorded = False
+
+    def finish(self) -> None:
+        """Observe the latency and write the request's line (the first call only)."""
+        if self.recorded:
+            return
+        self.recorded = True
+        seconds = time.perf_counter() - self.started
+        route = route_label(self.scope)
+        method = str(self.scope["method"])
+        method = method if method in METHODS else "OTHER"
+        status = self.status or CLIENT_GONE
+        path = _printable(str(self.scope["path"]))
+        HTTP_SECONDS.labels(method, route, str(status)).observe(seconds)
+        log.info(
+            "%s %s %s %.3f s", method, path, status, seconds,
+            extra={
+                "event": "request",
+                "request_id": self.request_id,
+                "method": method,
+                "route": route,
+                "path": path,
+                "status": status,
+                "seconds": round(seconds, 6),
+                "client": _client(self.scope),
+            },
+        )  # fmt: skip
 
 
 def route_label(scope: Scope) -> str:

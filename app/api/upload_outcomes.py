@@ -52,25 +52,30 @@ class UploadOutcomes:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = int(message["status"])
-            elif (
-                message["type"] == "http.response.body"
-                and status >= 400
-                and len(error_body) <= _ERROR_BODY_MAX_BYTES
-            ):
-                error_body.extend(message.get("body", b""))
+            elif message["type"] == "http.response.body":
+                if status >= 400 and len(error_body) <= _ERROR_BODY_MAX_BYTES:
+                    error_body.extend(message.get("body", b""))
+                if not message.get("more_body"):
+                    # Counted before the last bytes go out, so a client sees it counted.
+                    count_outcome(status, bytes(error_body))
             await send(message)
 
         try:
             await self.app(scope, receive, counted_send)
         except Exception:
-            UPLOADS_REFUSED.labels("internal-error").inc()
+            if status == 0:
+                UPLOADS_REFUSED.labels("internal-error").inc()
             raise
-        if status == 202:
-            UPLOADS_ACCEPTED.inc()
-        elif status == 200:
-            UPLOADS_DUPLICATE.inc()
-        elif status >= 400:
-            UPLOADS_REFUSED.labels(refusal_code(status, bytes(error_body))).inc()
+
+
+def count_outcome(status: int, error_body: bytes) -> None:
+    """Count one answered upload request by its status (and error code)."""
+    if status == 202:
+        UPLOADS_ACCEPTED.inc()
+    elif status == 200:
+        UPLOADS_DUPLICATE.inc()
+    elif status >= 400:
+        UPLOADS_REFUSED.labels(refusal_code(status, error_body)).inc()
 
 
 def refusal_code(status: int, body: bytes) -> str:
