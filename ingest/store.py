@@ -142,6 +142,12 @@ class RunMetadata:
     received_at: datetime | None = None
     backfill: bool = False
     runner: str | None = None  # the upload's `runner` field: overrides detection (#17)
+    # The plan this job ran (#18): the upload's `plan_id` field, else its `plan=<id>` label.
+    plan_id: str | None = None
+
+    def executed_plan(self) -> str | None:
+        """The id of the plan this run executed, if it names one."""
+        return self.plan_id or self.labels.get("plan") or None
 
 
 @dataclass(frozen=True)
@@ -217,6 +223,7 @@ def storable_metadata(meta: RunMetadata) -> RunMetadata:
         commit=clean(meta.commit),
         branch=clean(meta.branch),
         machine=clean(meta.machine),
+        plan_id=clean(meta.plan_id),
         labels={storable_text(k): storable_text(v) for k, v in meta.labels.items()},
     )
 
@@ -288,6 +295,7 @@ def store_run(
             # Runner (#17): the upload's override, else what detection found in the reports.
             "runner": meta.runner or merged.session.runner,
             "file_derived": merged.file_derived,
+            "plan_id": meta.executed_plan(),
         },
     )
     if results.empty:
@@ -354,11 +362,11 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
         """
         INSERT INTO run (project_id, upload_id, cell_id, pipeline, job, commit_sha, branch,
             machine, labels, labels_key, started_at, day, wall_s, test_s, tests, peak_rss_mib,
-            xdist_workers, partial, hidden_rows, missing, runner, file_derived)
+            xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
-            %(missing)s, %(runner)s, %(file_derived)s)
+            %(missing)s, %(runner)s, %(file_derived)s, %(plan_id)s)
         RETURNING id
         """,
         values,

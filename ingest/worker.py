@@ -144,6 +144,7 @@ def metadata_from_json(
         received_at=received_at,
         backfill=bool(raw.get("backfill")),
         runner=raw.get("runner"),
+        plan_id=raw.get("plan_id"),
     )
 
 

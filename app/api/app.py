@@ -7,12 +7,16 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from sqlalchemy import Engine
 
+from app.api.accuracy import router as accuracy_router
+from app.api.docs_ui import mount_docs
 from app.api.errors import install_error_handlers
 from app.api.header_limit import HeaderLimit
 from app.api.health import router as health_router
 from app.api.metrics_endpoint import router as metrics_router
+from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
 from app.api.recommendations import router as recommendations_router
 from app.api.request_observer import RequestObserver
@@ -32,6 +36,15 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
         version="0.1.0",
         description="Where your CI time goes, and what to change. REST API v1.",
         lifespan=_lifespan,
+        # /docs is served by app.api.docs_ui from the installed bundle, not from a CDN.
+        docs_url=None,
+        redoc_url=None,
+        # One schema per model: a field with a default is optional in answers as in requests
+        # (answers leave unset fields out, see app.api.responses.answers).
+        separate_input_output_schemas=False,
+        # operationId = the route function's name (`create_upload`, `rollups`): what a
+        # generated client calls its functions. Names are unique (a test checks).
+        generate_unique_id_function=_operation_id,
     )
     app.state.settings = settings
     app.state.engine = engine
@@ -44,6 +57,9 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(uploads_router)
     app.include_router(projects_router)
     app.include_router(recommendations_router)
+    app.include_router(accuracy_router)
+    mount_docs(app)
+    install_openapi(app)
     mount_pages(app)
     # Outermost (added last): they see every answer, the guards' refusals included.
     app.add_middleware(UploadOutcomes)
@@ -51,6 +67,10 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     instrument_pool(engine)
 
     return app
+
+
+def _operation_id(route: APIRoute) -> str:
+    return route.name
 
 
 @asynccontextmanager

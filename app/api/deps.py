@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, Request
 from sqlalchemy import Connection, Engine
 
 from app.api.auth_limit import FailedAuthLimiter
@@ -82,9 +82,10 @@ def refuse_if_limited(request: Request) -> None:
     """429 with Retry-After when this address failed authentication too often lately."""
     wait_s = auth_limiter(request).retry_after_s(client_address(request))
     if wait_s is not None:
-        raise HTTPException(
-            status_code=429,
-            detail="too many failed authentications from this address: retry later",
+        raise ApiError(
+            429,
+            "auth-rate-limited",
+            "too many failed authentications from this address: retry later",
             headers={"Retry-After": str(wait_s)},
         )
 
@@ -120,17 +121,17 @@ def authorize_grant(grant: TokenGrant | None, conn: Connection, slug: str, actio
     project = get_project(conn, slug)
     if project is None:
         if grant is None:
-            raise HTTPException(status_code=401, detail="a token is required")
-        raise HTTPException(status_code=404, detail=f"no project {slug!r}")
+            raise ApiError(401, "token-required", "a token is required")
+        raise ApiError(404, "project-not-found", f"no project {slug!r}")
     if grant is None:
         if action == "read" and project.public:
             return project
-        raise HTTPException(status_code=401, detail="a token is required")
+        raise ApiError(401, "token-required", "a token is required")
     if grant.project.id != project.id:
-        raise HTTPException(status_code=403, detail="this token belongs to another project")
+        raise ApiError(403, "token-scope", "this token belongs to another project")
     if not grant.allows(action):
-        raise HTTPException(
-            status_code=403, detail=f"this token's scope ({grant.scope}) does not allow {action}"
+        raise ApiError(
+            403, "token-scope", f"this token's scope ({grant.scope}) does not allow {action}"
         )
     return project
 

@@ -1,5 +1,8 @@
 """The API's error answers: one JSON shape `{"code", "detail"}` with a stable code.
 
+`detail` is a sentence, except for `invalid-field` (422), where it is FastAPI's list of
+`{loc, msg, type}` naming each invalid field (`invalid()` in app.api.params makes one).
+
 Codes are a contract (clients and scripts match on them); every one is documented in
 docs/errors.md and a test fails when one is missing there.
 """
@@ -15,6 +18,7 @@ import sqlalchemy.exc
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 API_ERROR_CODES: dict[str, str] = {
     "token-required": "the request carries no token",
@@ -24,8 +28,17 @@ API_ERROR_CODES: dict[str, str] = {
     "invalid-field": "a field is missing, malformed, too long or out of range",
     "upload-not-found": "no such upload",
     "upload-not-failed": "only a failed upload can be re-queued",
+    "project-not-found": "no such project",
+    "token-not-found": "no such active token in this project",
+    "request-unprocessable": "well-formed, but the project's data or settings cannot answer it",
+    "auth-rate-limited": "too many failed authentications from this address lately",
+    "headers-too-large": "the request's headers are larger than the server accepts",
+    "malformed-body": "the request body cannot be parsed (e.g. broken multipart framing)",
+    "not-found": "no such route",
+    "method-not-allowed": "the route does not take this method",
     "database-unavailable": "the database cannot be reached right now; retry later",
     "internal-error": "an unexpected server error",
+    "plan-not-found": "no stored plan has this id in this project",
 }
 # What a 503 asks clients to wait before retrying: long enough for a Postgres restart to
 # finish accepting connections, short enough that CI jobs do not idle.
@@ -88,6 +101,23 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, exc.code, exc.detail, exc.headers)
 
 
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    # The framework's own refusals (no such route, wrong method, a body that is not multipart)
+    # in the one shape; everything of ours raises ApiError with its code.
+    assert isinstance(exc, StarletteHTTPException)
+    detail, headers = str(exc.detail), exc.headers
+    if exc.status_code == 404:
+        return error_response(404, "not-found", detail, headers)
+    if exc.status_code == 405:
+        return error_response(405, "method-not-allowed", detail, headers)
+    if exc.status_code == 400:
+        return error_response(400, "malformed-body", detail, headers)
+    # Any other status the framework raises: answered as an unexpected error would be, since
+    # no code documents it (a test would then fail on the schema).
+    log.error("uncoded HTTP %s on %s: %s", exc.status_code, request.url.path, detail)
+    return error_response(500, "internal-error", "unexpected server error; it has been logged")
+
+
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     return error_response(422, "invalid-field", validation_detail(exc))
@@ -106,6 +136,7 @@ async def _internal(request: Request, exc: Exception) -> JSONResponse:
 def install_error_handlers(app: FastAPI) -> None:
     """Answer ApiError, invalid requests, database outages and any other error as JSON."""
     app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid)
     for kind in DATABASE_DOWN:
         app.add_exception_handler(kind, _database_down)

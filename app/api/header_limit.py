@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.api.errors import error_response
 from app.server_options import MAX_HEADER_BYTES
 
 
@@ -20,19 +19,13 @@ class HeaderLimit:
         if scope["type"] != "http" or _head_bytes(scope) <= self.max_bytes:
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"detail": f"request headers are over {self.max_bytes} bytes"}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 431,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
+        answer = error_response(
+            431,
+            "headers-too-large",
+            f"request headers are over {self.max_bytes} bytes",
+            headers={"Connection": "close"},
         )
-        await send({"type": "http.response.body", "body": body})
+        await answer(scope, receive, send)
 
 
 def _head_bytes(scope: Scope) -> int:

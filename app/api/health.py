@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from app.api.responses import error_responses
+from app.api.schemas.health import CheckResult, Liveness, Readiness
 from app.db.readiness import check_readiness
 from app.settings import Settings
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz")
+@router.get("/healthz", response_model=Liveness)
 def healthz() -> dict[str, str]:
     """Liveness: the process answers. Touches no database, so it stays up during an outage
     (restarting the API would not bring Postgres back)."""
@@ -22,7 +22,15 @@ def healthz() -> dict[str, str]:
 
 @router.get(
     "/readyz",
-    responses={503: {"description": "Not ready; `failing` names the checks that failed."}},
+    response_model=Readiness,
+    # Not ready answers the same report (not the error body), so a probe sees which check.
+    responses={
+        500: error_responses()[500],
+        503: {
+            "description": "Not ready; `failing` names the checks that failed.",
+            "model": Readiness,
+        },
+    },
 )
 def readyz(request: Request) -> JSONResponse:
     """Readiness: the database answers, its schema is at the migrations' head, and a worker
@@ -31,11 +39,11 @@ def readyz(request: Request) -> JSONResponse:
     result = check_readiness(
         request.app.state.engine, max_heartbeat_age_s=settings.ready_heartbeat_max_age_s
     )
-    body: dict[str, Any] = {
-        "status": "ready" if result.ready else "not ready",
-        "failing": result.failing,
-        "checks": {name: {"ok": c.ok, "detail": c.detail} for name, c in result.checks.items()},
-    }
+    body = Readiness(
+        status="ready" if result.ready else "not ready",
+        failing=result.failing,
+        checks={name: CheckResult(ok=c.ok, detail=c.detail) for name, c in result.checks.items()},
+    ).model_dump()
     if result.ready:
         return JSONResponse(body)
     return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})

@@ -12,7 +12,7 @@ from datetime import date
 from typing import Annotated
 
 import anyio.from_thread
-from fastapi import Depends, HTTPException, Query, Request
+from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import StringConstraints
 
@@ -80,7 +80,7 @@ def parse_label_filters(pairs: list[str]) -> dict[str, tuple[str, ...]]:
         try:
             key, value = split_label(pair)
         except ValueError as exc:
-            raise HTTPException(status_code=422, detail=f"label filter: {exc}") from None
+            raise invalid("label", str(exc), pair) from None
         found.setdefault(key, []).append(value)
     return {k: tuple(v) for k, v in found.items()}
 

@@ -6,26 +6,41 @@ import io
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from analysis.rollups import records_from_frame
 from app.api.deps import AdminProject, ConnDep, ReadProject
+from app.api.errors import ApiError
 from app.api.params import FiltersDep, Text
+from app.api.responses import PROJECT_ERRORS, answers
+from app.api.schemas.reads import (
+    Jobs,
+    NewToken,
+    Pipelines,
+    Revoked,
+    Rollup,
+    TokenList,
+    Trend,
+)
+from app.api.schemas.uploads import UploadList
 from app.db.projects import SCOPES, issue_token, list_tokens, revoke_token
 from app.db.uploads import recent_uploads
 from app.services.project_reads import project_pipelines, project_rollup
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["projects"])
+CSV = {200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "rows"}}
 
 
-@router.get("/rollups")
+@router.get("/rollups", **answers(Rollup, *PROJECT_ERRORS, responses=CSV))
 def rollups(
     project: ReadProject,
     conn: ConnDep,
     filters: FiltersDep,
-    by: Annotated[Text, Query(description="file|function|test|marker|job|label:<key>")] = "file",
+    by: Annotated[
+        Text, Query(description="file, function, test, marker, job, machine, branch or `label:KEY`")
+    ] = "file",
     within: Annotated[Text | None, Query(description="parent dimension for parent_share")] = None,
     sort: Annotated[Text, Query(description="column to sort rows by")] = "total_s",
     desc: bool = True,
@@ -38,7 +53,7 @@ def rollups(
             conn, project.id, filters, by=by, within=within, sort=sort, descending=desc, limit=limit
         )
     except ValueError as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+        raise ApiError(422, "request-unprocessable", str(exc)) from exc
     if format == "csv":
         buffer = io.StringIO()
         result.rows.to_csv(buffer, index=False)
@@ -53,7 +68,7 @@ def rollups(
     }
 
 
-@router.get("/pipelines")
+@router.get("/pipelines", **answers(Pipelines, *PROJECT_ERRORS))
 def pipelines(
     project: ReadProject,
     conn: ConnDep,
@@ -72,21 +87,21 @@ def pipelines(
     }
 
 
-@router.get("/jobs")
+@router.get("/jobs", **answers(Jobs, *PROJECT_ERRORS))
 def jobs(project: ReadProject, conn: ConnDep, filters: FiltersDep) -> dict[str, Any]:
     """Per job: runs, median wall and test time, setup overhead (wall - test time)."""
     report = project_pipelines(conn, project.id, filters)
     return {"jobs": records_from_frame(report.jobs)}
 
 
-@router.get("/trend")
+@router.get("/trend", **answers(Trend, *PROJECT_ERRORS))
 def trend(project: ReadProject, conn: ConnDep, filters: FiltersDep) -> dict[str, Any]:
     """Per day: wait, machine time and test time."""
     report = project_pipelines(conn, project.id, filters)
     return {"days": records_from_frame(report.trend)}
 
 
-@router.get("/uploads")
+@router.get("/uploads", **answers(UploadList, *PROJECT_ERRORS))
 def uploads(
     project: ReadProject, conn: ConnDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50
 ) -> dict[str, Any]:
@@ -103,14 +118,14 @@ class TokenRequest(BaseModel):
     )
 
 
-@router.get("/tokens")
+@router.get("/tokens", **answers(TokenList, *PROJECT_ERRORS))
 def tokens(project: AdminProject, conn: ConnDep) -> dict[str, Any]:
     """The project's tokens (admin token): id, scope, first characters, expiry, revocation.
     Never the secrets: only their hashes are stored."""
     return {"tokens": [t.to_dict() for t in list_tokens(conn, project)]}
 
 
-@router.post("/tokens", status_code=201)
+@router.post("/tokens", status_code=201, **answers(NewToken, 400, *PROJECT_ERRORS))
 def create_token(project: AdminProject, conn: ConnDep, body: TokenRequest) -> dict[str, Any]:
     """Create a token (admin token). The answer holds the secret, this once."""
     assert body.scope in SCOPES
@@ -121,9 +136,9 @@ def create_token(project: AdminProject, conn: ConnDep, body: TokenRequest) -> di
     return {**info.to_dict(), "token": secret}
 
 
-@router.delete("/tokens/{token_id}")
+@router.delete("/tokens/{token_id}", **answers(Revoked, *PROJECT_ERRORS))
 def revoke(project: AdminProject, conn: ConnDep, token_id: int) -> dict[str, Any]:
     """Revoke a token by id (admin token): it answers 401 from the next request on."""
     if not revoke_token(conn, project, token_id):
-        raise HTTPException(status_code=404, detail=f"no active token {token_id} in this project")
+        raise ApiError(404, "token-not-found", f"no active token {token_id} in this project")
     return {"revoked": token_id}

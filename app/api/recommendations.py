@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, HTTPException, Query
+from fastapi import APIRouter, Body, Query
 
 from analysis.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
 from analysis.split_options import MAX_JOBS, SplitOptions
 from app.api.deps import AdminProject, ConnDep, ReadProject
+from app.api.errors import ApiError
 from app.api.params import (
     ClientGoneDep,
     DurationText,
@@ -19,6 +20,16 @@ from app.api.params import (
     duration_s,
     invalid,
     job_range,
+)
+from app.api.responses import PROJECT_ERRORS, answers
+from app.api.schemas.recommendations import (
+    CatalogueSet,
+    Machines,
+    Matrix,
+    Parametrize,
+    ProjectCatalogue,
+    Shards,
+    SplitPlan,
 )
 from app.db.projects import Project, set_catalogue
 from app.services.project_reads import FrameCache
@@ -49,7 +60,7 @@ def _catalogue_key(project: Project) -> tuple[str | None, str | None]:
     return project.catalogue, project.catalogue_toml
 
 
-@router.get("/recommendations/split")
+@router.get("/recommendations/split", **answers(SplitPlan, *PROJECT_ERRORS))
 def split(
     project: ReadProject,
     conn: ConnDep,
@@ -91,14 +102,19 @@ def split(
             keep=_complete,
         )
     except (RecommendationError, ValueError) as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+        raise unprocessable(exc) from exc
+
+
+def unprocessable(exc: Exception) -> ApiError:
+    """422 `request-unprocessable`: the question is well-formed, the data cannot answer it."""
+    return ApiError(422, "request-unprocessable", str(exc))
 
 
 def _options(**kwargs: Any) -> SplitOptions:
     try:
         return SplitOptions(**kwargs)
     except ValueError as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+        raise unprocessable(exc) from exc
 
 
 def _complete(answer: dict[str, Any]) -> bool:
@@ -115,10 +131,10 @@ def _shards(
             conn, project, filters, total=total, index=index, collected=collected
         )
     except (RecommendationError, ValueError) as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+        raise unprocessable(exc) from exc
 
 
-@router.get("/shards")
+@router.get("/shards", **answers(Shards, *PROJECT_ERRORS))
 def shards(
     project: ReadProject,
     conn: ConnDep,
@@ -132,7 +148,7 @@ def shards(
     return _shards(conn, project, filters, total, index, None)
 
 
-@router.post("/shards")
+@router.post("/shards", **answers(Shards, 400, *PROJECT_ERRORS))
 def shards_for_collected(
     project: ReadProject,
     conn: ConnDep,
@@ -148,7 +164,7 @@ def shards_for_collected(
     return _shards(conn, project, filters, total, index, collected)
 
 
-@router.get("/recommendations/parametrize")
+@router.get("/recommendations/parametrize", **answers(Parametrize, *PROJECT_ERRORS))
 def parametrize(
     project: ReadProject,
     conn: ConnDep,
@@ -160,10 +176,10 @@ def parametrize(
     try:
         return parametrize_recommendation(conn, project, filters, strength=strength, top=top)
     except RecommendationError as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+        raise unprocessable(exc) from exc
 
 
-@router.get("/recommendations/matrix")
+@router.get("/recommendations/matrix", **answers(Matrix, *PROJECT_ERRORS))
 def matrix(
     project: ReadProject,
     conn: ConnDep,
@@ -175,10 +191,10 @@ def matrix(
     try:
         return matrix_recommendation(conn, project, filters, group_by=by, threshold=threshold)
     except RecommendationError as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+        raise unprocessable(exc) from exc
 
 
-@router.get("/recommendations/machines")
+@router.get("/recommendations/machines", **answers(Machines, *PROJECT_ERRORS))
 def machines(
     project: ReadProject,
     conn: ConnDep,
@@ -222,16 +238,16 @@ def machines(
             keep=_complete,
         )
     except (RecommendationError, CatalogueError, ValueError) as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+        raise unprocessable(exc) from exc
 
 
-@router.get("/catalogue")
+@router.get("/catalogue", **answers(ProjectCatalogue, *PROJECT_ERRORS))
 def read_catalogue(project: ReadProject) -> dict[str, Any]:
     """The machine catalogue this project is priced from."""
     try:
         catalogue = project_catalogue(project)
     except (RecommendationError, CatalogueError) as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from exc
+        raise unprocessable(exc) from exc
     return {
         "name": project.catalogue,
         "custom_toml": project.catalogue_toml,
@@ -240,7 +256,7 @@ def read_catalogue(project: ReadProject) -> dict[str, Any]:
     }
 
 
-@router.put("/catalogue")
+@router.put("/catalogue", **answers(CatalogueSet, 400, *PROJECT_ERRORS))
 def write_catalogue(
     project: AdminProject,
     conn: ConnDep,
@@ -257,14 +273,14 @@ def write_catalogue(
         try:
             custom = load_catalogue_text(toml, source=f"project {project.slug}")
         except CatalogueError as exc:
-            raise HTTPException(status_code=422, detail=str(exc)) from exc
+            raise unprocessable(exc) from exc
         name = name or custom.name
         if "\x00" in toml or "\x00" in name:
             # TOML may spell a NUL (`"\u0000"`); Postgres text cannot hold one.
-            raise HTTPException(status_code=422, detail="the catalogue holds a NUL character")
+            raise ApiError(422, "request-unprocessable", "the catalogue holds a NUL character")
     if name is not None and name not in resolve_catalogues(
         [load_catalogue_text(toml, source="upload")] if toml else []
     ):
-        raise HTTPException(status_code=422, detail=f"no catalogue named {name!r}")
+        raise ApiError(422, "request-unprocessable", f"no catalogue named {name!r}")
     set_catalogue(conn, project, name, toml or None)
     return {"name": name, "custom": bool(toml)}

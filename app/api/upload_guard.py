@@ -9,10 +9,9 @@ is cut off with 413 past the limit.
 
 from __future__ import annotations
 
-from fastapi import HTTPException
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import grant_of, presented_token
@@ -82,9 +81,6 @@ class UploadGuard:
             return database_unavailable(), None
         except ApiError as exc:
             return error_response(exc.status_code, exc.code, exc.detail, exc.headers), None
-        except HTTPException as exc:
-            # A refusal without a code (grant_of may learn new ones) keeps FastAPI's shape.
-            return JSONResponse({"detail": exc.detail}, exc.status_code, exc.headers), None
         return None, grant
 
     async def _pass_counted(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -12,22 +12,27 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Connection
 
 from app.api.deps import ConnDep, EngineDep, SettingsDep, grant_of
 from app.api.errors import ApiError
+from app.api.responses import answers
+from app.api.schemas.uploads import Requeued, UploadDocument, UploadReceipt
 from app.api.upload_form import UploadForm
 from app.api.upload_guard import GRANT_STATE_KEY
 from app.db.engine import transaction
 from app.db.projects import TokenGrant
 from app.db.uploads import (
     IncomingFile,
-    UploadReceipt,
     content_digest,
     get_upload,
     insert_upload,
     requeue_upload,
+)
+from app.db.uploads import (
+    UploadReceipt as Receipt,
 )
 from app.settings import Settings
 
@@ -65,30 +70,47 @@ def _read_files(files: list[UploadFile], max_bytes: int) -> list[IncomingFile]:
             parts.append(chunk)
         data = b"".join(parts)
         if not data:
-            raise ApiError(422, "invalid-field", f"file: {name} is empty")
+            raise invalid_file(len(incoming), f"{name} is empty")
         incoming.append(IncomingFile(filename=name, data=data))
     return incoming
 
 
-def _answer(receipt: UploadReceipt) -> JSONResponse:
-    body = {
-        "id": receipt.id,
-        "status": receipt.status,
-        "url": f"/api/v1/uploads/{receipt.id}",
-        "duplicate": receipt.duplicate,
-        "requeued": receipt.requeued,
-    }
-    return JSONResponse(body, status_code=200 if receipt.duplicate else 202)
+def invalid_file(position: int, message: str) -> RequestValidationError:
+    """A 422 naming the upload's `position`-th file, shaped like FastAPI's own."""
+    return RequestValidationError(
+        [{"type": "value_error", "loc": ("body", "file", position), "msg": message}]
+    )
+
+
+def _answer(receipt: Receipt) -> JSONResponse:
+    body = UploadReceipt(
+        id=receipt.id,
+        status=receipt.status,
+        url=f"/api/v1/uploads/{receipt.id}",
+        duplicate=receipt.duplicate,
+        requeued=receipt.requeued,
+    )
+    return JSONResponse(body.model_dump(), status_code=200 if receipt.duplicate else 202)
 
 
 @router.post(
     "/uploads",
     status_code=202,
-    responses={
-        200: {"description": "a repeat of an earlier upload (re-queued if it had failed)"},
-        413: {"description": "the files are larger than LAPTIME_MAX_UPLOAD_BYTES"},
-        503: {"description": "the database is unavailable; retry after Retry-After seconds"},
-    },
+    **answers(
+        UploadReceipt,
+        400,
+        401,
+        403,
+        413,
+        422,
+        429,
+        responses={
+            200: {
+                "description": "a repeat of an earlier upload (re-queued if it had failed)",
+                "model": UploadReceipt,
+            }
+        },
+    ),
 )
 def create_upload(
     request: Request,
@@ -133,7 +155,7 @@ def _own_upload(
     return doc
 
 
-@router.get("/uploads/{upload_id}")
+@router.get("/uploads/{upload_id}", **answers(UploadDocument, 401, 403, 404, 422, 429))
 def read_upload(
     upload_id: int, request: Request, conn: ConnDep, settings: SettingsDep
 ) -> dict[str, Any]:
@@ -147,7 +169,7 @@ def read_upload(
     return _own_upload(conn, grant, upload_id, settings)
 
 
-@router.post("/uploads/{upload_id}/retry")
+@router.post("/uploads/{upload_id}/retry", **answers(Requeued, 401, 403, 404, 409, 422, 429))
 def retry_upload(
     upload_id: int, request: Request, conn: ConnDep, settings: SettingsDep
 ) -> dict[str, Any]:

@@ -57,7 +57,7 @@ def token() -> None:
     """Manage API tokens."""
 
 
-def _on_project(slug: str, action: Callable[[Connection, Project], T]) -> T:
+def on_project(slug: str, action: Callable[[Connection, Project], T]) -> T:
     """Run `action` on project `slug` in one transaction of the configured database."""
     settings = Settings()
     with open_database(settings) as url:
@@ -83,7 +83,7 @@ def _on_project(slug: str, action: Callable[[Connection, Project], T]) -> T:
 def token_create(slug: str, scope: str, expires: str | None) -> None:
     """Create a token for a project; prints it once, alone on the last line."""
     expires_at = datetime.now(UTC) + parse_age(expires) if expires else None
-    value = _on_project(
+    value = on_project(
         slug, lambda conn, found: create_token(conn, found, scope, expires_at=expires_at)
     )
     until = f", expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else ""
@@ -95,7 +95,7 @@ def token_create(slug: str, scope: str, expires: str | None) -> None:
 @click.option("--project", "slug", required=True, help="Project slug.")
 def token_list(slug: str) -> None:
     """List a project's tokens: id, scope, the first characters, state (never the secret)."""
-    tokens = _on_project(slug, list_tokens)
+    tokens = on_project(slug, list_tokens)
     click.echo(f"{'id':>6}  {'scope':<7} {'prefix':<13} {'created':<17} {'expires':<17} state")
     for t in tokens:
         state = "revoked" if t.revoked_at else "active" if t.to_dict()["active"] else "expired"
@@ -110,7 +110,7 @@ def token_list(slug: str) -> None:
 @click.argument("token_id", type=int)
 def token_revoke(slug: str, token_id: int) -> None:
     """Revoke a token by id (see `laptime token list`): it answers 401 from now on."""
-    if not _on_project(slug, lambda conn, found: revoke_token(conn, found, token_id)):
+    if not on_project(slug, lambda conn, found: revoke_token(conn, found, token_id)):
         raise click.ClickException(f"project {slug!r} has no active token {token_id}")
     click.echo(f"revoked token {token_id} of {slug}")
 

@@ -12,6 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "parse": ("app.cli.parse_cmd", "parse"),
     "analyze": ("app.cli.analyze_cmd", "analyze"),
     "plan": ("app.cli.plan_cmd", "plan"),
+    "accuracy": ("app.cli.accuracy_cmd", "accuracy"),
     "shard": ("app.cli.shard_cmd", "shard"),
     "size": ("app.cli.size_cmd", "size"),
     "reduce": ("app.cli.reduce_cmd", "reduce"),

@@ -2,8 +2,8 @@
 
 The dashboard runs no inline script (figures are inert JSON drawn by a static file), so the
 policy allows scripts from this origin only. plotly.js sets inline styles on the elements it
-draws, hence 'unsafe-inline' for styles (styles cannot run code). FastAPI's /docs pages load
-Swagger UI from its CDN with an inline bootstrap script, so they get a policy of their own.
+draws, hence 'unsafe-inline' for styles (styles cannot run code). /docs (Swagger UI, from the
+installed bundle with an external start-up script, app.api.docs_ui) runs under the same policy.
 """
 
 from __future__ import annotations
@@ -15,13 +15,6 @@ PAGE_POLICY = (
     "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-DOCS_POLICY = (
-    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "img-src 'self' data: https://fastapi.tiangolo.com; connect-src 'self'; "
-    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
-)
-DOCS_PATHS = frozenset({"/docs", "/redoc", "/docs/oauth2-redirect"})
 COMMON_HEADERS = (
     (b"x-frame-options", b"DENY"),
     (b"x-content-type-options", b"nosniff"),
@@ -39,7 +32,7 @@ class SecurityHeaders:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        policy = DOCS_POLICY if scope.get("path") in DOCS_PATHS else PAGE_POLICY
+        policy = PAGE_POLICY
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":

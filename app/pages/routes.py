@@ -11,6 +11,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from app.pages import (
+    accuracy,
     case_view,
     file_view,
     overview,
@@ -41,6 +42,7 @@ VIEWS = (
     case_view,
     recommendations,
     reductions,
+    accuracy,
 )
 
 

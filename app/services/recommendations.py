@@ -24,12 +24,18 @@ from analysis.frames import labels_key
 from analysis.machine_fit import fit_machines, job_specs
 from analysis.matrix_reduce import reduce_matrix
 from analysis.parametrize import find_explosions, propose_covering
-from analysis.shards import Shard, assign_shards, plan_id
+from analysis.shards import Shard, assign_shards
 from analysis.split_options import SplitOptions
 from analysis.split_plan import SplitPlan, plan_splits
 from app.db.projects import Project
 from app.db.repository import load_run_results, load_runs, run_days, with_tests
 from app.db.runners import runner_of_runs
+from app.services.plan_store import (
+    expected_error,
+    project_calibration,
+    record_shard_plan,
+    record_split_plan,
+)
 from app.services.project_reads import kept_test_dictionary, run_results
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 
@@ -146,7 +152,12 @@ def split_recommendation(
     options = _with_stored_runner(conn, project, history.runs, options)  # runners (#17)
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
     plan = _plan(loaded, cell_key, history, options, prices, should_stop)
-    return {"cell": cell_key, "cells": cells, **plan.to_dict()}
+    answer = {"cell": cell_key, "cells": cells, **plan.to_dict()}
+    # Handed out with an id so the jobs that run it can say so, and with the error that this
+    # project's earlier plans had (#18).
+    answer["plan_id"] = record_split_plan(conn, project, answer)
+    answer["expected_error"] = expected_error(project_calibration(conn, project))
+    return answer
 
 
 def _plan(
@@ -276,7 +287,11 @@ def shard_assignment(
         estimates = pd.Series(dtype=float)
     shards = _runner_shards(conn, project, history, estimates, collected, total)
     chosen = [shards[index - 1]] if index is not None else shards
-    return {"total": total, "plan_id": plan_id(shards), "shards": [s.to_dict() for s in chosen]}
+    runs = history.runs if history is not None else None
+    prices = project_prices(project, runs) if runs is not None else None
+    # The whole assignment is kept (whichever shard asked): its id is what the jobs upload.
+    stored = record_shard_plan(conn, project, shards, runs, prices)
+    return {"total": total, "plan_id": stored, "shards": [s.to_dict() for s in chosen]}
 
 
 def _with_stored_runner(

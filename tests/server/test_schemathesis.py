@@ -1,4 +1,5 @@
-"""A bounded schemathesis run over the live server's OpenAPI: no input answers a 5xx (#13).
+"""A bounded schemathesis run over the live server's OpenAPI (#13, #19): no input answers a
+5xx, every answer matches the schema of its status, and every status answered is documented.
 
 Every operation of /openapi.json is exercised with valid (positive) and invalid (negative)
 input, with an admin token (every scope) of a project that holds a little data (see PASSES
@@ -9,8 +10,10 @@ no shrinking (a failure is recorded with the request that caused it, not minimis
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 import requests
 import schemathesis
@@ -18,10 +21,17 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from hypothesis.strategies import SearchStrategy
 from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 from sqlalchemy import Engine
 
-from tests.conftest import LiveServer, ProjectFixture
-from tests.server.test_request_bounds import small  # noqa: F401 (the module's data fixture)
+from tests.conftest import LiveServer, ProjectFixture, make_project
+from tests.server.test_rollup_api import junit
+from tests.server.test_upload_flow import upload, wait_done
 
 # (generation mode, the project's own slug in the path?): valid input that reaches the
 # planners, invalid query/body on the real project (not stopped at a 404 for the slug), and
@@ -32,16 +42,70 @@ PASSES = (
     (GenerationMode.POSITIVE, False),
 )
 EXAMPLES = 12
+# What every answer is held to: a 5xx is a bug; the body must match the schema of its status
+# and media type; an undocumented status is a schema that lies by omission.
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+
+@pytest.fixture(scope="module")
+def rich(live_server: LiveServer, engine: Engine) -> ProjectFixture:
+    """A project whose every read answers 200 with rows, so every answer model meets data:
+    one pipeline on two OSes (same commit: matrix evidence), machine types the shipped github
+    catalogue knows (sizing), a parametrized test (explosions), mac three times slower."""
+    project = make_project(engine)
+    today = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0).isoformat()
+    for os_name, machine, slower in (
+        ("linux", "ubuntu-latest", 1.0),
+        ("macos", "macos-latest", 3.0),
+    ):
+        cases = [("tests.test_a", f"t{i}", (2.0 + i) * slower, "passed") for i in range(4)]
+        cases += [
+            ("tests.test_p", f"test_param[{x}-{n}]", n * slower, "passed")
+            for x in ("x", "y")
+            for n in (1, 2)
+        ]
+        response = upload(
+            live_server,
+            project.upload_token,
+            [(f"{os_name}.xml", junit(cases))],
+            job=f"test-{os_name}",
+            pipeline="pipe-1",
+            commit="c0ffee",
+            branch="main",
+            machine=machine,
+            label=[f"os={os_name}"],
+            wall_s=str(40 * slower),
+            peak_rss_mib="900",
+            started_at=today,
+        )
+        assert response.status_code == 202, response.text
+        done = wait_done(live_server, project.upload_token, response.json()["id"])
+        assert done["status"] == "done", done
+    # A declared catalogue: GET /catalogue then answers the catalogue itself.
+    declared = httpx.put(
+        f"{live_server.url}/api/v1/projects/{project.slug}/catalogue",
+        json={"name": "github"},
+        headers={"Authorization": f"Bearer {project.admin_token}"},
+        timeout=30,
+    )
+    assert declared.status_code == 200, declared.text
+    return project
 
 
 @dataclass(frozen=True)
 class ServerError:
-    """One 5xx answer and the request that caused it."""
+    """One answer that failed a check, and the request that caused it."""
 
     operation: str
     status: int
     curl: str
     body: str
+    failure: str
 
 
 def exercise(
@@ -66,25 +130,32 @@ def exercise(
     def run(case: Any) -> None:
         response = case.call(base_url=server.url, session=session, timeout=60)
         seen.add((case.operation.label, pass_name))
-        if response.status_code >= 500:
+        try:
+            case.validate_response(response, checks=CHECKS, headers=headers)
+        except (Exception, BaseExceptionGroup) as failure:  # Failure(s): record, go on
             curl = case.as_curl_command(headers=headers)
             errors.append(
-                ServerError(case.operation.label, response.status_code, curl, response.text[:300])
+                ServerError(
+                    case.operation.label,
+                    response.status_code,
+                    curl,
+                    response.text[:300],
+                    str(failure)[:600],
+                )
             )
 
     run()
 
 
 @pytest.mark.slow
-def test_no_generated_request_answers_5xx(
+def test_generated_requests_answer_as_the_schema_says(
     live_server: LiveServer,
-    engine: Engine,
-    small: ProjectFixture,  # noqa: F811
+    rich: ProjectFixture,
 ) -> None:
     schema = schemathesis.openapi.from_url(f"{live_server.url}/openapi.json")
     operations = [result.ok() for result in schema.get_all_operations()]  # type: ignore[union-attr]
     assert len(operations) >= 10, [op.label for op in operations]
-    headers = {"Authorization": f"Bearer {small.admin_token}"}
+    headers = {"Authorization": f"Bearer {rich.admin_token}"}
     errors: list[ServerError] = []
     seen: set[tuple[str, str]] = set()
     unsatisfiable: set[str] = set()
@@ -97,7 +168,7 @@ def test_no_generated_request_answers_5xx(
                 strategy = operation.as_strategy(
                     generation_mode=mode,
                     headers=headers,
-                    path_parameters={"slug": small.slug} if has_slug and own_slug else None,
+                    path_parameters={"slug": rich.slug} if has_slug and own_slug else None,
                 )
                 pass_name = f"{mode}{'' if own_slug else '-slug'}"
                 try:
@@ -107,8 +178,10 @@ def test_no_generated_request_answers_5xx(
                     # one unconstrained path string): then there is no negative case to send.
                     assert mode is GenerationMode.NEGATIVE, operation.label
                     unsatisfiable.add(operation.label)
-    report = "\n".join(f"{e.status} {e.operation}: {e.curl}\n    {e.body}" for e in errors)
-    assert not errors, f"{len(errors)} server errors:\n{report}"
+    report = "\n".join(
+        f"{e.status} {e.operation}: {e.curl}\n    {e.body}\n    {e.failure}" for e in errors
+    )
+    assert not errors, f"{len(errors)} failed answers:\n{report}"
     # Every operation was called with valid input, and with invalid input unless none exists
     # (a strategy that could not generate would otherwise pass silently).
     labels = {op.label for op in operations}

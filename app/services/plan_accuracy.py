@@ -1,0 +1,32 @@
+"""Did it come true (#18): stored plans against the jobs that ran them, for the accuracy API
+and the page, priced from the project's catalogue."""
+
+from __future__ import annotations
+
+import pandas as pd
+from sqlalchemy import Connection
+
+from analysis.calibration import Calibration
+from analysis.plan_accuracy import PlanAccuracy, plan_accuracy
+from app.db.plans import load_plan_runs, load_plans
+from app.db.projects import Project
+from app.services.plan_store import project_calibration
+from app.services.recommendations import project_prices
+
+
+class PlanNotFound(LookupError):
+    """No stored plan has this id in this project."""
+
+
+def accuracy_report(
+    conn: Connection, project: Project, *, plan_id: str | None, limit: int
+) -> tuple[list[PlanAccuracy], Calibration]:
+    """One plan (or the `limit` newest executed ones) against its runs, and the calibration."""
+    plans = load_plans(conn, project.id, plan_id=plan_id, limit=limit)
+    if plan_id is not None and not plans:
+        raise PlanNotFound(plan_id)
+    runs = load_plan_runs(conn, project.id, [p.id for p in plans])
+    planned = [job.machine for plan in plans for job in plan.jobs]
+    machines = pd.DataFrame({"machine": [*planned, *runs["machine"].tolist()]}, dtype=object)
+    prices = project_prices(project, machines)
+    return plan_accuracy(plans, runs, price_per_min=prices), project_calibration(conn, project)

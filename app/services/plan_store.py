@@ -1,0 +1,80 @@
+"""Plans as handed out (#18): stored when the recommendations and shards answer, and the
+error a recommendation can expect, learnt from the jobs that ran earlier plans."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Connection
+
+from analysis.calibration import Calibration, calibrate
+from analysis.plan_accuracy import job_samples, plan_accuracy
+from analysis.plan_record import (
+    median_setup_s,
+    median_workers,
+    shard_plan_record,
+    split_plan_record,
+)
+from analysis.shards import Shard
+from app.db.plans import load_plan_runs, load_plans, store_plan
+from app.db.projects import Project
+
+# Executed plans the calibration learns from (the newest): the model changes, old plans age.
+CALIBRATION_PLANS = 50
+# Until the lead wires Calibration's factors into the job model (#18 contract), the
+# predictions handed out are uncalibrated: the stated error is theirs (Calibration.raw_error).
+CALIBRATION_APPLIED = False
+
+
+def record_split_plan(conn: Connection, project: Project, answer: dict[str, Any]) -> str | None:
+    """Store a split recommendation's proposed jobs as a plan; its id (None without jobs)."""
+    if not answer.get("jobs"):
+        return None
+    record = split_plan_record(str(answer.get("cell") or ""), answer)
+    store_plan(conn, project.id, record)
+    return record.id
+
+
+def record_shard_plan(
+    conn: Connection,
+    project: Project,
+    shards: Sequence[Shard],
+    runs: pd.DataFrame | None,
+    prices: dict[str, float] | None,
+) -> str:
+    """Store a shard assignment as a plan, each shard's wall = the history's setup + its tests."""
+    machine, setup_s, workers = None, None, 1
+    if runs is not None and len(runs):
+        machines = runs["machine"].dropna().value_counts()
+        machine = str(machines.index[0]) if len(machines) else None
+        setup_s, workers = median_setup_s(runs), median_workers(runs)
+    record = shard_plan_record(
+        shards,
+        cell="",
+        setup_s=setup_s,
+        workers=workers,
+        machine=machine,
+        price_per_min=prices,
+    )
+    store_plan(conn, project.id, record)
+    return record.id
+
+
+def project_calibration(conn: Connection, project: Project) -> Calibration:
+    """Setup and test factors and the expected error from this project's executed plans."""
+    plans = load_plans(conn, project.id, limit=CALIBRATION_PLANS)
+    runs = load_plan_runs(conn, project.id, [p.id for p in plans])
+    return calibrate(job_samples(plan_accuracy(plans, runs)))
+
+
+def expected_error(calibration: Calibration) -> dict[str, Any]:
+    """The `expected_error` block of a recommendation: the error, its basis, the text."""
+    error = calibration.expected_error if CALIBRATION_APPLIED else calibration.raw_error
+    return {
+        "error_pct": None if error is None else round(100 * error, 1),
+        "samples": calibration.samples,
+        "calibrated": CALIBRATION_APPLIED,
+        "text": calibration.note(applied=CALIBRATION_APPLIED),
+    }
