@@ -6,10 +6,12 @@ job-level peak uploaded with the run (already the whole job), times a headroom f
 
 Time (Amdahl-style). A job's wall on a machine is
     setup overhead + longest test + (test time - longest test) / workers,
-the longest single test being the chain no worker count can split. A job that runs serially
-(one worker) takes as long on any machine: more vCPUs buy it nothing. A parallel job's
-workers are capped by the machine's vCPUs; a job whose workers matched its machine's vCPUs
-(`-n auto`) is assumed to follow the vCPUs of any machine.
+the longest single test being the chain no worker count can split. A parallel job's workers
+are capped by the machine's vCPUs; a job whose workers matched its machine's vCPUs
+(`-n auto`) is assumed to follow the vCPUs of any machine. Tests that used several cores
+(CPU time / wall > 1: BLAS/OpenMP threads) scale the test part by an Amdahl factor fitted on
+the history machine (analysis/job_model.py `parallel_profile`); without that evidence a
+serial job takes as long on any machine: more vCPUs buy it nothing.
 
 For each job the recommendation is the cheapest entry (same OS, architecture, executor and
 GPU-ness as today's) that fits the memory need and keeps the job's wall within the wait
@@ -34,6 +36,7 @@ import pandas as pd
 
 from analysis.catalogue import Catalogue, MachineType
 from analysis.estimate import estimate_durations
+from analysis.job_model import ParallelProfile, fit_job_model, parallel_profile
 from analysis.split_plan import current_layout
 
 DEFAULT_HEADROOM = 1.25
@@ -151,6 +154,9 @@ class MachineFit:
     predictions: tuple[Prediction, ...]
     notes: tuple[str, ...] = ()
     job_peak_mib: float | None = None  # the job's uploaded peak, used or not
+    # Measured parallelism (#18): the largest per-test CPU/wall, and the Amdahl parallel share.
+    max_cores_used: float = 1.0
+    parallel_fraction: float = 0.0
 
     @property
     def memory_basis(self) -> str:
@@ -223,6 +229,8 @@ class MachineFit:
             "saving_per_month": _round(self.saving_per_month, 2),
             "advice": self.advice,
             "notes": list(self.notes),
+            "max_cores_used": round(self.max_cores_used, 3),
+            "parallel_fraction": round(self.parallel_fraction, 4),
             "predictions": [p.to_dict() for p in self.predictions],
         }
 
@@ -312,7 +320,10 @@ def fit_machines(
         raise ValueError("no results to size from")
     estimates = estimate_durations(results, runs)
     today, _ref, warnings = current_layout(results, runs, estimates)
-    tests, pairs = _test_table(results, runs, estimates)
+    # Quiet-machine test times (analysis/job_model.py): what cores used are read against.
+    model = fit_job_model(results, runs)
+    quiet = estimate_durations(model.results, runs)["duration_s"]
+    tests, pairs = _test_table(results, runs, estimates, quiet)
     by_name = {job.name: job for job in today}
     heaviest = max(today, key=lambda job: (job.test_s, job.name))
     specs = list(jobs) if jobs else [JobSpec(name=job.name) for job in today]
@@ -405,6 +416,9 @@ def _fit_job(
     current = catalogue.match(machine)
     parallel = workers > 1
     auto = parallel and current is not None and workers >= current.vcpus
+    profile = parallel_profile(
+        own["quiet_s"], own["cpu_s"], None if current is None else current.vcpus / workers
+    )
     peaks = own["peak_rss_mib"].dropna()
     source: MemorySource | None
     if len(peaks):
@@ -424,9 +438,15 @@ def _fit_job(
     )
     if machine is not None and current is None:
         notes.append(f"machine type {machine!r} is not in catalogue {catalogue.name!r}")
-    if not parallel:
+    if profile.parallel:
+        notes.append(
+            f"tests use up to {profile.max_cores_used:.1f} cores each (CPU time / wall: "
+            f"threads such as BLAS/OpenMP; {profile.parallel_fraction:.0%} of test time runs "
+            "in parallel): on fewer vCPUs per process they slow down (Amdahl)"
+        )
+    elif not parallel:
         notes.append("tests run serially: duration does not depend on vCPUs, extra cores are waste")
-    elif auto:
+    if parallel and auto:
         notes.append(f"{workers} workers on {workers} vCPUs: assumed to follow vCPUs (-n auto)")
     wall = predict_wall_s(overhead_s, test_s, chain_s, workers)
     predictions = tuple(
@@ -442,6 +462,7 @@ def _fit_job(
             source,
             headroom,
             target_s,
+            profile,
         )
         for m in _candidates(catalogue, current, labels_os)
     )
@@ -494,6 +515,8 @@ def _fit_job(
         predictions=predictions,
         notes=tuple(notes),
         job_peak_mib=job_peak,
+        max_cores_used=profile.max_cores_used,
+        parallel_fraction=profile.parallel_fraction,
     )
 
 
@@ -509,9 +532,12 @@ def _predict(
     source: MemorySource | None,
     headroom: float,
     target_s: float,
+    profile: ParallelProfile,
 ) -> Prediction:
     n = workers_on(machine.vcpus, workers, auto=auto)
-    wall = predict_wall_s(overhead_s, test_s, chain_s, n)
+    # Tests that used several cores (threads) get machine.vcpus / n each, Amdahl-scaled.
+    scale = profile.scale(machine.vcpus / n)
+    wall = predict_wall_s(overhead_s, test_s * scale, chain_s * scale, n)
     need = None if peak is None or source is None else memory_need_mib(peak, n, headroom, source)
     rate = catalogue.rate_per_min(machine)
     return Prediction(
@@ -563,19 +589,25 @@ def _candidates(
 
 
 def _test_table(
-    results: pd.DataFrame, runs: pd.DataFrame, estimates: pd.DataFrame
+    results: pd.DataFrame, runs: pd.DataFrame, estimates: pd.DataFrame, quiet: pd.Series
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per test: file, class key, estimated duration and peak RSS; plus (job, nodeid) pairs."""
+    """Per test: file, class key, estimated and quiet duration, CPU seconds (median) and peak
+    RSS; plus (job, nodeid) pairs."""
     job_of_run = runs.set_index("run_id")["job"].astype(str)
     frame = pd.DataFrame(
         {
             "nodeid": results["nodeid"].astype(str).to_numpy(),
             "job": results["run_id"].map(job_of_run).to_numpy(),
             "peak_rss_mib": pd.to_numeric(results["peak_rss_mib"], errors="coerce").to_numpy(),
+            "cpu_s": pd.to_numeric(results["cpu_s"], errors="coerce").to_numpy()
+            if "cpu_s" in results.columns
+            else np.nan,
         }
     )
     table = frame.groupby("nodeid", sort=True)[["peak_rss_mib"]].max()
+    table["cpu_s"] = frame.groupby("nodeid", sort=True)["cpu_s"].median()
     table["duration_s"] = estimates["duration_s"].reindex(table.index).fillna(0.0)
+    table["quiet_s"] = quiet.reindex(table.index).fillna(table["duration_s"])
     table["file"] = estimates["file"].reindex(table.index).astype(str)
     parts = table.index.to_series().str.split("::", n=2, expand=True)
     if parts.shape[1] >= 3:

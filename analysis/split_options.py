@@ -56,6 +56,10 @@ def parse_plan_duration_s(text: str | None) -> float | None:
     return parse_duration_s(text, max_s=MAX_PLAN_DURATION_S)
 
 
+# A calibration factor beyond this says the model is broken, not that the machine is slow.
+MAX_MODEL_FACTOR = 100.0
+
+
 @dataclass(frozen=True)
 class SplitOptions:
     """What the caller asks for. `jobs` is an inclusive (min, max) range of job counts."""
@@ -74,6 +78,10 @@ class SplitOptions:
     max_machine_per_wait: float = 1.0
     # The test runner the jobs run (#17): commands and CI snippets are written in its terms.
     runner: str = "pytest"
+    # Calibration multipliers of the job model (#18, analysis/job_model.py): the setup parts
+    # (CI setup, startup, collection, first use) and the test part. 1.0 = as measured.
+    setup_factor: float = 1.0
+    test_factor: float = 1.0
 
     def __post_init__(self) -> None:
         check_job_range(*self.jobs)
@@ -89,6 +97,10 @@ class SplitOptions:
                 not math.isfinite(value) or not 0 <= value <= MAX_PLAN_DURATION_S
             ):
                 raise ValueError(f"{name} must be between 0 and {MAX_PLAN_DURATION_S:.0f} seconds")
+        for name in ("setup_factor", "test_factor"):
+            value = getattr(self, name)
+            if not math.isfinite(value) or not 0 < value <= MAX_MODEL_FACTOR:
+                raise ValueError(f"{name} must be above 0 and at most {MAX_MODEL_FACTOR:g}")
         if not 1 <= self.window_runs <= MAX_WINDOW_RUNS:
             raise ValueError(f"window_runs must be between 1 and {MAX_WINDOW_RUNS}")
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", self.marker):

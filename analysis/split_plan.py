@@ -27,6 +27,7 @@ from analysis.durations import format_duration
 from analysis.durations import parse_duration_s as parse_duration_s  # app.pages imports it here
 from analysis.estimate import estimate_durations, result_durations
 from analysis.frames import labels_key
+from analysis.job_model import JobModel, fit_job_model
 from analysis.partition import Partition, lower_bound, partition_items
 from analysis.runner_commands import FILE_ONLY, JobSelection, nodeids_of_members, select_jobs
 from analysis.split_config import (
@@ -74,6 +75,8 @@ class _Reference:
     machine: str | None
     workers: int
     overhead_s: float
+    overhead_given: bool = False  # the user set it: it is the CI setup as is
+    job: str | None = None  # the job whose measured setup parts a job of this reference pays
 
 
 @dataclass(frozen=True)
@@ -119,20 +122,40 @@ def _job(
     ref: _Reference,
     price_per_min: Mapping[str, float] | None,
     pytest_args: tuple[str, ...] = (),
+    *,
+    model: JobModel | None = None,
+    files: Sequence[str] = (),
 ) -> PlannedJob:
-    wall = ref.overhead_s + test_s / ref.workers
+    """A job priced by the job model from its parts, or as setup + tests / workers without."""
+    parts = None
+    overhead = ref.overhead_s
+    if model is not None:
+        parts = model.predict(
+            files=files,
+            n_tests=n_tests,
+            test_s=test_s,
+            workers=ref.workers,
+            overhead_s=ref.overhead_s,
+            overhead_given=ref.overhead_given,
+            job=ref.job,
+        )
+        overhead = parts.fixed_s
+        # Kept "before dividing by workers", as the field has always been.
+        test_s = parts.tests_s if ref.workers == 1 else parts.tests_s * ref.workers
+    wall = overhead + test_s / ref.workers
     price = _price(price_per_min, ref.machine)
     return PlannedJob(
         name=name,
         members=members,
         n_tests=n_tests,
         test_s=test_s,
-        overhead_s=ref.overhead_s,
+        overhead_s=overhead,
         workers=ref.workers,
         machine=ref.machine,
         wall_s=wall,
         cost=None if price is None else wall / 60.0 * price,
         pytest_args=pytest_args,
+        parts=parts,
     )
 
 
@@ -159,6 +182,7 @@ def current_layout(
     *,
     overhead_s: float | None = None,
     price_per_min: Mapping[str, float] | None = None,
+    model: JobModel | None = None,
 ) -> tuple[list[PlannedJob], _Reference, list[str]]:
     """Today's jobs (by name) with predicted walls, the reference for new jobs, and warnings."""
     warnings: list[str] = []
@@ -174,9 +198,12 @@ def current_layout(
         {"job": results["run_id"].map(job_of_run), "nodeid": results["nodeid"].astype(str)}
     ).drop_duplicates()
     tests["duration_s"] = tests["nodeid"].map(estimates["duration_s"])
+    tests["file"] = tests["nodeid"].map(estimates["file"]).astype(str)
     job_test_s = tests.groupby("job")["duration_s"].sum()
     job_n = tests.groupby("job").size()
+    job_files = tests.groupby("job")["file"].unique()
     jobs: list[PlannedJob] = []
+    raw_overhead: dict[str, float] = {}  # the job model's parts are not the inherited setup
     for name, group in per_run.groupby(per_run["job"].astype(str), sort=True):
         machine = _mode(group["machine"])
         workers = int(group["workers"].median())
@@ -189,7 +216,8 @@ def current_layout(
                 own if len(own) else same_machine if len(same_machine) else measured["overhead_s"]
             )
             overhead = float(pool.median()) if len(pool) else 0.0
-        ref = _Reference(machine, workers, overhead)
+        ref = _Reference(machine, workers, overhead, overhead_s is not None, str(name))
+        raw_overhead[str(name)] = overhead
         jobs.append(
             _job(
                 str(name),
@@ -198,6 +226,8 @@ def current_layout(
                 float(job_test_s.get(name, 0.0)),
                 ref,
                 price_per_min,
+                model=model,
+                files=list(job_files.get(name, [])),
             )
         )
     if not jobs:
@@ -208,8 +238,12 @@ def current_layout(
     else:
         # A new job runs on the heaviest job's machine: its overhead is that machine's median.
         on_machine = measured[measured["machine"] == heaviest.machine]["overhead_s"]
-        new_overhead = float(on_machine.median()) if len(on_machine) else heaviest.overhead_s
-    reference = _Reference(heaviest.machine, heaviest.workers, new_overhead)
+        new_overhead = (
+            float(on_machine.median()) if len(on_machine) else raw_overhead[heaviest.name]
+        )
+    reference = _Reference(
+        heaviest.machine, heaviest.workers, new_overhead, overhead_s is not None, heaviest.name
+    )
     return jobs, reference, warnings
 
 
@@ -238,14 +272,23 @@ def plan_splits(
     runs = runs[runs["run_id"].isin(results["run_id"].unique())]
     if results.empty or runs.empty:
         raise ValueError("no results to plan from")
-    estimates = estimate_durations(results, runs, window_runs=options.window_runs)
+    model = fit_job_model(
+        results, runs, setup_factor=options.setup_factor, test_factor=options.test_factor
+    )
+    # Estimates of quiet-machine test time without first-use costs (those are the model's).
+    estimates = estimate_durations(model.results, runs, window_runs=options.window_runs)
     forced: list[str] = []
     if options.runner in FILE_ONLY and options.granularity in ("auto", "test"):
         # Its command line selects files, not single tests: a split file would run twice.
         forced.append(f"{options.runner} selects whole files: files are kept whole")
         options = replace(options, granularity="file")
     before_jobs, ref, warnings = current_layout(
-        results, runs, estimates, overhead_s=options.overhead_s, price_per_min=price_per_min
+        results,
+        runs,
+        estimates,
+        overhead_s=options.overhead_s,
+        price_per_min=price_per_min,
+        model=model,
     )
     if options.objective == "cost" and _price(price_per_min, ref.machine) is None:
         raise ValueError(f"objective 'cost' needs a price for machine type {ref.machine!r}")
@@ -255,7 +298,7 @@ def plan_splits(
     if missing:
         warnings.append(f"{missing} tests have no duration history; their time is estimated")
     lo, hi = options.jobs
-    catalog = ItemCatalog(estimates)
+    catalog = ItemCatalog(estimates, model.file_costs(estimates["file"]) * ref.workers)
     # The table covers the asked-for counts plus one job, the reference everything pays for.
     counts = sorted({1, *range(lo, hi + 1)})
     candidates: list[_Candidate] = []
@@ -268,7 +311,7 @@ def plan_splits(
                 "ask for a narrower range"
             )
             break
-        candidates.append(_candidate(estimates, catalog, k, options, ref, price_per_min))
+        candidates.append(_candidate(catalog, k, options, ref, price_per_min, model))
     allowed = [c for c in candidates if lo <= c.row.jobs <= hi]
     chosen = _choose(allowed, options, before)
     verdict, reason = _verdict(chosen, allowed, options, before, before_jobs)
@@ -300,6 +343,7 @@ def plan_splits(
         warnings=tuple(warnings),
         config=config,
         complete=len(candidates) == len(counts),
+        inputs_missing=model.inputs_missing,
     )
 
 
@@ -329,27 +373,47 @@ def plan_cells(
 
 
 def _candidate(
-    estimates: pd.DataFrame,
     catalog: ItemCatalog,
     k: int,
     options: SplitOptions,
     ref: _Reference,
     price_per_min: Mapping[str, float] | None,
+    model: JobModel,
 ) -> _Candidate:
-    total_s = float(estimates["duration_s"].sum())
-    max_item_s = total_s / k
+    max_item_s = catalog.total_s / k
+    forced_s = np.inf
+    # What every job pays before its own files: CI setup and interpreter startup.
+    base = model.predict(
+        files=(),
+        n_tests=0,
+        test_s=0.0,
+        workers=ref.workers,
+        overhead_s=ref.overhead_s,
+        overhead_given=ref.overhead_given,
+        job=ref.job,
+    ).fixed_s
     if options.budget_s is not None:
         # Split further what could never fit a job under the budget, overhead counted first.
-        room_s = max(options.budget_s - ref.overhead_s, 0.0) * ref.workers
-        max_item_s = min(max_item_s, room_s)
-    names, weights, counts = catalog.items(options.granularity, max_item_s)
+        forced_s = max(options.budget_s - base, 0.0) * ref.workers
+        max_item_s = min(max_item_s, forced_s)
+    items = catalog.items(options.granularity, max_item_s, forced_s, k)
+    names, weights = items.names, items.weights
     part: Partition = partition_items(weights, k)
     groups = [part.members(b) for b in range(k)]
     # Heaviest job first so the numbering reads naturally; empty jobs are dropped.
     groups = sorted((g for g in groups if len(g)), key=lambda g: -float(weights[g].sum()))
     # Members and pytest arguments are filled in for the chosen plan only (see _finish).
     jobs = tuple(
-        _job(f"job {i + 1}", (), int(counts[g].sum()), float(weights[g].sum()), ref, price_per_min)
+        _job(
+            f"job {i + 1}",
+            (),
+            int(items.counts[g].sum()),
+            float(items.test_s[g].sum()),
+            ref,
+            price_per_min,
+            model=model,
+            files=catalog.file_names(np.unique(items.files[g])),
+        )
         for i, g in enumerate(groups)
     )
     totals = _totals(jobs)
@@ -362,7 +426,7 @@ def _candidate(
                 f"{_text(job.test_s / job.workers)} tests)"
             )
             break
-    bound = ref.overhead_s + lower_bound(weights, k) / ref.workers
+    bound = base + lower_bound(weights, k) / ref.workers
     row = ParetoRow(k, totals.wait_s, totals.machine_s, totals.cost, bound, overflow is None)
     return _Candidate(row, jobs, overflow, names, tuple(groups))
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from analysis.job_model import JobParts
 from analysis.split_options import Granularity, Objective
 
 Verdict = Literal["split", "keep", "not_worth_it", "refused"]
@@ -42,6 +43,8 @@ class PlannedJob:
     # What the job's runner takes (#17): its arguments and a full shell command.
     runner_args: tuple[str, ...] = ()
     command: str = ""
+    # The job model's parts (#18): overhead_s is their fixed part, wall_s their sum.
+    parts: JobParts | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form; cost is left out when unknown."""
@@ -58,6 +61,8 @@ class PlannedJob:
             "runner_args": list(self.runner_args),
             "command": self.command,
         }
+        if self.parts is not None:
+            out["parts"] = self.parts.to_dict()
         return _with_cost(out, self.cost)
 
 
@@ -123,6 +128,8 @@ class SplitPlan:
     config: Mapping[str, Any] = field(default_factory=dict)
     # False when planning stopped early (time limit, client gone): not every count was tried.
     complete: bool = True
+    # The job model's inputs the history lacked (#18); today's fallbacks stood in for them.
+    inputs_missing: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: what `laptime plan --json` prints and the API returns."""
@@ -145,5 +152,6 @@ class SplitPlan:
                 "by_source": {str(k): int(v) for k, v in sources.items()},
             },
             "warnings": list(self.warnings),
+            "inputs_missing": list(self.inputs_missing),
             "config": dict(self.config),
         }

@@ -15,6 +15,10 @@ from app.cli.options import chosen_runner
 from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
 
+# The job name `--history` gives every run (`laptime plan`, `laptime size`): the files are
+# repeated runs of one job, so they are one job, not the jobs of one pipeline.
+HISTORY_JOB = "tests"
+
 
 @dataclass(frozen=True)
 class LocalData:

@@ -22,7 +22,7 @@ from analysis.split_options import (
     SplitOptions,
 )
 from analysis.split_plan import SplitPlan, plan_splits
-from app.cli.local_reports import load_local, local_runner
+from app.cli.local_reports import HISTORY_JOB, load_local, local_runner
 from app.cli.options import (
     DURATION,
     JOB_RANGE,
@@ -144,7 +144,7 @@ def plan(
         raise click.ClickException("the reports hold no test results")
     runs = data.runs.copy()
     if history:
-        runs["job"] = "tests"
+        runs["job"] = HISTORY_JOB
     if machine is not None or price_per_min is not None:
         runs["machine"] = machine or "local"
     prices = None if price_per_min is None else {str(runs["machine"].iloc[0]): price_per_min}
@@ -195,6 +195,13 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
     console.print(f"[bold {style[result.verdict]}]{verdict}[/]: {result.reason}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
+    if result.inputs_missing:
+        console.print(
+            "model: the history lacks " + ", ".join(result.inputs_missing) + "; the setup "
+            "overhead stands in for them (record with the laptime plugin, docs/planner.md)",
+            markup=False,
+            highlight=False,
+        )
 
     totals = Table(title="Pipeline", title_justify="left")
     for col in ("", "jobs", "wait", "machine time", "cost"):

@@ -22,7 +22,7 @@ from analysis.catalogue import (
 )
 from analysis.durations import format_duration
 from analysis.machine_fit import DEFAULT_HEADROOM, SizingReport, fit_machines
-from app.cli.local_reports import load_local
+from app.cli.local_reports import HISTORY_JOB, load_local
 from app.cli.options import DURATION, report_console, report_format_option
 
 ENV_CATALOGUES = "LAPTIME_CATALOGUES"
@@ -98,6 +98,11 @@ def choose_catalogue(
 )
 @click.option("--machine", help="Today's machine type (local reports do not carry it).")
 @click.option(
+    "--history",
+    is_flag=True,
+    help="The files are repeated runs of ONE job (sized as one job), not the jobs of one pipeline.",
+)
+@click.option(
     "--headroom",
     type=click.FloatRange(min=1.0, max=10.0),
     default=DEFAULT_HEADROOM,
@@ -121,6 +126,7 @@ def size(
     files: tuple[str, ...],
     catalogue_choice: str | None,
     machine: str | None,
+    history: bool,
     headroom: float,
     workers: int | None,
     wait_target_s: float | None,
@@ -132,6 +138,8 @@ def size(
     catalogue = choose_catalogue(catalogue_choice, machine, env_paths)
     data = load_local(files, fmt)
     runs = data.runs.copy()
+    if history:
+        runs["job"] = HISTORY_JOB
     if machine is not None:
         runs["machine"] = machine
     if workers is not None:

@@ -85,3 +85,17 @@ def test_shard_index_is_one_based(report: Path) -> None:
     result = CliRunner().invoke(cli, ["shard", "--total", "2", "--index", "3", str(report)])
     assert result.exit_code == 1
     assert "1-based" in result.output
+
+
+def test_plan_names_the_model_inputs_a_durations_report_lacks(report: Path) -> None:
+    result = CliRunner().invoke(cli, ["plan", str(report), "--overhead", "100s"])
+    assert result.exit_code == 0, result.output
+    assert "model: the history lacks job_wall_s, startup_s" in " ".join(result.output.split())
+    data = json.loads(
+        CliRunner().invoke(cli, ["plan", str(report), "--overhead", "100s", "--json"]).output
+    )
+    (today,) = data["before_jobs"]
+    # Today's numbers, from parts: the given overhead is the CI setup, the rest unmeasured.
+    assert today["parts"]["ci_setup_s"] == 100.0
+    assert today["parts"]["wall_s"] == today["predicted_wall_s"] == 1300.0
+    assert "cpu_s" in today["parts"]["inputs_missing"]

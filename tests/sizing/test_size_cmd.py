@@ -131,3 +131,19 @@ def test_unknown_catalogue_name(tmp_path: Path) -> None:
     result = run(str(report), "--catalogue", "travis")
     assert result.exit_code == 1
     assert "no catalogue 'travis'; available: circleci, github, gitlab" in result.output
+
+
+def test_history_sizes_several_runs_of_one_job_as_one_job(tmp_path: Path) -> None:
+    first = write_report(tmp_path / "a.json")
+    second = write_report(tmp_path / "b.json")
+    args = ("--catalogue", "circleci", "--machine", "2xlarge", "--json")
+    apart = json.loads(run(str(first), str(second), *args).output)
+    # Without --history each report is its own job (the complaint)...
+    assert [job["job"] for job in apart["jobs"]] == ["a", "b"]
+    result = run("--history", str(first), str(second), *args)
+    assert result.exit_code == 0, result.output
+    (job,) = json.loads(result.output)["jobs"]
+    # ...with it, the two runs are one job: medians of its tests, the same need.
+    assert job["job"] == "tests"
+    assert job["test_s"] == 60.0
+    assert job["need_mib"] == 3750.0

@@ -68,6 +68,15 @@ class EstimateSources(ApiModel):
     by_source: dict[str, int]
 
 
+class ExpectedError(ApiModel):
+    """How far this project's measured jobs fell from their plans (the plan's likely error)."""
+
+    error_pct: float | None = Field(description="80% of measured jobs within; null: too few")
+    samples: int = Field(description="measured jobs it comes from")
+    calibrated: bool = Field(description="whether the plan already applies the calibration")
+    text: str
+
+
 class SplitPlan(ApiModel):
     """A split recommendation for one matrix cell: before, after, verdict, config to copy."""
 
@@ -87,6 +96,10 @@ class SplitPlan(ApiModel):
     estimates: EstimateSources
     warnings: list[str]
     config: dict[str, Any] = Field(description=CONFIG_TEXT)
+    plan_id: str | None = Field(
+        default=None, description="names the plan; jobs send it (plan_id or label plan=<id>)"
+    )
+    expected_error: ExpectedError | None = None
 
 
 class Shard(ApiModel):

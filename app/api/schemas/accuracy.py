@@ -1,0 +1,100 @@
+"""Answer models of the accuracy endpoint: predicted vs measured per plan, pipeline, job."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field
+
+from app.api.responses import ApiModel
+
+
+class Comparison(ApiModel):
+    """A predicted figure and its measurement; error = predicted - measured, in % of measured
+    (positive: the plan said longer). Measured is null until every needed job reported."""
+
+    predicted: float | None
+    measured: float | None
+    error: float | None
+    error_pct: float | None
+
+
+class PredictedJob(ApiModel):
+    """One job as the plan predicted it when handed out."""
+
+    index: int = Field(description="1-based: the jobs that run it upload label shard=I/N")
+    name: str
+    wall_s: float
+    tests_s: float = Field(description="every test's seconds, before dividing by workers")
+    setup_s: float | None = Field(description="wall - tests / workers")
+    workers: int
+    machine: str | None
+    cost: float | None
+    n_tests: int
+    members: list[str] = Field(description="what the job runs (the first ones of a long list)")
+    members_total: int
+    parts: dict[str, float] = Field(description="the model's named parts, when it gave them")
+
+
+class JobAccuracy(ApiModel):
+    """One planned job in one pipeline, against the run that executed it (run_id null: none)."""
+
+    index: int
+    name: str
+    run_id: int | None
+    machine: str | None
+    workers: int
+    wall_s: Comparison
+    tests_s: Comparison
+    setup_s: Comparison
+    cost: Comparison
+
+
+class PipelineAccuracy(ApiModel):
+    """One execution of a plan (the runs of one pipeline, else one commit)."""
+
+    pipeline: str
+    started_at: datetime | None
+    complete: bool = Field(description="every planned job reported a wall")
+    jobs: list[JobAccuracy]
+    wait_s: Comparison = Field(description="the longest job")
+    machine_s: Comparison = Field(description="the sum of the jobs")
+    cost: Comparison
+    mean_abs_error_pct: float | None = Field(description="mean |job wall error %|")
+    mean_error_pct: float | None = Field(description="mean signed job wall error %")
+    unmatched_runs: int = Field(description="runs naming the plan that match none of its jobs")
+
+
+class PlanAccuracyModel(ApiModel):
+    """A plan as handed out and every pipeline that ran it, newest first."""
+
+    plan_id: str
+    kind: Literal["split", "shard"]
+    cell: str
+    created_at: datetime | None
+    jobs: list[PredictedJob]
+    predicted_wait_s: float
+    predicted_machine_s: float
+    predicted_cost: float | None
+    pipelines: list[PipelineAccuracy]
+
+
+class CalibrationModel(ApiModel):
+    """What the project's measured jobs teach the model."""
+
+    setup_factor: float = Field(description="measured / predicted setup (bounded median)")
+    test_factor: float = Field(description="measured / predicted test seconds (bounded median)")
+    samples: int = Field(description="measured jobs it comes from")
+    min_samples: int = Field(description="measured jobs needed before anything is learnt")
+    expected_error_pct: float | None = Field(description="80% of jobs within, factors applied")
+    raw_error_pct: float | None = Field(description="the same, predictions as made")
+    applied: bool = Field(description="whether the recommendations already use the factors")
+    text: str
+
+
+class AccuracyAnswer(ApiModel):
+    """Per plan and pipeline: predicted vs measured wall per job, wait, machine time, cost."""
+
+    plans: list[PlanAccuracyModel]
+    calibration: CalibrationModel

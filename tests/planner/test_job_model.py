@@ -1,0 +1,260 @@
+"""The job model (#18) on hand-built histories whose parts are known; each number is worked out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from analysis.catalogue import load_catalogue_text
+from analysis.job_model import MODEL_INPUTS, fit_job_model, parallel_profile, quiet_wall
+from analysis.machine_fit import fit_machines
+from analysis.split_plan import SplitOptions, plan_splits
+from ingest.model import results_frame
+from tests.planner.history import one_job, run_row, runs_frame
+from tests.sizing.test_catalogue import ENTRY, user_text
+
+# (nodeid, setup_s, call_s, cpu_s or None); listed in execution order (seq).
+Test = tuple[str, float, float, float | None]
+
+
+def measured(
+    run_id: int,
+    tests: Sequence[Test],
+    *,
+    share: float = 1.0,
+    startup_s: float | None = 0.7,
+    collect_by_file: dict[str, float] | None = None,
+    bookkeeping_s: float = 0.5,
+    ci_setup_s: float | None = 30.0,
+    workers: int = 1,
+    machine: str = "linux",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One plugin run: walls are the quiet times slowed by `share` (CPU part only)."""
+    walls = []
+    for _n, setup, call, cpu in tests:
+        quiet = setup + call
+        # CPU work took cpu / share instead of cpu on the busy machine; the rest (I/O) did not.
+        walls.append(quiet if cpu is None else quiet + min(cpu, quiet) * (1 / share - 1))
+    scale = [w / (s + c) if s + c else 1.0 for w, (_n, s, c, _p) in zip(walls, tests, strict=True)]
+    results = results_frame(
+        {
+            "nodeid": [t[0] for t in tests],
+            "file": [t[0].split("::")[0] for t in tests],
+            "function": [t[0].split("::")[-1] for t in tests],
+            "outcome": ["passed"] * len(tests),
+            "duration_s": walls,
+            "setup_s": [t[1] * k for t, k in zip(tests, scale, strict=True)],
+            "call_s": [t[2] * k for t, k in zip(tests, scale, strict=True)],
+        }
+    )
+    results["cpu_s"] = [float("nan") if t[3] is None else t[3] for t in tests]
+    results["seq"] = list(range(len(tests)))
+    results["run_id"] = run_id
+    by_file = collect_by_file or {}
+    collect = sum(by_file.values()) if by_file else float("nan")
+    wall = (0.0 if not by_file else collect) + sum(walls) / workers + bookkeeping_s
+    row: dict[str, Any] = run_row(run_id, wall_s=wall, workers=workers, machine=machine)
+    cpus = [t[3] for t in tests]
+    row["cpu_s"] = float("nan") if None in cpus else sum(c or 0.0 for c in cpus) + 0.0
+    row["startup_s"] = float("nan") if startup_s is None else startup_s
+    row["collect_s"] = collect
+    row["collect_by_file"] = by_file or None
+    row["collected_tests"] = len(tests)
+    row["collected_files"] = len({t[0].split("::")[0] for t in tests})
+    row["job_wall_s"] = (
+        float("nan") if ci_setup_s is None else ci_setup_s + (startup_s or 0.0) + wall
+    )
+    row["invocation"] = "paths"
+    runs = runs_frame([row])
+    for key in ("cpu_s", "startup_s", "collect_s", "collect_by_file", "job_wall_s"):
+        runs[key] = [row[key]]
+    return results, runs
+
+
+# a.py's first test pays 2 s of first use (setup 3 s against the others' 1 s).
+PARTS: list[Test] = [
+    ("a.py::t1", 3.0, 1.0, 4.0),
+    ("a.py::t2", 1.0, 1.0, 2.0),
+    ("a.py::t3", 1.0, 1.0, 2.0),
+    ("b.py::t1", 0.0, 5.0, 5.0),
+    ("b.py::t2", 0.0, 5.0, 5.0),
+]
+COLLECT = {"a.py": 0.5, "b.py": 1.5}
+
+
+def test_predicted_parts_equal_the_constructed_ones() -> None:
+    results, runs = measured(1, PARTS, collect_by_file=COLLECT)
+    model = fit_job_model(results, runs)
+    assert model.inputs_missing == ()
+    whole = model.predict(files=["a.py", "b.py"], n_tests=5, test_s=16.0, workers=1, overhead_s=0.0)
+    # Tests 18 s minus a.py's 2 s first use, + 0.5 s bookkeeping over 5 tests.
+    assert whole.ci_setup_s == pytest.approx(30.0)
+    assert whole.startup_s == pytest.approx(0.7)
+    assert whole.collect_s == pytest.approx(2.0)
+    assert whole.first_use_s == pytest.approx(2.0)
+    assert whole.tests_s == pytest.approx(16.5)
+    # ...which adds up to the job wall the history measured: 30 + 0.7 + 2 + 18 + 0.5.
+    assert whole.wall_s == pytest.approx(runs["job_wall_s"].iloc[0])
+    only_a = model.predict(files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0)
+    assert only_a.collect_s == pytest.approx(0.5)
+    assert only_a.first_use_s == pytest.approx(2.0)
+    assert only_a.tests_s == pytest.approx(6.0 + 0.1 * 3)
+    factored = fit_job_model(results, runs, setup_factor=2.0, test_factor=0.5).predict(
+        files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0
+    )
+    assert factored.ci_setup_s == pytest.approx(60.0)
+    assert factored.first_use_s == pytest.approx(4.0)
+    assert factored.tests_s == pytest.approx(3.15)
+
+
+def test_plans_carry_the_parts_and_the_single_job_matches_its_history() -> None:
+    results, runs = measured(1, PARTS, collect_by_file=COLLECT)
+    plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2), min_gain_frac=0.0))
+    (today,) = plan.before_jobs
+    assert today.parts is not None
+    assert today.wall_s == pytest.approx(runs["job_wall_s"].iloc[0])
+    assert today.to_dict()["parts"]["first_use_s"] == pytest.approx(2.0)
+    assert plan.to_dict()["inputs_missing"] == []
+    for job in plan.jobs:
+        assert job.parts is not None
+        assert job.wall_s == pytest.approx(job.parts.wall_s)
+        assert job.overhead_s == pytest.approx(job.parts.fixed_s)
+
+
+def test_junit_only_gives_todays_numbers_and_names_what_it_lacked() -> None:
+    results, runs = one_job({"a.py::t": 60.0, "b.py::t": 40.0}, overhead_s=10.0)
+    plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2)))
+    (today,) = plan.before_jobs
+    assert today.overhead_s == 10.0
+    assert today.wall_s == 110.0
+    assert [job.wall_s for job in plan.jobs] == [70.0, 50.0]
+    assert plan.inputs_missing == MODEL_INPUTS
+    assert today.parts is not None
+    assert today.parts.inputs_missing == MODEL_INPUTS
+    assert today.parts.ci_setup_s == 10.0
+
+
+def _first_use_plan(first_use_s: float) -> list[tuple[str, ...]]:
+    # big.py: 10 tests of 10 s, its first one also pays `first_use_s`; small.py: one 20 s test.
+    tests: list[Test] = [("big.py::t0", first_use_s + 1.0, 9.0, None)]
+    tests += [(f"big.py::t{i}", 1.0, 9.0, None) for i in range(1, 10)]
+    tests.append(("small.py::t", 0.0, 20.0, None))
+    results, runs = measured(
+        1,
+        tests,
+        collect_by_file={"big.py": 0.0, "small.py": 0.0},
+        bookkeeping_s=0.0,
+        ci_setup_s=0.0,
+        startup_s=0.0,
+    )
+    plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2), min_gain_frac=0.0))
+    assert plan.verdict == "split"
+    return [job.members for job in plan.jobs]
+
+
+def test_a_file_with_a_big_first_use_stays_whole_when_splitting_does_not_pay() -> None:
+    # Whole: 100 + 40 = 140 s vs 20 s. Split in two: 50 + 40 each, wait ~100 s at best, saving
+    # 40 s for 40 s more machine time: not worth paying the first use twice.
+    members = _first_use_plan(40.0)
+    assert ("big.py",) in members
+
+
+def test_a_file_is_split_when_it_pays_even_after_its_first_use_twice() -> None:
+    # Whole: 104 s vs 20 s. Split: 50 + 4 each; the wait drops by ~40 s for 4 s more machine.
+    members = _first_use_plan(4.0)
+    jobs_with_big = [m for m in members if any(x.startswith("big.py::") for x in m)]
+    assert len(jobs_with_big) == 2
+
+
+@pytest.mark.parametrize("share", [0.5, 1.0])
+def test_a_busy_history_predicts_the_same_quiet_time_for_cpu_bound_tests(share: float) -> None:
+    results, runs = measured(1, PARTS, collect_by_file=COLLECT, share=share)
+    if share < 1.0:
+        # The busy run's walls really are longer: the model must undo that, not copy it.
+        assert results["duration_s"].sum() == pytest.approx(36.0)
+    model = fit_job_model(results, runs)
+    assert model.cpu_share == pytest.approx(share)
+    plan = plan_splits(results, runs, SplitOptions(jobs=(1, 1)))
+    (today,) = plan.before_jobs
+    assert today.parts is not None
+    assert today.parts.tests_s == pytest.approx(16.5)
+    assert today.parts.first_use_s == pytest.approx(2.0)
+
+
+def test_an_io_bound_test_is_not_scaled_by_the_cpu_share() -> None:
+    tests: list[Test] = [("a.py::cpu", 0.0, 4.0, 4.0), ("a.py::sleep", 0.0, 3.0, 0.01)]
+    results, runs = measured(1, tests, share=0.5, collect_by_file={"a.py": 0.1})
+    # The CPU test took 8 s at half a core; the sleep test 3.01 s.
+    walls = dict(zip(results["nodeid"], results["duration_s"], strict=True))
+    assert walls["a.py::cpu"] == pytest.approx(8.0)
+    model = fit_job_model(results, runs)
+    adjusted = dict(zip(model.results["nodeid"], model.results["duration_s"], strict=True))
+    assert adjusted["a.py::cpu"] == pytest.approx(4.0)
+    assert adjusted["a.py::sleep"] == pytest.approx(3.0, abs=0.02)
+
+
+def test_quiet_wall_formula() -> None:
+    wall = pd.Series([2.0, 3.0, 3.0, 1.0])
+    cpu = pd.Series([1.0, 1.0, 0.0, float("nan")])
+    share = pd.Series([0.5, 0.5, 0.5, 0.5])
+    # CPU-bound: its cpu; mixed 1 s CPU + 1 s I/O at half a core: 2 s; sleep: as is; unknown: as is.
+    assert quiet_wall(wall, cpu, share).tolist() == pytest.approx([1.0, 2.0, 3.0, 1.0])
+
+
+def test_amdahl_a_four_core_test_takes_about_twice_as_long_on_two_cores() -> None:
+    # 10 s wall, 40 s CPU on an 8-core history machine: u = 4, p = (1 - 1/4) / (1 - 1/8) = 6/7;
+    # on 2 cores: 40 x (1/7 + (6/7) / 2) = 22.9 s, ~2.3x; on 8 or more cores: as measured.
+    profile = parallel_profile(pd.Series([10.0]), pd.Series([40.0]), 8.0)
+    assert profile.parallel
+    assert profile.scale(8.0) == pytest.approx(1.0)
+    assert profile.scale(16.0) == pytest.approx(1.0)
+    assert profile.scale(2.0) == pytest.approx(40.0 * (1 / 7 + 3 / 7) / 10.0)
+    assert 1.9 < profile.scale(2.0) < 2.4
+    serial = parallel_profile(pd.Series([10.0]), pd.Series([9.0]), 8.0)
+    assert not serial.parallel
+    assert serial.scale(1.0) == 1.0
+
+
+# Same price per minute: the cheaper per run is the faster or, on a tie, the smaller one.
+CATALOGUE = load_catalogue_text(
+    user_text(ENTRY.format(name="two", vcpus=2), ENTRY.format(name="eight", vcpus=8)),
+    source="test",
+)
+
+
+def test_machine_fit_slows_a_threaded_job_on_fewer_vcpus_but_not_a_serial_one() -> None:
+    threaded = [("a.py::blas", 0.0, 100.0, 400.0)]
+    results, runs = measured(1, threaded, machine="eight", collect_by_file={"a.py": 0.0})
+    results["peak_rss_mib"] = 100.0
+    fit = fit_machines(runs, results, CATALOGUE).jobs[0]
+    walls = {p.machine: p.wall_s for p in fit.predictions}
+    overhead = fit.overhead_s
+    # 100 s of tests at u = 4 on 8 cores: ~229 s on two.
+    assert walls["eight"] - overhead == pytest.approx(100.0, rel=1e-6)
+    assert (walls["two"] - overhead) / 100.0 == pytest.approx(40.0 * (1 / 7 + 3 / 7) / 10.0)
+    assert fit.max_cores_used == pytest.approx(4.0)
+    assert any("slow down" in note for note in fit.notes)
+    serial = [("a.py::t", 0.0, 100.0, 99.0)]
+    results, runs = measured(1, serial, machine="eight", collect_by_file={"a.py": 0.0})
+    results["peak_rss_mib"] = 100.0
+    fit = fit_machines(runs, results, CATALOGUE).jobs[0]
+    walls = {p.machine: p.wall_s for p in fit.predictions}
+    assert walls["two"] == pytest.approx(walls["eight"])
+    assert fit.recommended is not None
+    assert fit.recommended.name == "two"
+    assert any("extra cores are waste" in note for note in fit.notes)
+
+
+def test_each_job_keeps_its_own_ci_setup() -> None:
+    cpu_results, cpu_runs = measured(1, PARTS[:3], collect_by_file=COLLECT, ci_setup_s=30.0)
+    gpu_results, gpu_runs = measured(2, PARTS[3:], collect_by_file=COLLECT, ci_setup_s=300.0)
+    cpu_runs["job"], gpu_runs["job"] = "cpu", "gpu"
+    results = pd.concat([cpu_results, gpu_results], ignore_index=True)
+    runs = pd.concat([cpu_runs, gpu_runs], ignore_index=True)
+    runs["pipeline"] = "p1"
+    plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2)))
+    setups = {job.name: job.parts.ci_setup_s for job in plan.before_jobs if job.parts}
+    assert setups == {"cpu": pytest.approx(30.0), "gpu": pytest.approx(300.0)}
