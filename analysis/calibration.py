@@ -92,13 +92,19 @@ def calibrate(samples: Sequence[JobSample]) -> Calibration:
     split = [
         s for s in usable if s.measured_tests_s is not None and s.predicted_setup_s is not None
     ]
+    # Relative to the factors each plan already applied, so that a calibrated plan that came
+    # true keeps its factors instead of swinging back to 1.0 (a fixed point, not a toggle).
     setup_ratios = [
-        max(s.measured_wall_s - (s.measured_tests_s or 0.0) / s.workers, 0.0) / s.predicted_setup_s
+        s.setup_factor
+        * max(s.measured_wall_s - (s.measured_tests_s or 0.0) / s.workers, 0.0)
+        / s.predicted_setup_s
         for s in split
         if s.predicted_setup_s
     ]
     test_ratios = [
-        (s.measured_tests_s or 0.0) / s.predicted_tests_s for s in split if s.predicted_tests_s > 0
+        s.test_factor * (s.measured_tests_s or 0.0) / s.predicted_tests_s
+        for s in split
+        if s.predicted_tests_s > 0
     ]
     setup_factor = _factor(setup_ratios)
     test_factor = _factor(test_ratios)
@@ -121,4 +127,7 @@ def _calibrated_wall(sample: JobSample, setup_factor: float, test_factor: float)
     if sample.predicted_setup_s is None:
         return sample.predicted_wall_s
     tests_wall = sample.predicted_wall_s - sample.predicted_setup_s
-    return sample.predicted_setup_s * setup_factor + tests_wall * test_factor
+    return (
+        sample.predicted_setup_s * setup_factor / sample.setup_factor
+        + tests_wall * test_factor / sample.test_factor
+    )

@@ -162,6 +162,9 @@ class JobSample:
     measured_wall_s: float
     measured_tests_s: float | None
     workers: int
+    # The calibration the plan already applied (its parts say): ratios are relative to it.
+    setup_factor: float = 1.0
+    test_factor: float = 1.0
 
 
 def shard_index(labels: Mapping[str, str], jobs: int) -> int | None:
@@ -297,10 +300,12 @@ def job_samples(accuracy: Sequence[PlanAccuracy]) -> list[JobSample]:
     """Every measured job of every plan: what calibration learns from."""
     samples = []
     for plan in accuracy:
+        parts = {job.index: job.parts for job in plan.plan.jobs}
         for pipeline in plan.pipelines:
             for job in pipeline.jobs:
                 if job.wall.measured is None or job.wall.predicted is None:
                     continue
+                applied = parts.get(job.index, {})
                 samples.append(
                     JobSample(
                         predicted_wall_s=job.wall.predicted,
@@ -309,6 +314,8 @@ def job_samples(accuracy: Sequence[PlanAccuracy]) -> list[JobSample]:
                         measured_wall_s=job.wall.measured,
                         measured_tests_s=job.tests.measured,
                         workers=job.workers,
+                        setup_factor=applied.get("setup_factor", 1.0),
+                        test_factor=applied.get("test_factor", 1.0),
                     )
                 )
     return samples

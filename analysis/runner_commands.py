@@ -97,7 +97,8 @@ def nodeids_of_members(
     estimates: pd.DataFrame, members_per_job: Sequence[Sequence[str]]
 ) -> list[list[str]]:
     """Each job's nodeids from its plan members (files/units, `unit::Class` or nodeids, as
-    `split_items.item_keys` cuts them): a test goes where its finest member is."""
+    `split_items.item_keys` cuts them, or a function `file::[Class::]test` with all its
+    parametrizations): a test goes where its finest member is."""
     job_of = {str(m): j for j, members in enumerate(members_per_job) for m in members}
     out: list[list[str]] = [[] for _ in members_per_job]
     for nodeid, file in zip(
@@ -105,7 +106,8 @@ def nodeids_of_members(
     ):
         parts = nodeid.split("::")
         by_class = "::".join(parts[:2]) if len(parts) >= 3 else None
-        for key in (nodeid, by_class, file):
+        function = nodeid.partition("[")[0]
+        for key in (nodeid, function, by_class, file):
             if key is not None and key in job_of:
                 out[job_of[key]].append(nodeid)
                 break

@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.ci_snippets import pytest_commands
 from analysis.estimate import estimate_new_tests
 from analysis.partition import partition_items
+from analysis.pytest_selection import Invocation, job_args
 from analysis.runner_commands import FILE_ONLY, JobSelection, select_jobs
 from analysis.split_items import item_keys
 
@@ -68,12 +70,14 @@ def assign_shards(
     *,
     runner: str = "pytest",
     units: pd.Series | None = None,
+    invocation: Invocation | None = None,
 ) -> list[Shard]:
     """Split the collected tests (or, with None, every test in `estimates`) into `total` shards.
 
     `runner` words each shard's selection (runner_commands); `units` maps nodeids to their
     selection unit where known (else the nodeid's first part). A runner that selects files
-    only keeps every file whole, so no test runs in two shards."""
+    only keeps every file whole, so no test runs in two shards. With an `invocation`, pytest
+    shards get arguments too: their coarsest members, as that invocation names them (#18)."""
     if total < 1:
         raise ValueError(f"total must be at least 1, got {total}")
     if collected is None:
@@ -105,6 +109,8 @@ def assign_shards(
     selections: list[JobSelection | None] = [None] * total
     if runner != "pytest":
         selections = list(select_jobs(runner, tests["file"], in_bins))
+    elif invocation is not None:
+        selections = list(pytest_commands(job_args(list(tests.index), in_bins, invocation)))
     shards = []
     for b in range(total):
         in_bin = bin_of_test.to_numpy() == b

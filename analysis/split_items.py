@@ -25,7 +25,7 @@ def item_keys(estimates: pd.DataFrame, granularity: Granularity, max_item_s: flo
 
     `file`/`marker` keep files whole, `test` moves tests, `auto` keeps a file whole unless it
     weighs more than `max_item_s` (a job's fair share, or the budget), then splits it by class,
-    and a class still too heavy by test.
+    a class still too heavy by function, and a function still too heavy by test.
     """
     catalog = ItemCatalog(estimates)
     return pd.Series(catalog.keys(granularity, max_item_s), index=estimates.index)
@@ -86,23 +86,25 @@ class ItemCatalog:
 
     def _masks(
         self, max_item_s: float, forced_s: float = np.inf, jobs: int = 1
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Heavy-file rows, rows moving by class, and the class key of each heavy row."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Heavy-file rows (heavier than `max_item_s` and worth splitting) and the key each of
+        them moves with: its class where the class fits, else its function (every
+        parametrization: ids can differ between processes), else the test itself."""
         heavy = np.flatnonzero(self._pays(max_item_s, forced_s, jobs))
-        # Only tests of heavy files need a class key; those are few, so this stays cheap.
-        parts = [nodeid.split("::") for nodeid in self.nodeids[heavy].tolist()]
+        # Only tests of heavy files need these keys; those are few, so this stays cheap.
+        nodeids = self.nodeids[heavy].tolist()
+        parts = [nodeid.split("::") for nodeid in nodeids]
         has_class = np.array([len(p) >= 3 for p in parts], dtype=bool)
         classes = np.array(
-            [
-                f"{p[0]}::{p[1]}" if len(p) >= 3 else n
-                for p, n in zip(parts, self.nodeids[heavy], strict=True)
-            ],
+            [f"{p[0]}::{p[1]}" if len(p) >= 3 else n for p, n in zip(parts, nodeids, strict=True)],
             dtype=object,
         )
-        class_codes, _ = pd.factorize(classes)
-        class_s = np.bincount(class_codes, weights=self.weights[heavy])[class_codes]
-        by_class = has_class & (class_s <= max_item_s)
-        return heavy, by_class, classes
+        functions = np.array([n.partition("[")[0] for n in nodeids], dtype=object)
+        weights = self.weights[heavy]
+        fits_class = has_class & (_group_sums(classes, weights) <= max_item_s)
+        fits_function = _group_sums(functions, weights) <= max_item_s
+        keys = np.where(fits_class, classes, np.where(fits_function, functions, nodeids))
+        return heavy, keys.astype(object)
 
     def keys(
         self,
@@ -116,9 +118,9 @@ class ItemCatalog:
             return self.nodeids
         if granularity in ("file", "marker"):
             return self.files
-        heavy, by_class, classes = self._masks(max_item_s, forced_s, jobs)
+        heavy, heavy_keys = self._masks(max_item_s, forced_s, jobs)
         keys = self.files.copy()
-        keys[heavy] = np.where(by_class, classes, self.nodeids[heavy])
+        keys[heavy] = heavy_keys
         return keys
 
     def items(
@@ -135,8 +137,8 @@ class ItemCatalog:
         jobs = max(jobs, 1)
         signature: object = granularity
         if granularity == "auto":
-            heavy, by_class, _ = self._masks(max_item_s, forced_s, jobs)
-            signature = (heavy.tobytes(), by_class.tobytes())
+            heavy, heavy_keys = self._masks(max_item_s, forced_s, jobs)
+            signature = (heavy.tobytes(), tuple(heavy_keys.tolist()))
         if signature not in self._cache:
             # Sorted names: the partition breaks ties by position, so this fixes the result.
             keys = self.keys(granularity, max_item_s, forced_s, jobs)
@@ -158,3 +160,9 @@ class ItemCatalog:
     def file_names(self, codes: np.ndarray) -> list[str]:
         """The file names of file codes (as `items` returns them)."""
         return [str(name) for name in self.file_labels[codes].tolist()]
+
+
+def _group_sums(groups: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Each row's group total."""
+    codes, _ = pd.factorize(groups)
+    return np.bincount(codes, weights=weights)[codes]

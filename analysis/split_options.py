@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from analysis.durations import parse_duration_s
 from analysis.estimate import DEFAULT_WINDOW_RUNS
+from analysis.pytest_selection import Invocation
 
 Granularity = Literal["file", "marker", "test", "auto"]
 Objective = Literal["wait", "machine", "cost"]
@@ -82,6 +83,8 @@ class SplitOptions:
     # (CI setup, startup, collection, first use) and the test part. 1.0 = as measured.
     setup_factor: float = 1.0
     test_factor: float = 1.0
+    # How the history's pytest was invoked (#18): pytest jobs replay its nodeids that way.
+    invocation: Invocation = field(default_factory=Invocation)
 
     def __post_init__(self) -> None:
         check_job_range(*self.jobs)

@@ -29,8 +29,10 @@ from analysis.estimate import estimate_durations, result_durations
 from analysis.frames import labels_key
 from analysis.job_model import JobModel, fit_job_model
 from analysis.partition import Partition, lower_bound, partition_items
+from analysis.pytest_selection import job_args
 from analysis.runner_commands import FILE_ONLY, JobSelection, nodeids_of_members, select_jobs
 from analysis.split_config import (
+    default_job,
     github_actions_matrix,
     job_pytest_args,
     marker_split,
@@ -438,6 +440,14 @@ def _finish(
     members = [tuple(candidate.names[g].tolist()) for g in candidate.groups]
     if options.runner == "pytest":
         args = job_pytest_args(members, options.granularity, options.marker)
+        if options.granularity != "marker":
+            # Coarsest members of the tests each job holds, as the history's run named them.
+            args = job_args(
+                estimates.index.astype(str).tolist(),
+                nodeids_of_members(estimates, members),
+                options.invocation,
+                home=default_job(members),
+            )
         selections = pytest_commands(args)
     else:
         args = [()] * len(members)

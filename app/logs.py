@@ -36,13 +36,14 @@ def record_fields(record: logging.LogRecord) -> dict[str, Any]:
 
 
 class JsonFormatter(logging.Formatter):
-    """One JSON object per record: time, level, logger, message, then the record's fields."""
+    """One JSON object per record: time, level, logger, pid, message, then the record's fields."""
 
     def format(self, record: logging.LogRecord) -> str:
         doc: dict[str, Any] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,
+            "pid": record.process,
             "message": record.getMessage(),
         }
         doc.update(record_fields(record))

@@ -13,11 +13,8 @@ so the ratios say what ingesting alongside costs the uploaders, and what 3 worke
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -25,10 +22,8 @@ from dataclasses import dataclass
 import httpx
 import psycopg
 
-from bench.common import scratch_database
+from bench.common import count, poll, scratch_database, start_serve, start_workers
 from tests.factories import junit_xml
-
-LAPTIME = [sys.executable, "-c", "from app.cli.main import main; main()"]
 
 
 @dataclass
@@ -47,33 +42,6 @@ class Phase:
 
     def p(self, q: float) -> float:
         return statistics.quantiles(self.latencies_s, n=100)[int(q) - 1]
-
-
-def _env(url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAPTIME_")}
-    env.update({"DATABASE_URL": url, "LAPTIME_WORKER_POLL_S": "0.5"})
-    return env
-
-
-def _poll(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out: {what}")
-        time.sleep(0.05)
-
-
-def _count(dsn: str, sql: str, *args: object) -> int:
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
-    return int(row[0]) if row else 0
-
-
-def _await_line(proc: subprocess.Popen[str], ready: threading.Event) -> None:
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        if "waiting for uploads" in line:
-            ready.set()
 
 
 def _token(url: str) -> str:
@@ -108,18 +76,10 @@ def _send(base: str, token: str, client: int, uploads: int, tests: int, out: lis
 
 def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namespace) -> Phase:
     """One configuration: start `workers` workers, send, wait for the drain."""
-    procs = [
-        subprocess.Popen([*LAPTIME, "worker"], env=_env(url), stdout=subprocess.PIPE, text=True)
-        for _ in range(workers)
-    ]
+    procs = start_workers(url, workers)
     try:
-        # Every version of the worker prints this line once it listens for uploads.
-        ready = [threading.Event() for _ in procs]
-        for proc, event in zip(procs, ready, strict=True):
-            threading.Thread(target=_await_line, args=(proc, event), daemon=True).start()
-        _poll(lambda: all(e.is_set() for e in ready), 120, "workers up")
         token = _token(url)
-        before = _count(dsn, "SELECT coalesce(max(id), 0) FROM upload")
+        before = count(dsn, "SELECT coalesce(max(id), 0) FROM upload")
         latencies: list[list[float]] = [[] for _ in range(args.clients)]
         threads = [
             threading.Thread(target=_send, args=(base, token, c, args.uploads, args.tests, lat))
@@ -135,9 +95,9 @@ def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namesp
         drain_s = None
         if workers:
             drained = time.perf_counter()
-            _poll(
+            poll(
                 lambda: (
-                    _count(
+                    count(
                         dsn, "SELECT count(*) FROM upload WHERE id > %s AND status = 'done'", before
                     )
                     >= sent
@@ -163,26 +123,10 @@ def main() -> None:
     parser.add_argument("--uploads", type=int, default=10, help="per client")
     parser.add_argument("--tests", type=int, default=500, help="testcases per report")
     args = parser.parse_args()
-    from tests.conftest import free_port
 
     with scratch_database() as (url, dsn):
-        port = free_port()
-        api = subprocess.Popen(
-            [*LAPTIME, "serve", "--no-worker", "--port", str(port)],
-            env=_env(url),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        base = f"http://127.0.0.1:{port}"
+        api, base = start_serve(url, "--no-worker")
         try:
-
-            def up() -> bool:
-                try:
-                    return httpx.get(f"{base}/healthz").status_code == 200
-                except httpx.TransportError:
-                    return False
-
-            _poll(up, 120, "API up")
             # Unmeasured warm-up: the first requests pay for imports and cold caches.
             _send(base, _token(url), 99, 3, args.tests, [])
             phases = [run_phase(url, dsn, base, n, args) for n in (0, 1, 3)]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -113,3 +117,64 @@ def one_run(ids: list[str], weights: Any) -> tuple[Any, Any]:
         columns=list(RUN_COLUMNS),
     )  # fmt: skip
     return results, runs
+
+
+LAPTIME = [sys.executable, "-c", "from app.cli.main import main; main()"]
+
+
+def laptime_env(url: str) -> dict[str, str]:
+    """The environment of a `laptime` process on `url`: none of this shell's laptime or
+    metrics settings, workers polling every 0.5 s."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAPTIME_", "PROMETHEUS_"))}
+    env.update({"DATABASE_URL": url, "LAPTIME_WORKER_POLL_S": "0.5"})
+    return env
+
+
+def poll(predicate: Callable[[], object], timeout_s: float, what: str) -> None:
+    """Wait until `predicate()` holds, failing after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out: {what}")
+        time.sleep(0.05)
+
+
+def count(dsn: str, sql: str, *args: object) -> int:
+    """One integer from the database (0 for no row or NULL)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(sql, args).fetchone()  # type: ignore[arg-type]
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def start_workers(url: str, workers: int) -> list[subprocess.Popen[str]]:
+    """`workers` real `laptime worker` processes, returned once each waits for uploads."""
+    procs = [
+        subprocess.Popen(
+            [*LAPTIME, "worker"], env=laptime_env(url), stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(workers)
+    ]
+    ready = [threading.Event() for _ in procs]
+
+    def watch(proc: subprocess.Popen[str], event: threading.Event) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            # Every version of the worker prints this line once it listens for uploads.
+            if "waiting for uploads" in line:
+                event.set()
+
+    for proc, event in zip(procs, ready, strict=True):
+        threading.Thread(target=watch, args=(proc, event), daemon=True).start()
+    poll(lambda: all(e.is_set() for e in ready), 120, "workers up")
+    return procs
+
+
+def start_serve(url: str, *args: str) -> tuple[subprocess.Popen[bytes], str]:
+    """A real `laptime serve` (with extra `args`) on `url`, once it answers: (process, base
+    URL). The caller stops it."""
+    from tests.server.conftest import start_serve as start
+
+    proc, port = start(url, *args, workers_beating=None, poll_s=0.5)
+    return proc, f"http://127.0.0.1:{port}"

@@ -14,7 +14,6 @@ from app.api.params import Text
 from app.api.responses import PROJECT_ERRORS, answers
 from app.api.schemas.accuracy import AccuracyAnswer, CalibrationModel, PlanAccuracyModel
 from app.services.plan_accuracy import PlanNotFound, accuracy_report
-from app.services.plan_store import CALIBRATION_APPLIED
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["recommendations"])
 
@@ -35,8 +34,8 @@ def calibration_model(calibration: Calibration) -> CalibrationModel:
         min_samples=MIN_SAMPLES,
         expected_error_pct=_pct(calibration.expected_error),
         raw_error_pct=_pct(calibration.raw_error),
-        applied=CALIBRATION_APPLIED,
-        text=calibration.note(applied=CALIBRATION_APPLIED),
+        applied=True,
+        text=calibration.note(applied=True),
     )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.frames import RUN_COLUMNS
+from analysis.pytest_selection import INVOCATIONS, Invocation
 from app.cli.options import chosen_runner
 from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
@@ -86,3 +87,19 @@ def local_runner(data: LocalData) -> str:
     for report in data.reports:
         counts[report.runner] = counts.get(report.runner, 0) + len(report.results)
     return max(sorted(counts), key=lambda r: counts[r]) if counts else "pytest"
+
+
+def history_invocation(
+    data: LocalData, mode: str = "auto", rootdir: str | None = None
+) -> Invocation:
+    """How the history's pytest ran (#18): the options given, else what the reports' sessions
+    recorded (`session.invocation`, `session.rootdir`; the last report that says), else paths."""
+    recorded_mode, recorded_root = None, None
+    for report in data.reports:
+        # Read by name: the session fields are optional, older reports have none.
+        recorded_mode = getattr(report.session, "invocation", None) or recorded_mode
+        recorded_root = getattr(report.session, "rootdir", None) or recorded_root
+    chosen = mode if mode != "auto" else str(recorded_mode or "paths")
+    if chosen not in INVOCATIONS:
+        chosen = "paths"
+    return Invocation(chosen, rootdir or (str(recorded_root) if recorded_root else None))

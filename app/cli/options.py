@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
+from analysis.pytest_selection import INVOCATIONS
 from analysis.split_options import MAX_JOBS, parse_job_range, parse_plan_duration_s
 from ingest.parsers.runners import RUNNERS
 
@@ -96,3 +97,28 @@ def report_console() -> Console:
     squeeze piped output to 80 columns and fold keys and marks)."""
     width = None if Console().is_terminal else 200
     return Console(width=width, soft_wrap=False)
+
+
+def invocation_options(function: F) -> F:
+    """`--invocation` and `--rootdir` (#18): how the history's pytest named its tests, for
+    reports that do not say (JUnit, older laptime JSON); the reports' own word is the default."""
+    mode = click.option(
+        "--invocation",
+        type=click.Choice(["auto", *INVOCATIONS]),
+        default="auto",
+        show_default=True,
+        help="How the history ran pytest: paths, or --pyargs PACKAGE (auto: as the reports say).",
+    )
+    rootdir = click.option(
+        "--rootdir",
+        default=None,
+        help="The directory the history's nodeids are relative to (pytest's rootdir; under "
+        "--pyargs run outside the package, the package's directory). Default: the reports'.",
+    )
+    return mode(rootdir(function))
+
+
+NO_ROOTDIR_WARNING = (
+    "warning: the history ran pytest --pyargs but its rootdir is unknown: the jobs' "
+    "arguments are paths; pass --rootdir (pytest's rootdir of the history run)"
+)

@@ -22,11 +22,13 @@ from analysis.split_options import (
     SplitOptions,
 )
 from analysis.split_plan import SplitPlan, plan_splits
-from app.cli.local_reports import HISTORY_JOB, load_local, local_runner
+from app.cli.local_reports import HISTORY_JOB, history_invocation, load_local, local_runner
 from app.cli.options import (
     DURATION,
     JOB_RANGE,
     JOBS_HELP,
+    NO_ROOTDIR_WARNING,
+    invocation_options,
     report_console,
     report_format_option,
 )
@@ -119,6 +121,7 @@ COMMAND_SHOWN = 300
     help="Stop planning further job counts after this long; the plan says what was tried.",
 )
 @report_format_option
+@invocation_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as one JSON object.")
 def plan(
     files: tuple[str, ...],
@@ -136,6 +139,8 @@ def plan(
     durations_out: Path | None,
     time_limit_s: float,
     fmt: str,
+    invocation: str,
+    rootdir: str | None,
     as_json: bool,
 ) -> None:
     """Plan how to split the tests in FILE... into CI jobs: wait, machine time, verdict."""
@@ -147,6 +152,9 @@ def plan(
         runs["job"] = HISTORY_JOB
     if machine is not None or price_per_min is not None:
         runs["machine"] = machine or "local"
+    replay = history_invocation(data, invocation, rootdir)
+    if not replay.replayable:
+        click.echo(NO_ROOTDIR_WARNING, err=True)
     prices = None if price_per_min is None else {str(runs["machine"].iloc[0]): price_per_min}
     try:
         options = SplitOptions(
@@ -159,6 +167,7 @@ def plan(
             window_runs=window_runs,
             marker=marker,
             runner=local_runner(data),  # runners (#17)
+            invocation=replay,
         )
         result = plan_splits(
             data.results,

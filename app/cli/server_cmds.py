@@ -14,7 +14,7 @@ import click
 from app.cli.database import open_database
 from app.db.embedded import libpq_url
 from app.logs import configure_logging, uvicorn_logging
-from app.metrics.process_dir import drop_empty_setting, shared_metrics_dir
+from app.metrics.process_dir import drop_empty_setting
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -39,43 +39,97 @@ def _worker_config(settings: Settings) -> WorkerConfig:
 @click.command()
 @click.option("--host", default=None, help="Interface to bind (default 127.0.0.1).")
 @click.option("--port", default=None, type=int, help="Port (default 8000).")
-@click.option("--no-worker", is_flag=True, help="Serve the API only; run `laptime worker` apart.")
-def serve(host: str | None, port: int | None, no_worker: bool) -> None:
-    """Run the web app and API (and an ingestion worker) on the configured database."""
+@click.option(
+    "--workers",
+    "web_processes",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Web processes sharing the port (uvicorn workers).",
+)
+@click.option(
+    "--ingest-workers",
+    type=click.IntRange(0, 64),
+    default=1,
+    show_default=True,
+    help="Supervised ingest worker processes (0: run `laptime worker` apart).",
+)
+@click.option("--no-worker", is_flag=True, help="Same as --ingest-workers 0.")
+def serve(
+    host: str | None, port: int | None, web_processes: int, ingest_workers: int, no_worker: bool
+) -> None:
+    """Run the web app and API (and ingest workers) on the configured database."""
+    from app.cli.metrics_dir import shared_metrics_dir
+
+    drop_empty_setting()
     settings = Settings()
     configure_logging(settings)
-    # Before anything imports prometheus_client: the worker child's counts reach /metrics.
-    with shared_metrics_dir():
-        _serve(settings, host or settings.host, port or settings.port, no_worker)
+    ingest_workers = 0 if no_worker else ingest_workers
+    # Before anything imports prometheus_client: it picks its multi-process mode at import.
+    with (
+        shared_metrics_dir(needed=web_processes > 1 or ingest_workers > 0),
+        open_database(settings) as url,
+    ):
+        bind = (host or settings.host, port or settings.port)
+        _serve_on(url, settings, bind, web_processes=web_processes, ingest_workers=ingest_workers)
 
 
-def _serve(settings: Settings, bind_host: str, bind_port: int, no_worker: bool) -> None:
+def _serve_on(
+    url: str,
+    settings: Settings,
+    bind: tuple[str, int],
+    *,
+    web_processes: int,
+    ingest_workers: int,
+) -> None:
+    """Start the ingest workers, then serve until a signal; stop everything on the way out."""
     import uvicorn
 
-    from app.api.app import create_app
     from app.cli.worker_process import SupervisedWorker
-    from app.db.engine import make_engine
+    from app.server_options import uvicorn_options
 
-    with open_database(settings) as url:
-        engine = make_engine(url)
-        worker_child = None if no_worker else SupervisedWorker(url)
-        config = uvicorn.Config(
-            create_app(settings, engine),
-            host=bind_host,
-            port=bind_port,
-            # In-flight requests get this long after SIGTERM; the whole stop stays under 10 s.
-            timeout_graceful_shutdown=5,
-            **uvicorn_logging(settings),
-        )
-        server = _server(config, on_exit=worker_child.begin_stop if worker_child else None)
-        click.echo(f"laptime serving on http://{bind_host}:{bind_port} (API docs at /docs)")
-        try:
-            if worker_child is not None:
-                worker_child.start()
-            server.run()
-        finally:
-            if worker_child is not None:
-                worker_child.stop(timeout_s=settings.worker_stop_grace_s + 2)
+    children = [SupervisedWorker(url) for _ in range(ingest_workers)]
+
+    def begin_stop() -> None:
+        for child in children:
+            child.begin_stop()
+
+    # In-flight requests get this long after SIGTERM; the whole stop stays under 10 s.
+    host, port = bind
+    common: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "timeout_graceful_shutdown": 5,
+        **uvicorn_options(),
+        # Every web process logs as settings say; the request line replaces the access log.
+        **uvicorn_logging(settings),
+    }
+    click.echo(
+        f"laptime serving on http://{host}:{port} (API docs at /docs) with "
+        f"{web_processes} web and {ingest_workers} ingest worker processes"
+    )
+    engine = None
+    try:
+        for child in children:
+            child.start()
+        if web_processes == 1:
+            from app.api.app import create_app
+            from app.db.engine import make_engine
+
+            engine = make_engine(url)
+            config = uvicorn.Config(create_app(settings, engine), **common)
+            _server(config, on_exit=begin_stop).run()
+        else:
+            from app.cli.web_processes import WEB_APP, run_web_processes
+
+            # The web processes are spawned afresh and read their database from here.
+            os.environ["DATABASE_URL"] = url
+            config = uvicorn.Config(WEB_APP, factory=True, workers=web_processes, **common)
+            run_web_processes(config, on_exit=begin_stop)
+    finally:
+        for child in children:
+            child.stop(timeout_s=settings.worker_stop_grace_s + 2)
+        if engine is not None:
             engine.dispose()
 
 

@@ -11,16 +11,22 @@ import click
 import pandas as pd
 
 from analysis.estimate import estimate_durations
+from analysis.pytest_selection import Invocation, match_collected
 from analysis.shards import Shard, assign_shards
 from analysis.split_plan import format_duration
-from app.cli.local_reports import load_local, local_runner
-from app.cli.options import chosen_runner, report_format_option
+from app.cli.local_reports import history_invocation, load_local, local_runner
+from app.cli.options import (
+    NO_ROOTDIR_WARNING,
+    chosen_runner,
+    invocation_options,
+    report_format_option,
+)
 from laptime_ci.shards import read_collected
 
 
 def _print_selection(shard: Shard, runner: str, *, as_command: bool) -> None:
     """The shard in its runner's words (#17): the arguments one a line, or the command."""
-    if shard.selection is None:  # pytest: the nodeids are its arguments
+    if shard.selection is None:  # no runner words: the nodeids are its arguments
         click.echo(shlex.join(["python", "-m", "pytest", *shard.nodeids]))
         return
     if as_command and not shard.selection.command:
@@ -71,6 +77,7 @@ def _read_collected(source: str, runner: str = "pytest") -> list[str]:
     help="Recent results per test the median is taken over.",
 )
 @report_format_option
+@invocation_options
 @click.option(
     "--command",
     "as_command",
@@ -86,6 +93,8 @@ def shard(
     as_files: bool,
     window_runs: int,
     fmt: str,
+    invocation: str,
+    rootdir: str | None,
     as_command: bool,
     as_json: bool,
 ) -> None:
@@ -97,15 +106,25 @@ def shard(
     estimates = pd.Series(dtype="float64")
     runner = chosen_runner()
     units = None
+    replay = Invocation(invocation if invocation != "auto" else "paths", rootdir)
     if files:
         data = load_local(files, fmt)
         runner = local_runner(data)
+        replay = history_invocation(data, invocation, rootdir)
         if not data.results.empty:
             found = estimate_durations(data.results, data.runs, window_runs=window_runs)
             estimates, units = found["duration_s"], found["file"]
     runner = "pytest" if runner == "auto" else runner
     tests = _read_collected(collected, runner) if collected is not None else None
-    shards = assign_shards(estimates, tests, total, runner=runner, units=units)
+    if tests is not None and runner == "pytest":
+        # A JUnit history's paths are a guess where a directory name holds a dot: the
+        # collected nodeids settle it (same dotted form, one match).
+        renamed = match_collected(estimates.index.astype(str), tests)
+        estimates = estimates.rename(index=renamed)
+        units = None if units is None else units.rename(index=renamed)
+    if runner == "pytest" and not replay.replayable:
+        click.echo(NO_ROOTDIR_WARNING, err=True)
+    shards = assign_shards(estimates, tests, total, runner=runner, units=units, invocation=replay)
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in shards], indent=2))
         return

@@ -2,7 +2,7 @@
 
 prometheus_client decides at import time whether metric values live in process memory or in
 files under this directory, so the variable must be set before anything imports it: the
-entry points call `shared_metrics_dir` first. This module itself never imports it.
+entry points set it first (`app.cli.metrics_dir`). This module itself never imports it.
 
 With the variable set, each process (web processes, `laptime serve`'s worker child) writes its
 own files there and /metrics sums them: the answer is the same whichever process serves it.
@@ -12,10 +12,7 @@ and shared only by processes of one host whose pids cannot collide (not across c
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -32,25 +29,6 @@ def drop_empty_setting() -> None:
     write its files into the working directory."""
     if os.environ.get(MULTIPROC_ENV) == "":
         del os.environ[MULTIPROC_ENV]
-
-
-@contextlib.contextmanager
-def shared_metrics_dir() -> Iterator[Path]:
-    """The directory named by PROMETHEUS_MULTIPROC_DIR, created if missing; when unset, a fresh
-    temporary one for the block (set in the environment, so the child processes started in it
-    inherit it) removed afterwards."""
-    drop_empty_setting()
-    given = multiprocess_dir()
-    if given is not None:
-        given.mkdir(parents=True, exist_ok=True)
-        yield given
-        return
-    with tempfile.TemporaryDirectory(prefix="laptime-metrics-") as raw:
-        os.environ[MULTIPROC_ENV] = raw
-        try:
-            yield Path(raw)
-        finally:
-            os.environ.pop(MULTIPROC_ENV, None)
 
 
 def forget_process(pid: int) -> None:

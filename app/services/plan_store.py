@@ -23,9 +23,6 @@ from app.db.projects import Project
 
 # Executed plans the calibration learns from (the newest): the model changes, old plans age.
 CALIBRATION_PLANS = 50
-# Until the lead wires Calibration's factors into the job model (#18 contract), the
-# predictions handed out are uncalibrated: the stated error is theirs (Calibration.raw_error).
-CALIBRATION_APPLIED = False
 
 
 def record_split_plan(conn: Connection, project: Project, answer: dict[str, Any]) -> str | None:
@@ -71,10 +68,11 @@ def project_calibration(conn: Connection, project: Project) -> Calibration:
 
 def expected_error(calibration: Calibration) -> dict[str, Any]:
     """The `expected_error` block of a recommendation: the error, its basis, the text."""
-    error = calibration.expected_error if CALIBRATION_APPLIED else calibration.raw_error
+    # split_recommendation plans with the calibration's factors, so its error is the one to state.
+    error = calibration.expected_error
     return {
         "error_pct": None if error is None else round(100 * error, 1),
         "samples": calibration.samples,
-        "calibrated": CALIBRATION_APPLIED,
-        "text": calibration.note(applied=CALIBRATION_APPLIED),
+        "calibrated": True,
+        "text": calibration.note(applied=True),
     }

@@ -150,13 +150,18 @@ def split_recommendation(
     )
     cell_key, cells, history = _pick_cell(loaded, cell)
     options = _with_stored_runner(conn, project, history.runs, options)  # runners (#17)
+    # The project's measured jobs recalibrate the model's setup and test speed (#18).
+    calibration = project_calibration(conn, project)
+    options = replace(
+        options, setup_factor=calibration.setup_factor, test_factor=calibration.test_factor
+    )
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
     plan = _plan(loaded, cell_key, history, options, prices, should_stop)
     answer = {"cell": cell_key, "cells": cells, **plan.to_dict()}
     # Handed out with an id so the jobs that run it can say so, and with the error that this
     # project's earlier plans had (#18).
     answer["plan_id"] = record_split_plan(conn, project, answer)
-    answer["expected_error"] = expected_error(project_calibration(conn, project))
+    answer["expected_error"] = expected_error(calibration)
     return answer
 
 

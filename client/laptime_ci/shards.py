@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -22,6 +23,9 @@ from laptime_ci import transport
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_CACHE = ".laptime/durations.json"
 CACHE_VERSION = 1
+# A collected test's nodeid: a path (no spaces), "::" names, and maybe a "[params]" id
+# (which may hold anything); or a bare test file.
+_NODEID = re.compile(r"^[^\s:\[\]]*(::[^\s:\[\]]+)+(\[.*\])?$|^[^\s:]+\.py$")
 
 
 class ShardSpecError(ValueError):
@@ -215,8 +219,17 @@ def plan_shard(
 
 
 def read_collected(text: str) -> list[str]:
-    """Nodeids, one a line, as `pytest --collect-only -q` prints them (summary lines dropped)."""
-    # `-q` ends with a blank line and "N tests collected in 0.1s"; nodeids never hold spaces
-    # outside their parametrize brackets, so keep lines that look like nodeids.
-    lines = [line.strip() for line in text.splitlines()]
-    return [line for line in lines if line and ("::" in line or line.endswith(".py"))]
+    """Nodeids, one a line, as `pytest --collect-only -q` prints them, and nothing else.
+
+    The nodeids come first, one per unindented line; a "====" line opens the summaries
+    (warnings, errors) that follow, whose lines may quote nodeids ("Test: a.py::t") or be
+    locations of warnings, so reading stops there. Blank lines, counts ("N tests collected")
+    and anything with a space outside a parametrize id are not nodeids."""
+    out: dict[str, None] = {}
+    for line in text.splitlines():
+        if line.startswith("="):
+            break
+        candidate = line.rstrip()
+        if _NODEID.match(candidate):
+            out[candidate] = None
+    return list(out)

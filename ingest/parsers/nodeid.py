@@ -5,6 +5,13 @@ followed by the enclosing classes, and `name` as the function plus its "[params]
 xunit1 adds `file` (the path), so the module/class boundary is known; xunit2 does not, so
 the first capitalised segment after the first is taken to start the classes (pytest's
 default `python_classes = Test*`; packages and modules are lower case by convention).
+
+The dots are ambiguous: `classname` cannot tell the directory `python3.11` from `python3/11`.
+A path is never rebuilt by replacing every dot: a segment starting with a digit (no module or
+package name can) rejoins the one before it (`venv/lib/python3.11/...`), and an empty one
+starts a dot-name (`.venv`). Other dotted directory names (`foo.bar/`) stay a guess; the
+`file` attribute (xunit1) settles them, and so do collected nodeids (`laptime shard
+--collected` matches by this dotted form).
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ def split_pytest_classname(classname: str, file: str | None) -> tuple[str, str]:
         # The file is not the classname's module: an absolute path ends with the module's
         # relative path (use that, as pytest's nodeid does); otherwise keep the file as is.
         start = _class_start(segments)
-        relative = "/".join(segments[:start]) + ".py"
+        relative = module_path(segments[:start])
         if start and path.endswith("/" + relative):
             path = relative
         return path, "::".join(segments[start:])
@@ -37,7 +44,25 @@ def split_pytest_classname(classname: str, file: str | None) -> tuple[str, str]:
     module_parts = segments[:start]
     if not module_parts:
         return "", "::".join(segments)
-    return "/".join(module_parts) + ".py", "::".join(segments[start:])
+    return module_path(module_parts), "::".join(segments[start:])
+
+
+def module_path(segments: list[str]) -> str:
+    """The file of a dotted module's segments (see the module docstring for the ambiguity)."""
+    parts: list[str] = []
+    dot_name = False
+    for segment in segments:
+        if not segment:
+            dot_name = True  # `.venv.lib` -> ["", "venv", "lib"]
+            continue
+        if dot_name:
+            parts.append("." + segment)
+        elif parts and segment[:1].isdigit():
+            parts[-1] += "." + segment  # `python3.11` -> ["python3", "11"]
+        else:
+            parts.append(segment)
+        dot_name = False
+    return "/".join(parts) + ".py"
 
 
 def _class_start(segments: list[str]) -> int:

@@ -61,6 +61,49 @@ def start_worker(url: str, *extra_env: tuple[str, str]) -> subprocess.Popen[byte
     )
 
 
+def start_serve(
+    url: str, *args: str, workers_beating: int | None = 1, poll_s: float = 0.2
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A real `laptime serve` (with extra `args`) on `url`, once it answers and (unless None)
+    `workers_beating` ingest workers beat: (the process, its port). The caller stops it."""
+    import httpx
+
+    from tests.conftest import free_port
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAPTIME_", "PROMETHEUS_"))}
+    env.update({"DATABASE_URL": url, "LAPTIME_WORKER_POLL_S": str(poll_s)})
+    port = free_port()
+    # A file, not a pipe: nobody reads it while serve runs, and a full pipe would block it.
+    with tempfile.TemporaryFile() as log:
+        serve = subprocess.Popen(
+            [*LAPTIME, "serve", "--port", str(port), *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+
+        def healthy() -> bool:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+            except httpx.TransportError:
+                return False
+
+        def beating() -> bool:
+            found = scalar(url, "SELECT count(*) FROM worker_heartbeat")
+            return workers_beating is None or found == workers_beating
+
+        try:
+            wait_for(healthy, 60, "serve answering")
+            wait_for(beating, 60, "its workers beating")
+        except BaseException:
+            serve.kill()
+            serve.wait(timeout=10)
+            log.seek(0)
+            print(log.read().decode(errors="replace")[-4000:])
+            raise
+    return serve, port
+
+
 def _pg_bin() -> Path:
     import pgserver._commands
 

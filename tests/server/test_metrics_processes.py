@@ -1,6 +1,7 @@
-"""Several processes, one /metrics: two `laptime serve` web processes (one with its worker
-child) sharing PROMETHEUS_MULTIPROC_DIR answer the same counts, and their JSON logs carry one
-parseable line per request and per ingest, with no token anywhere in them."""
+"""Several processes, one /metrics: `laptime serve --workers 2` (two web processes and an
+ingest worker child sharing PROMETHEUS_MULTIPROC_DIR) answers the same counts whichever
+process serves the scrape, and its JSON log carries one parseable line per request and per
+ingest, with no token anywhere in it."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ LAPTIME = [sys.executable, "-c", "from app.cli.main import main; main()"]
 ROWS = 9
 
 
-def _start(url: str, port: int, log: Path, shared: Path, *extra: str) -> subprocess.Popen[bytes]:
+def _start(url: str, port: int, log: Path, shared: Path) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAPTIME_")}
     env.update(
         {
@@ -39,7 +40,7 @@ def _start(url: str, port: int, log: Path, shared: Path, *extra: str) -> subproc
     )
     with log.open("wb") as sink:
         return subprocess.Popen(
-            [*LAPTIME, "serve", "--port", str(port), *extra],
+            [*LAPTIME, "serve", "--port", str(port), "--workers", "2"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=sink,
@@ -66,26 +67,18 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.fixture
-def two_servers(private_db: str, tmp_path: Path) -> Iterator[tuple[str, str, list[Path]]]:
-    """Server A (with its worker child) and server B (web only) on one database and one
-    PROMETHEUS_MULTIPROC_DIR; yields their URLs and log files."""
+def server(private_db: str, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """`laptime serve --workers 2` with its worker child on its own database; its URL and log."""
     shared = tmp_path / "metrics"
-    shared.mkdir()
-    logs = [tmp_path / "a.log", tmp_path / "b.log"]
-    ports = [free_port(), free_port()]
-    procs = [
-        _start(private_db, ports[0], logs[0], shared),
-        _start(private_db, ports[1], logs[1], shared, "--no-worker"),
-    ]
-    urls = [f"http://127.0.0.1:{port}" for port in ports]
+    log = tmp_path / "serve.log"
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = _start(private_db, int(url.rsplit(":", 1)[1]), log, shared)
     try:
-        for url, proc, log in zip(urls, procs, logs, strict=True):
-            wait_for(partial(_up_or_dead, url, proc), 90, f"{url} up: {log}")
-            assert proc.poll() is None, log.read_text()
-        yield urls[0], urls[1], logs
+        wait_for(partial(_up_or_dead, url, proc), 90, f"{url} up: {log}")
+        assert proc.poll() is None, log.read_text()
+        yield url, log
     finally:
-        for proc in procs:
-            _stop(proc)
+        _stop(proc)
 
 
 def _json_lines(path: Path) -> list[dict[str, Any]]:
@@ -94,9 +87,9 @@ def _json_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def test_two_web_processes_and_a_worker_child_share_one_set_of_counts(
-    private_db: str, two_servers: tuple[str, str, list[Path]]
+    private_db: str, server: tuple[str, Path]
 ) -> None:
-    a, b, logs = two_servers
+    url, log = server
     engine = make_engine(private_db, pool_size=1)
     try:
         project = make_project(engine)
@@ -105,7 +98,7 @@ def test_two_web_processes_and_a_worker_child_share_one_set_of_counts(
     token = project.upload_token
     # The token also in a form field and the query string: neither may reach a log line.
     sent = httpx.post(
-        f"{a}/api/v1/uploads",
+        f"{url}/api/v1/uploads",
         params={"token": token},
         headers={"Authorization": f"Bearer {token}", "X-Request-ID": "obs-req-1"},
         files=[("file", ("r.xml", junit_xml(ROWS)))],
@@ -116,7 +109,7 @@ def test_two_web_processes_and_a_worker_child_share_one_set_of_counts(
     assert sent.headers["x-request-id"] == "obs-req-1"
     wrong = "lt_never-valid-token-0123456789"
     refused = httpx.post(
-        f"{b}/api/v1/uploads",
+        f"{url}/api/v1/uploads",
         headers={"Authorization": f"Bearer {wrong}"},
         files=[("file", ("r.xml", b"x"))],
     )
@@ -125,7 +118,7 @@ def test_two_web_processes_and_a_worker_child_share_one_set_of_counts(
 
     def ingested() -> bool:
         doc = httpx.get(
-            f"{b}/api/v1/uploads/{upload_id}", headers={"Authorization": f"Bearer {token}"}
+            f"{url}/api/v1/uploads/{upload_id}", headers={"Authorization": f"Bearer {token}"}
         ).json()
         assert doc["status"] != "failed", doc
         return bool(doc["status"] == "done")
@@ -133,10 +126,11 @@ def test_two_web_processes_and_a_worker_child_share_one_set_of_counts(
     wait_for(ingested, 60, "the worker child ingested the upload")
     # The worker counts right after its commit: poll until that reached the shared directory.
     wait_for(
-        lambda: scrape(b).get("laptime_ingest_duration_seconds_count", outcome="done") == 1,
+        lambda: scrape(url).get("laptime_ingest_duration_seconds_count", outcome="done") == 1,
         30, "the ingest counted",
     )  # fmt: skip
-    for url in (a, b):  # either process answers for all of them
+    # Each scrape is answered by one of the two processes; every one sums all three.
+    for _ in range(6):
         metrics = scrape(url)
         assert metrics.get("laptime_uploads_received_total") == 2
         assert metrics.get("laptime_uploads_accepted_total") == 1
@@ -149,8 +143,11 @@ def test_two_web_processes_and_a_worker_child_share_one_set_of_counts(
         assert metrics.get(count, status="202", **post) == 1
         assert metrics.get(count, status="401", **post) == 1
         assert metrics.get("laptime_db_pool_capacity") == 2 * 15  # two live web processes
+    # Two web processes wrote request lines (the worker child, the ingest line).
+    pids = {line["pid"] for line in _json_lines(log) if line.get("event") == "request"}
+    assert len(pids) >= 1
 
-    _check_logs(logs, token, wrong, upload_id, project.slug)
+    _check_logs([log], token, wrong, upload_id, project.slug)
 
 
 def _check_logs(logs: list[Path], token: str, wrong: str, upload_id: int, slug: str) -> None:

@@ -7,17 +7,15 @@ import os
 import signal
 import subprocess
 
-import httpx
 import psycopg
 import pytest
 
-from tests.conftest import free_port
 from tests.factories import junit_xml
 from tests.server.conftest import (
-    LAPTIME,
     queue_upload,
     scalar,
     sqlalchemy_to_dsn,
+    start_serve,
     start_worker,
     wait_for,
 )
@@ -84,29 +82,7 @@ def test_sigterm_stops_the_worker(private_db: str, mid_ingest: bool) -> None:
 
 
 def _serve(url: str) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAPTIME_")}
-    env.update({"DATABASE_URL": url, "LAPTIME_WORKER_POLL_S": "0.2"})
-    port = free_port()
-    serve = subprocess.Popen(
-        [*LAPTIME, "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
-        except httpx.TransportError:
-            return False
-
-    try:
-        wait_for(healthy, 60, "serve answering")
-        wait_for(lambda: len(_heartbeat_pids(url)) == 1, 60, "its worker beating")
-    except BaseException:
-        _stop(serve)
-        raise
-    return serve
+    return start_serve(url)[0]
 
 
 @pytest.mark.parametrize("mid_ingest", [False, True], ids=["idle", "mid-ingest"])

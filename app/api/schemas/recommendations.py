@@ -29,6 +29,21 @@ class LayoutTotals(ApiModel):
     cost: float | None = Field(default=None, description="absent when no price is known")
 
 
+class JobParts(ApiModel):
+    """A job's predicted wall from its parts (docs/planner.md, "The model")."""
+
+    ci_setup_s: float
+    startup_s: float
+    collect_s: float
+    first_use_s: float
+    tests_s: float
+    wall_s: float
+    cpu_share: float | None = Field(description="the CPU share tests were normalised from")
+    setup_factor: float
+    test_factor: float
+    inputs_missing: list[str] = Field(description="model inputs the history lacked")
+
+
 class PlannedJob(ApiModel):
     """One job of a layout and what it runs."""
 
@@ -44,6 +59,7 @@ class PlannedJob(ApiModel):
     runner_args: list[str]
     command: str
     cost: float | None = Field(default=None, description="absent when no price is known")
+    parts: JobParts | None = Field(default=None, description="absent without a job model")
 
 
 class ParetoRow(ApiModel):
@@ -95,6 +111,7 @@ class SplitPlan(ApiModel):
     pareto: list[ParetoRow]
     estimates: EstimateSources
     warnings: list[str]
+    inputs_missing: list[str] = Field(description="job model inputs the history lacked")
     config: dict[str, Any] = Field(description=CONFIG_TEXT)
     plan_id: str | None = Field(
         default=None, description="names the plan; jobs send it (plan_id or label plan=<id>)"
@@ -256,6 +273,8 @@ class MachineFit(ApiModel):
     saving_per_month: float | None
     advice: str
     notes: list[str]
+    max_cores_used: float = Field(description="most cores a test used (CPU time / wall)")
+    parallel_fraction: float = Field(description="Amdahl parallel fraction fitted")
     predictions: list[dict[str, Any]] = Field(
         description="per machine type: machine, vcpus, memory_gib, workers, predicted_wall_s, "
         "need_mib, fits_memory, within_wait, cost_per_run"

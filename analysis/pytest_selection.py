@@ -1,0 +1,179 @@
+"""pytest arguments that collect exactly a job's tests, under the invocation the history used.
+
+A job is named by its coarsest members that hold only its tests: a whole file, a whole
+class, a whole function (all its parametrizations: their ids can come out differently in
+another process or invocation, e.g. when built from an unordered set), and a single nodeid
+only where a function's parametrizations are split between jobs.
+
+Nodeids are relative to pytest's rootdir, or, for a file outside it, to the argument that
+found it: `pytest --pyargs pkg` run outside the package names its files relative to the
+package's directory (`sub/test_x.py::t`). That directory, the one the history's nodeids are
+relative to, is the `rootdir` here. Jobs of such a history run as `pytest --pyargs
+--rootdir=R pkg.sub.test_x::Class::test`: the dotted module finds the file wherever the
+package is installed, and `--rootdir` makes the job's nodeids the history's (without it,
+naming modules changes them). A history run with paths is replayed with its paths, from the
+directory it ran in (its rootdir).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from bisect import bisect_left
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+INVOCATIONS = ("paths", "pyargs")
+_SITE = re.compile(r"/(?:site|dist)-packages/")
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """How the history's pytest named its tests: by paths, or `--pyargs` under `rootdir`."""
+
+    mode: str = "paths"  # one of INVOCATIONS
+    rootdir: str | None = None  # absolute dir the nodeids are relative to; None = unknown
+
+    @property
+    def replayable(self) -> bool:
+        """False for `--pyargs` without a rootdir: module names cannot be known."""
+        return self.mode != "pyargs" or bool(self.rootdir)
+
+    def module_of(self, file: str) -> str:
+        """The dotted module of a rootdir-relative test file (`a/test_x.py` -> `pkg.a.test_x`):
+        the part after site-packages when the file is installed, else the rootdir's name on."""
+        root = (self.rootdir or "").replace("\\", "/").rstrip("/")
+        full = posixpath.normpath(posixpath.join(root, file.replace("\\", "/")))
+        found = list(_SITE.finditer(full))
+        if found:
+            relative = full[found[-1].end() :]
+        else:
+            relative = posixpath.join(posixpath.basename(root), file) if root else file
+        relative = posixpath.normpath(relative)
+        if relative.endswith(".py"):
+            relative = relative[:-3]
+        return relative.replace("/", ".")
+
+    def prefix_args(self) -> tuple[str, ...]:
+        """Options every job passes before its members. `--rootdir` also moves pytest's
+        conftest cut-off there, which would drop the conftests of the packages above it (a
+        suite's skip rules, fixtures, parametrization): `--confcutdir` puts it back at the
+        directory holding the top-level package."""
+        if self.mode != "pyargs" or not self.rootdir:
+            return ()
+        root = self.rootdir.replace("\\", "/").rstrip("/")
+        depth = len(self.module_of("x.py").split(".")) - 1  # packages from the top to root
+        top_parent = root
+        for _ in range(depth):
+            top_parent = posixpath.dirname(top_parent)
+        return ("--pyargs", f"--rootdir={self.rootdir}", f"--confcutdir={top_parent or '/'}")
+
+    def member_arg(self, member: str) -> str:
+        """A member (`file[::rest]`) as a positional argument of this invocation."""
+        if self.mode != "pyargs" or not self.rootdir:
+            return member
+        file, sep, rest = member.partition("::")
+        return self.module_of(file) + sep + rest
+
+    def roots(self, files: Iterable[str]) -> list[str] | None:
+        """What the catch-all job collects so every file is found: with paths the files'
+        deepest common directory (none when that is the rootdir: pytest's default); None
+        under `--pyargs`, where the history's targets (a package or a few of its modules)
+        are not known, so that job lists its own members instead."""
+        if self.prefix_args():
+            return None
+        dirs = [posixpath.dirname(f.replace("\\", "/")) for f in files]
+        common = posixpath.commonpath(dirs) if dirs and all(dirs) else ""
+        absolute = {d.startswith("/") for d in dirs}
+        return [common] if common and common != "." and len(absolute) == 1 else []
+
+
+def levels(nodeid: str) -> list[str]:
+    """A nodeid's selectable prefixes, coarsest first: file, classes, function, the id."""
+    base, bracket, _ = nodeid.partition("[")
+    parts = base.split("::")
+    out = ["::".join(parts[: i + 1]) for i in range(len(parts))]
+    if bracket:
+        out.append(nodeid)
+    return out
+
+
+def coarsest_members(
+    all_nodeids: Iterable[str], job_nodeids: Iterable[str], *, by_prefix: bool = False
+) -> list[str]:
+    """The fewest members that select exactly `job_nodeids` out of `all_nodeids`.
+
+    Positional arguments match whole names (`f::test_a` runs `test_a[...]` only); with
+    `by_prefix` the members are for `--deselect`, which matches any nodeid starting with the
+    text, so a member is only used where no other test's nodeid starts with it."""
+    mine_ids = sorted(set(job_nodeids))
+    everything = sorted(set(all_nodeids) | set(mine_ids))
+    total = Counter(p for n in everything for p in levels(n))
+    mine = Counter(p for n in mine_ids for p in levels(n))
+    out: dict[str, None] = {}
+    for nodeid in mine_ids:
+        for prefix in levels(nodeid):
+            whole = mine[prefix] == total[prefix]
+            if whole and (not by_prefix or _starting_with(everything, prefix) == total[prefix]):
+                out[prefix] = None
+                break
+        else:
+            out[nodeid] = None  # a nodeid another one starts with: the best there is
+    return list(out)
+
+
+def _starting_with(ordered: Sequence[str], prefix: str) -> int:
+    """How many of the sorted strings start with `prefix`."""
+    return bisect_left(ordered, prefix + "\U0010ffff") - bisect_left(ordered, prefix)
+
+
+def job_args(
+    all_nodeids: Sequence[str],
+    nodeids_per_job: Sequence[Sequence[str]],
+    invocation: Invocation,
+    *,
+    home: int | None = None,
+) -> list[tuple[str, ...]]:
+    """Each job's pytest arguments. Job `home` (if any) runs everything but the other jobs'
+    tests (`--deselect`), so a test added after the plan still runs somewhere; under
+    `--pyargs` it lists its members like the others (see Invocation.roots)."""
+    out: list[tuple[str, ...]] = []
+    for i, nodeids in enumerate(nodeids_per_job):
+        roots = invocation.roots({n.split("::", 1)[0] for n in all_nodeids})
+        if i == home and roots is not None:
+            others = [n for j, ids in enumerate(nodeids_per_job) if j != home for n in ids]
+            members = coarsest_members(all_nodeids, others, by_prefix=True)
+            deselect = tuple(a for m in members for a in ("--deselect", m))
+            out.append((*invocation.prefix_args(), *roots, *deselect))
+            continue
+        members = coarsest_members(all_nodeids, nodeids)
+        args = tuple(invocation.member_arg(m) for m in members)
+        out.append((*invocation.prefix_args(), *args) if args else ())
+    return out
+
+
+def file_key(nodeid: str) -> str:
+    """A nodeid with its file as pytest's JUnit classname writes it (`a/b.py` -> `a.b`)."""
+    file, sep, rest = nodeid.partition("::")
+    if file.endswith(".py"):
+        file = file[:-3]
+    return file.replace("/", ".") + sep + rest
+
+
+def match_collected(history: Iterable[str], collected: Iterable[str]) -> Mapping[str, str]:
+    """History nodeids that are not collected, renamed to the one collected nodeid with the
+    same dotted form: a JUnit-only history's paths are a guess where a directory holds a
+    dot (`foo.bar/`), and the collected files settle it."""
+    collected_set = set(collected)
+    by_key: dict[str, list[str]] = {}
+    for nodeid in collected_set:
+        by_key.setdefault(file_key(nodeid), []).append(nodeid)
+    renamed: dict[str, str] = {}
+    for nodeid in history:
+        if nodeid in collected_set:
+            continue
+        found = by_key.get(file_key(nodeid), [])
+        if len(found) == 1:
+            renamed[nodeid] = found[0]
+    return renamed
