@@ -7,6 +7,7 @@ COPY app app
 COPY ingest ingest
 COPY analysis analysis
 COPY dashboards dashboards
+COPY pgcodec pgcodec
 COPY migrations migrations
 RUN pip install --no-cache-dir ./client .
 ENV LAPTIME_HOST=0.0.0.0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -42,6 +44,22 @@ class Settings(BaseSettings):
     # Failed authentications one client address may make per window before it gets 429s.
     auth_failures: int = 30
     auth_failure_window_s: float = 60.0
+    # Logs (docs/operations.md): `text` for a terminal, `json` for a log pipeline.
+    log_format: Literal["text", "json"] = "text"
+    log_level: str = "INFO"
+    # /metrics is open like /healthz unless this is set; then it wants `Bearer <token>`.
+    metrics_token: SecretStr | None = None
+    # A `laptime worker` serves its own metrics on this port when set (a worker that shares
+    # no PROMETHEUS_MULTIPROC_DIR with a web process, e.g. in its own container).
+    worker_metrics_port: int | None = None
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if not isinstance(logging.getLevelName(level), int):
+            raise ValueError("one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+        return level
 
     @property
     def pgdata(self) -> Path:

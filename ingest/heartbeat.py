@@ -19,6 +19,8 @@ from typing import Any
 
 import psycopg
 
+from ingest.metrics import HEARTBEATS
+
 log = logging.getLogger("laptime.worker")
 
 _UPSERT = """
@@ -99,6 +101,7 @@ class Heartbeat:
                 with self._lock:
                     values = dict(self._state)
                 conn.execute(_UPSERT, values)
+                HEARTBEATS.inc()
             except psycopg.Error as exc:
                 # The worker loop backs off and reports the outage; a beat just tries again.
                 log.debug("heartbeat not written: %s", exc)

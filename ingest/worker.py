@@ -18,6 +18,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +26,7 @@ from typing import Any
 
 import psycopg
 
+from ingest import metrics
 from ingest.failures import (
     Backoff,
     describe,
@@ -36,6 +38,7 @@ from ingest.heartbeat import Heartbeat, take_over_stale_claims
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
+from ingest.parsers.errors import ERROR_CODES
 from ingest.parsers.limits import ParseLimits
 from ingest.store import KNOWN_TESTS, RunMetadata, store_run
 
@@ -49,6 +52,8 @@ WORKER_ERROR_CODES: dict[str, str] = {
     "no-report-files": "the upload holds no report file",
     "store-rejected": "the database refused the report's data",
 }
+# The failure codes a metric label may carry: registered ones only, so its series stay few.
+_FAILURE_CODES = frozenset(ERROR_CODES) | frozenset(WORKER_ERROR_CODES)
 
 
 @dataclass(frozen=True)
@@ -78,12 +83,32 @@ class ShutdownRequested(KeyboardInterrupt):
     """
 
 
+@dataclass(frozen=True)
+class Claim:
+    """The upload a worker claimed, and what its log line and metrics name."""
+
+    upload_id: int
+    project: str
+    job: str
+    started: float  # time.monotonic() at the claim
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a committed ingest ended: done with `rows` stored, or failed with `code`."""
+
+    status: str
+    rows: int = 0
+    code: str | None = None
+
+
 class ClaimFailed(Exception):
     """An ingest failed after its claim was recorded; the cause is `__cause__`."""
 
-    def __init__(self, upload_id: int, attempt_id: int, attempts: int) -> None:
-        super().__init__(f"ingest of upload {upload_id} failed")
-        self.upload_id = upload_id
+    def __init__(self, claim: Claim, attempt_id: int, attempts: int) -> None:
+        super().__init__(f"ingest of upload {claim.upload_id} failed")
+        self.claim = claim
+        self.upload_id = claim.upload_id
         self.attempt_id = attempt_id
         self.attempts = attempts
 
@@ -124,8 +149,11 @@ def metadata_from_json(
     )
 
 
+# The slug comes from a subquery, not a join: FOR ... UPDATE locks the rows of the FROM
+# tables, and a locked project row would serialize the workers of one project.
 _CLAIM = """
-SELECT id, project_id, metadata, job, created_at FROM upload
+SELECT id, project_id, (SELECT slug FROM project WHERE project.id = upload.project_id),
+    metadata, job, created_at FROM upload
 WHERE status = 'queued' ORDER BY id LIMIT 1
 FOR NO KEY UPDATE SKIP LOCKED
 """
@@ -143,13 +171,15 @@ def process_next(
     Raises ClaimFailed (the cause chained) when the ingest fails after its attempt was recorded.
     """
     name = config.name or worker_name()
-    attempt: tuple[int, int, int] | None = None  # upload id, attempt id, attempts counted
+    claim: Claim | None = None
+    attempt: tuple[int, int] | None = None  # attempt id, attempts counted
     try:
         with conn.transaction():
             row = conn.execute(_CLAIM).fetchone()
             if row is None:
                 return None
-            upload_id, project_id, metadata, job, received_at = row
+            upload_id, project_id, slug, metadata, job, received_at = row
+            claim = Claim(int(upload_id), slug or "", job or "default", time.monotonic())
             spent, last_error = _attempts_so_far(side, upload_id)
             if spent >= config.max_attempts:
                 reason = last_error or "the worker stopped while ingesting it"
@@ -160,25 +190,57 @@ def process_next(
                     "ingest-gave-up",
                     f"gave up after {spent} attempts; last error: {reason}",
                 )
-                return int(upload_id)
-            attempt = (upload_id, _record_attempt(side, upload_id, name), spent + 1)
-            if heartbeat is not None:
-                heartbeat.set("ingesting", upload_id=upload_id)
-            _ingest(conn, upload_id, project_id, metadata, job, received_at, attempt[2], config)
-        return int(upload_id)
+                outcome = Outcome("failed", code="ingest-gave-up")
+            else:
+                attempt = (_record_attempt(side, upload_id, name), spent + 1)
+                if heartbeat is not None:
+                    heartbeat.set("ingesting", upload_id=upload_id)
+                outcome = _ingest(
+                    conn, upload_id, project_id, metadata, job, received_at, attempt[1], config
+                )
     except ShutdownRequested:
         if attempt is not None:
-            _forget_attempts(side, [attempt[1]])
+            _forget_attempts(side, [attempt[0]])
         raise
     except Exception as exc:
-        if attempt is None:
+        if attempt is None or claim is None:
             raise
-        raise ClaimFailed(*attempt) from exc
+        raise ClaimFailed(claim, *attempt) from exc
     finally:
         if heartbeat is not None:
             # With the next beat: a claim must be named at once (a takeover needs it), its end
             # need not, and a write per upload would cost a commit each.
             heartbeat.set("idle", at_once=False)
+    report_outcome(claim, outcome)  # committed: only now does it count
+    return claim.upload_id
+
+
+def report_outcome(claim: Claim, outcome: Outcome) -> None:
+    """Count a committed ingest and log its one line (upload, project, job, rows, seconds)."""
+    seconds = time.monotonic() - claim.started
+    fields = {
+        "event": "ingest",
+        "upload_id": claim.upload_id,
+        "project": claim.project,
+        "job": claim.job,
+        "outcome": outcome.status,
+        "rows": outcome.rows,
+        "seconds": round(seconds, 6),
+    }
+    if outcome.status == "done":
+        metrics.record_done(seconds=seconds, rows=outcome.rows)
+        log.info(
+            "upload %s done: %s rows of project %s job %s in %.3f s",
+            claim.upload_id, outcome.rows, claim.project, claim.job, seconds, extra=fields,
+        )  # fmt: skip
+        return
+    code = outcome.code if outcome.code in _FAILURE_CODES else "other"
+    metrics.record_failed(seconds=seconds, code=code)
+    log.info(
+        "upload %s failed (%s): project %s job %s in %.3f s",
+        claim.upload_id, code, claim.project, claim.job, seconds,
+        extra={**fields, "error_code": code},
+    )  # fmt: skip
 
 
 def _ingest(
@@ -190,19 +252,19 @@ def _ingest(
     received_at: datetime,
     attempts: int,
     config: WorkerConfig,
-) -> None:
+) -> Outcome:
     """Parse, store and mark done, inside the claim's transaction."""
     try:
         reports = _parse_files(conn, upload_id, config, runner=metadata.get("runner"))
     except ReportParseError as exc:
         _finish_failed(conn, upload_id, attempts, exc.code, exc.describe())
-        return
+        return Outcome("failed", code=exc.code)
     if not reports:
         # The API never queues one, but a run of nothing would count as a job that ran.
         _finish_failed(
             conn, upload_id, attempts, "no-report-files", "the upload holds no report files"
         )
-        return
+        return Outcome("failed", code="no-report-files")
     merged = merge_reports(reports)
     meta = metadata_from_json(metadata, job or "default", received_at=received_at)
     stored = store_run(conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged)
@@ -229,6 +291,7 @@ def _ingest(
             upload_id,
         ),
     )
+    return Outcome("done", rows=stored.results)
 
 
 def _attempts_so_far(side: psycopg.Connection[Any], upload_id: int) -> tuple[int, str | None]:
@@ -300,8 +363,10 @@ def _fail_rejected(conn: psycopg.Connection[Any], failed: ClaimFailed, detail: s
             "SELECT 1 FROM upload WHERE id = %s AND status = 'queued' FOR NO KEY UPDATE",
             (failed.upload_id,),
         ).fetchone()
-        if still_queued:
-            _finish_failed(conn, failed.upload_id, failed.attempts, "store-rejected", detail)
+        if not still_queued:
+            return
+        _finish_failed(conn, failed.upload_id, failed.attempts, "store-rejected", detail)
+    report_outcome(failed.claim, Outcome("failed", code="store-rejected"))
 
 
 def drain(

@@ -15,11 +15,15 @@ from app.api.docs_ui import mount_docs
 from app.api.errors import install_error_handlers
 from app.api.header_limit import HeaderLimit
 from app.api.health import router as health_router
+from app.api.metrics_endpoint import router as metrics_router
 from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
 from app.api.recommendations import router as recommendations_router
+from app.api.request_observer import RequestObserver
 from app.api.upload_guard import UploadGuard
+from app.api.upload_outcomes import UploadOutcomes
 from app.api.uploads import router as uploads_router
+from app.db.pool_metrics import instrument_pool
 from app.pages.routes import mount as mount_pages
 from app.settings import Settings
 from dashboards.theme import warm_up as warm_up_figures
@@ -49,6 +53,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.add_middleware(HeaderLimit)
 
     app.include_router(health_router)
+    app.include_router(metrics_router)
     app.include_router(uploads_router)
     app.include_router(projects_router)
     app.include_router(recommendations_router)
@@ -56,6 +61,10 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     mount_docs(app)
     install_openapi(app)
     mount_pages(app)
+    # Outermost (added last): they see every answer, the guards' refusals included.
+    app.add_middleware(UploadOutcomes)
+    app.add_middleware(RequestObserver)
+    instrument_pool(engine)
 
     return app
 

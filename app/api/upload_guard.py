@@ -25,6 +25,15 @@ FORM_ALLOWANCE_BYTES = 1024 * 1024
 GRANT_STATE_KEY = "upload_grant"
 
 
+def is_upload_post(scope: Scope) -> bool:
+    """Whether the request is a `POST /api/v1/uploads` (with or without a trailing slash)."""
+    return bool(
+        scope["type"] == "http"
+        and scope["method"] == "POST"
+        and scope["path"].rstrip("/") == UPLOADS_PATH
+    )
+
+
 class UploadGuard:
     """Refuse uploads without a valid upload token or with too large a body, unread."""
 
@@ -34,11 +43,7 @@ class UploadGuard:
         self.max_upload_bytes = max_upload_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not (
-            scope["type"] == "http"
-            and scope["method"] == "POST"
-            and scope["path"].rstrip("/") == UPLOADS_PATH
-        ):
+        if not is_upload_post(scope):
             await self.app(scope, receive, send)
             return
         request = Request(scope)

@@ -13,6 +13,8 @@ import click
 
 from app.cli.database import open_database
 from app.db.embedded import libpq_url
+from app.logs import configure_logging, uvicorn_logging
+from app.metrics.process_dir import drop_empty_setting
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -59,7 +61,9 @@ def serve(
     """Run the web app and API (and ingest workers) on the configured database."""
     from app.cli.metrics_dir import shared_metrics_dir
 
+    drop_empty_setting()
     settings = Settings()
+    configure_logging(settings)
     ingest_workers = 0 if no_worker else ingest_workers
     # Before anything imports prometheus_client: it picks its multi-process mode at import.
     with (
@@ -97,6 +101,8 @@ def _serve_on(
         "port": port,
         "timeout_graceful_shutdown": 5,
         **uvicorn_options(),
+        # Every web process logs as settings say; the request line replaces the access log.
+        **uvicorn_logging(settings),
     }
     click.echo(
         f"laptime serving on http://{host}:{port} (API docs at /docs) with "
@@ -111,16 +117,14 @@ def _serve_on(
             from app.db.engine import make_engine
 
             engine = make_engine(url)
-            config = uvicorn.Config(create_app(settings, engine), log_level="info", **common)
+            config = uvicorn.Config(create_app(settings, engine), **common)
             _server(config, on_exit=begin_stop).run()
         else:
             from app.cli.web_processes import WEB_APP, run_web_processes
 
             # The web processes are spawned afresh and read their database from here.
             os.environ["DATABASE_URL"] = url
-            config = uvicorn.Config(
-                WEB_APP, factory=True, workers=web_processes, log_level="info", **common
-            )
+            config = uvicorn.Config(WEB_APP, factory=True, workers=web_processes, **common)
             run_web_processes(config, on_exit=begin_stop)
     finally:
         for child in children:
@@ -155,9 +159,15 @@ def worker(no_migrate: bool, exit_with_parent: int | None) -> None:
     SIGTERM it finishes the current ingest if that takes under `worker_stop_grace_s`, else
     rolls it back; a second signal rolls back at once.
     """
+    drop_empty_setting()  # before anything imports prometheus_client
     from ingest.worker import ShutdownRequested, run_worker
 
     settings = Settings()
+    configure_logging(settings)
+    if settings.worker_metrics_port is not None:
+        from app.metrics.exposition import serve_metrics
+
+        serve_metrics(settings.worker_metrics_port, host=settings.host)
     with open_database(settings, run_migrations=False) as url:
         config = _worker_config(settings)
         stop = threading.Event()

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 
+from app.metrics.process_dir import forget_process
 from ingest.failures import Backoff
 
 log = logging.getLogger("laptime.serve")
@@ -57,6 +58,9 @@ class SupervisedWorker:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         env = {**os.environ, "DATABASE_URL": self.database_url}
+        # The child shares the server's PROMETHEUS_MULTIPROC_DIR: /metrics has its counts, and
+        # a port of its own would serve them twice.
+        env.pop("LAPTIME_WORKER_METRICS_PORT", None)
         return subprocess.Popen(
             [*LAPTIME, "worker", "--no-migrate", "--exit-with-parent", str(os.getpid())],
             env=env,
@@ -70,6 +74,7 @@ class SupervisedWorker:
                     return
                 self._proc = proc = self._spawn()
             code = proc.wait()
+            forget_process(proc.pid)
             if self._stopping.is_set():
                 return
             self.restarts += 1

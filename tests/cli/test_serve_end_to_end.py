@@ -15,13 +15,15 @@ import httpx
 
 from tests.conftest import free_port
 from tests.factories import junit_total_seconds, junit_xml
+from tests.server.metrics_scrape import scrape
 
 LAPTIME = [sys.executable, "-c", "from app.cli.main import main; main()"]
 
 
 def test_serve_upload_and_read_back(tmp_path: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="laptime-e2e-") as home:
-        env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "LAPTIME_TOKEN")}
+        unset = ("DATABASE_URL", "LAPTIME_TOKEN", "PROMETHEUS_MULTIPROC_DIR")
+        env = {k: v for k, v in os.environ.items() if k not in unset}
         env.update({"LAPTIME_HOME": home, "LAPTIME_WORKER_POLL_S": "0.5"})
         port = free_port()
         server = subprocess.Popen(
@@ -79,6 +81,12 @@ def test_serve_upload_and_read_back(tmp_path: Path) -> None:
             assert row["runs"] == 120
             assert row["failures"] == 2
             assert abs(row["total_s"] - junit_total_seconds(report)) < 1e-6
+
+            # The ingest ran in serve's worker child; its counts reach the server's /metrics.
+            metrics = scrape(f"http://127.0.0.1:{port}")
+            assert metrics.get("laptime_uploads_accepted_total") == 1
+            assert metrics.get("laptime_ingest_duration_seconds_count", outcome="done") == 1
+            assert metrics.get("laptime_rows_stored_total") == 120
         finally:
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=60)

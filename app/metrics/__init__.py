@@ -1,0 +1,1 @@
+"""Prometheus metrics: where several processes pool their counts, and the exposition."""
