@@ -37,7 +37,12 @@ from laptime_ci.plugin_memory import (
     children_max_rss_mib,
     total_memory_mib,
 )
-from laptime_ci.plugin_timing import CollectionTimer, cpu_seconds, merge_worker_collection
+from laptime_ci.plugin_timing import (
+    CollectionTimer,
+    cpu_seconds,
+    merge_worker_collection,
+    nodeid_base,
+)
 
 FORMAT = "laptime-json"
 VERSION = 1
@@ -243,6 +248,9 @@ class ItemRecorder:
         self.collection = CollectionTimer()
         self._cpu_start = 0.0
         self._seq = -1
+        # The directory the nodeids are relative to (differs from the rootdir under --pyargs
+        # of an installed package): a plan replays them from there (#18).
+        self._nodeid_base: str | None = None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
@@ -263,6 +271,10 @@ class ItemRecorder:
     def pytest_itemcollected(self, item: pytest.Item) -> None:
         """Count every collected test, deselected ones too (they were imported and built)."""
         self.collection.collected_tests += 1
+        if self._nodeid_base is None:
+            path = getattr(item, "path", None)  # pytest >= 7; older ones only have fspath
+            path = path if path is not None else item.fspath
+            self._nodeid_base = nodeid_base(str(path), item.nodeid)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Collection and deselection are over."""
@@ -633,7 +645,7 @@ class ReportWriter(ItemRecorder):
             "cpu_s": round(max(0.0, cpu), 3),
             **measures,
             "invocation": "pyargs" if self.config.getoption("pyargs", False) else "paths",
-            "rootdir": str(self.config.rootpath),
+            "rootdir": self._nodeid_base or str(self.config.rootpath),
             "job_wall_s": job_wall_s(os.environ),
         }
 

@@ -162,3 +162,14 @@ def merge_worker_collection(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "collected_files": largest("collected_files"),
         "collect_by_file": by_file,
     }
+
+
+def nodeid_base(path: str, nodeid: str) -> str | None:
+    """The directory a test's nodeid is relative to: its file's path minus the nodeid's file
+    part (`/site/pkg` for `/site/pkg/tests/test_x.py` named `tests/test_x.py`); None when the
+    nodeid does not end the path (a plugin's own item)."""
+    file = nodeid.split("::", 1)[0].replace("\\", "/")
+    full = path.replace("\\", "/")
+    if not file or not full.endswith("/" + file):
+        return None
+    return full[: -len(file) - 1] or "/"

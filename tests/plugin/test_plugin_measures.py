@@ -8,9 +8,12 @@ module spends 0.3 s at import.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from analysis.pytest_selection import Invocation
 
 BURN = """
 import time
@@ -130,3 +133,34 @@ def test_measures_of_a_real_run(clean_pytester: pytest.Pytester) -> None:
     assert session["invocation"] == "paths"
     assert session["rootdir"] == str(clean_pytester.path)
     assert session["job_wall_s"] is None  # no job start in this environment
+
+
+def test_pyargs_rootdir_is_where_the_nodeids_start(
+    clean_pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Under `--pyargs` of a package outside the rootdir (installed), pytest names files
+    relative to the package it found, not to its rootdir: the report's rootdir must be that
+    base, so a plan can turn the nodeids back into their modules (#18, plans that run)."""
+    site = tmp_path_factory.mktemp("site")  # outside the rootdir, as an installed package is
+    tests_dir = site / "pkgx" / "tests"
+    tests_dir.mkdir(parents=True)
+    (site / "pkgx" / "__init__.py").write_text("")
+    (tests_dir / "__init__.py").write_text("")
+    (tests_dir / "test_mod.py").write_text("def test_a():\n    pass\n")
+    work = clean_pytester.path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    result = clean_pytester.runpytest_subprocess(
+        "--laptime-report=r.json", "-p", "no:xdist", "--pyargs", "pkgx"
+    )
+    result.assert_outcomes(passed=1)
+    report = json.loads((work / "r.json").read_text())
+    (test,) = report["tests"]
+    session = report["session"]
+    assert session["invocation"] == "pyargs"
+    file = test["nodeid"].split("::")[0]
+    assert (Path(session["rootdir"]) / file).resolve() == (tests_dir / "test_mod.py").resolve()
+    assert Invocation("pyargs", session["rootdir"]).module_of(file) == "pkgx.tests.test_mod"
