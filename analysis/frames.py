@@ -68,6 +68,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "collected_files",  # float (integer count; NaN unknown)
     "collect_by_file",  # dict[str, float] | None: file -> seconds collecting it
     "invocation",  # str | None: "paths" or "pyargs"
+    "rootdir",  # str | None: the directory the nodeids are relative to
 )
 # The RUN_COLUMNS a JUnit-only history lacks, and their unknown values.
 RUN_MEASURE_DEFAULTS: dict[str, Any] = {
@@ -79,6 +80,7 @@ RUN_MEASURE_DEFAULTS: dict[str, Any] = {
     "collected_files": np.nan,
     "collect_by_file": None,
     "invocation": None,
+    "rootdir": None,
 }
 
 FACT_KEY_COLUMNS: tuple[str, ...] = (

@@ -89,6 +89,23 @@ class Invocation:
         return [common] if common and common != "." and len(absolute) == 1 else []
 
 
+def recorded_invocation(
+    recorded: Iterable[tuple[str | None, str | None]],
+    mode: str = "auto",
+    rootdir: str | None = None,
+) -> Invocation:
+    """How the history's pytest ran: `mode`/`rootdir` when given, else the last of the runs'
+    recorded (invocation, rootdir) pairs (oldest first) that says, else paths."""
+    recorded_mode, recorded_root = None, None
+    for run_mode, run_root in recorded:
+        recorded_mode = run_mode or recorded_mode
+        recorded_root = run_root or recorded_root
+    chosen = mode if mode != "auto" else str(recorded_mode or "paths")
+    if chosen not in INVOCATIONS:
+        chosen = "paths"
+    return Invocation(chosen, rootdir or (str(recorded_root) if recorded_root else None))
+
+
 def levels(nodeid: str) -> list[str]:
     """A nodeid's selectable prefixes, coarsest first: file, classes, function, the id."""
     base, bracket, _ = nodeid.partition("[")

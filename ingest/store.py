@@ -356,6 +356,7 @@ def _session_measures(session: SessionInfo, meta: RunMetadata) -> dict[str, Any]
         if by_file is not None
         else None,
         "invocation": session.invocation,
+        "rootdir": None if session.rootdir is None else storable_text(session.rootdir),
     }
 
 
@@ -407,13 +408,13 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             machine, labels, labels_key, started_at, day, wall_s, test_s, tests, peak_rss_mib,
             xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id, cpu_s,
             startup_s, collect_s, job_wall_s, collected_tests, collected_files, collect_by_file,
-            invocation)
+            invocation, rootdir)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
             %(missing)s, %(runner)s, %(file_derived)s, %(plan_id)s, %(cpu_s)s, %(startup_s)s,
             %(collect_s)s, %(job_wall_s)s, %(collected_tests)s, %(collected_files)s,
-            %(collect_by_file)s, %(invocation)s)
+            %(collect_by_file)s, %(invocation)s, %(rootdir)s)
         RETURNING id
         """,
         values,

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.frames import RUN_COLUMNS
-from analysis.pytest_selection import INVOCATIONS, Invocation
+from analysis.pytest_selection import Invocation, recorded_invocation
 from app.cli.options import chosen_runner
 from ingest.model import ParsedReport, ReportParseError, SessionInfo
 from ingest.parsers import parse_report
@@ -97,6 +97,7 @@ def run_measures(session: SessionInfo) -> dict[str, object]:
         "collected_files": number(session.collected_files),
         "collect_by_file": session.collect_by_file,
         "invocation": session.invocation,
+        "rootdir": session.rootdir,
     }
 
 
@@ -113,12 +114,5 @@ def history_invocation(
 ) -> Invocation:
     """How the history's pytest ran (#18): the options given, else what the reports' sessions
     recorded (`session.invocation`, `session.rootdir`; the last report that says), else paths."""
-    recorded_mode, recorded_root = None, None
-    for report in data.reports:
-        # Read by name: the session fields are optional, older reports have none.
-        recorded_mode = getattr(report.session, "invocation", None) or recorded_mode
-        recorded_root = getattr(report.session, "rootdir", None) or recorded_root
-    chosen = mode if mode != "auto" else str(recorded_mode or "paths")
-    if chosen not in INVOCATIONS:
-        chosen = "paths"
-    return Invocation(chosen, rootdir or (str(recorded_root) if recorded_root else None))
+    recorded = [(r.session.invocation, r.session.rootdir) for r in data.reports]
+    return recorded_invocation(recorded, mode, rootdir)

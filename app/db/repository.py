@@ -153,7 +153,7 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 started_at, wall_s, peak_rss_mib, xdist_workers, labels, labels_key, partial,
                 hidden_rows, test_s, tests, missing, upload_id, cpu_s, startup_s, collect_s,
                 job_wall_s, collected_tests::float8 AS collected_tests,
-                collected_files::float8 AS collected_files, collect_by_file, invocation
+                collected_files::float8 AS collected_files, collect_by_file, invocation, rootdir
             FROM run WHERE {where} ORDER BY started_at
             """
         ),
@@ -170,8 +170,9 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
     frame["collect_by_file"] = frame["collect_by_file"].map(
         lambda v: v if isinstance(v, dict) else json.loads(v) if isinstance(v, str) else None
     )
-    invocation = frame["invocation"].astype(object)
-    frame["invocation"] = invocation.where(invocation.notna(), None)
+    for column in ("invocation", "rootdir"):
+        values = frame[column].astype(object)
+        frame[column] = values.where(values.notna(), None)
     return frame[[*RUN_COLUMNS, "labels_key", "test_s", "tests", "missing", "upload_id"]]
 
 

@@ -24,6 +24,7 @@ from analysis.frames import labels_key
 from analysis.machine_fit import fit_machines, job_specs
 from analysis.matrix_reduce import reduce_matrix
 from analysis.parametrize import find_explosions, propose_covering
+from analysis.pytest_selection import recorded_invocation
 from analysis.shards import Shard, assign_shards
 from analysis.split_options import SplitOptions
 from analysis.split_plan import SplitPlan, plan_splits
@@ -150,6 +151,7 @@ def split_recommendation(
     )
     cell_key, cells, history = _pick_cell(loaded, cell)
     options = _with_stored_runner(conn, project, history.runs, options)  # runners (#17)
+    options = _with_recorded_invocation(history.runs, options)  # plans that run (#18)
     # The project's measured jobs recalibrate the model's setup and test speed (#18).
     calibration = project_calibration(conn, project)
     options = replace(
@@ -307,6 +309,16 @@ def _with_stored_runner(
     if runner is None or runner == options.runner or options.granularity == "marker":
         return options
     return replace(options, runner=runner)
+
+
+def _with_recorded_invocation(runs: pd.DataFrame, options: SplitOptions) -> SplitOptions:
+    """`options` replaying the history the way its pytest ran (`--pyargs` + the directory its
+    nodeids are relative to), as the plugin's reports recorded it."""
+    if "invocation" not in runs.columns or options.invocation.mode != "paths":
+        return options
+    ordered = runs.sort_values("started_at", kind="stable")
+    recorded = zip(ordered["invocation"].tolist(), ordered["rootdir"].tolist(), strict=True)
+    return replace(options, invocation=recorded_invocation(recorded))
 
 
 def _runner_shards(
