@@ -338,7 +338,11 @@ class ItemRecorder:
             workeroutput[WORKEROUTPUT_KEY] = self.monitor.process_peak_mib()
             workeroutput[WORKEROUTPUT_METHOD_KEY] = self.monitor.method
             # The worker's whole life (it lives inside the controller's session).
-            timing = {**self.collection.summary(), "cpu_s": round(cpu_seconds(), 3)}
+            timing = {
+                **self.collection.summary(),
+                "cpu_s": round(cpu_seconds(), 3),
+                "nodeid_base": self._nodeid_base,
+            }
             workeroutput[WORKEROUTPUT_TIMING_KEY] = timing
 
     def pytest_unconfigure(self) -> None:
@@ -645,9 +649,15 @@ class ReportWriter(ItemRecorder):
             "cpu_s": round(max(0.0, cpu), 3),
             **measures,
             "invocation": "pyargs" if self.config.getoption("pyargs", False) else "paths",
-            "rootdir": self._nodeid_base or str(self.config.rootpath),
+            "rootdir": self._recorded_nodeid_base() or str(self.config.rootpath),
             "job_wall_s": job_wall_s(os.environ),
         }
+
+    def _recorded_nodeid_base(self) -> str | None:
+        """Where the nodeids start: this process's collection, else an xdist worker's (the
+        controller collects nothing)."""
+        bases = [t.get("nodeid_base") for t in self.worker_timing.values()]
+        return self._nodeid_base or next((str(b) for b in bases if b), None)
 
     def controller_peak_mib(self) -> float | None:
         """This process's peak, never below a test it ran: the fallback's samples read the

@@ -135,7 +135,9 @@ def test_measures_of_a_real_run(clean_pytester: pytest.Pytester) -> None:
     assert session["job_wall_s"] is None  # no job start in this environment
 
 
+@pytest.mark.parametrize("distribution", [["-p", "no:xdist"], ["-n", "1"]], ids=["serial", "xdist"])
 def test_pyargs_rootdir_is_where_the_nodeids_start(
+    distribution: list[str],
     clean_pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path_factory: pytest.TempPathFactory,
@@ -154,7 +156,7 @@ def test_pyargs_rootdir_is_where_the_nodeids_start(
     monkeypatch.chdir(work)
     monkeypatch.setenv("PYTHONPATH", str(site))
     result = clean_pytester.runpytest_subprocess(
-        "--laptime-report=r.json", "-p", "no:xdist", "--pyargs", "pkgx"
+        "--laptime-report=r.json", *distribution, "--pyargs", "pkgx"
     )
     result.assert_outcomes(passed=1)
     report = json.loads((work / "r.json").read_text())
