@@ -36,9 +36,10 @@ class Calibration:
     samples: int
     raw_error: float | None = None  # fraction, the predictions as they were made
 
-    def note(self, *, applied: bool) -> str:
-        """ "expected within ±12% (from 9 measured jobs)" for a recommendation, or why not."""
-        error = self.expected_error if applied else self.raw_error
+    def note(self) -> str:
+        """ "expected within ±12% (from 9 measured jobs)" for a recommendation (its factors
+        applied), or why not."""
+        error = self.expected_error
         if error is None:
             return (
                 f"no expected error yet: {self.samples} of {MIN_SAMPLES} measured jobs "

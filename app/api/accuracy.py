@@ -34,8 +34,7 @@ def calibration_model(calibration: Calibration) -> CalibrationModel:
         min_samples=MIN_SAMPLES,
         expected_error_pct=_pct(calibration.expected_error),
         raw_error_pct=_pct(calibration.raw_error),
-        applied=True,
-        text=calibration.note(applied=True),
+        text=calibration.note(),
     )
 
 

@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+from app.metrics.process_dir import MULTIPROC_ENV, multiprocess_dir
 
 
 def wipe_samples(directory: Path) -> None:
@@ -31,10 +31,10 @@ def shared_metrics_dir(*, needed: bool) -> Iterator[Path | None]:
     A directory the operator set is emptied and kept; otherwise, when `needed` (more than one
     process will serve or ingest), a fresh temporary one is made and removed at the end.
     """
-    given = os.environ.get(MULTIPROC_ENV)
-    if given:
-        wipe_samples(Path(given))
-        yield Path(given)
+    given = multiprocess_dir()
+    if given is not None:
+        wipe_samples(given)
+        yield given
         return
     if not needed:
         yield None

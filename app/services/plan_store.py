@@ -73,6 +73,5 @@ def expected_error(calibration: Calibration) -> dict[str, Any]:
     return {
         "error_pct": None if error is None else round(100 * error, 1),
         "samples": calibration.samples,
-        "calibrated": True,
-        "text": calibration.note(applied=True),
+        "text": calibration.note(),
     }

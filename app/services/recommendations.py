@@ -314,8 +314,6 @@ def _with_stored_runner(
 def _with_recorded_invocation(runs: pd.DataFrame, options: SplitOptions) -> SplitOptions:
     """`options` replaying the history the way its pytest ran (`--pyargs` + the directory its
     nodeids are relative to), as the plugin's reports recorded it."""
-    if "invocation" not in runs.columns or options.invocation.mode != "paths":
-        return options
     ordered = runs.sort_values("started_at", kind="stable")
     recorded = zip(ordered["invocation"].tolist(), ordered["rootdir"].tolist(), strict=True)
     return replace(options, invocation=recorded_invocation(recorded))

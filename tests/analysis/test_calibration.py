@@ -43,7 +43,7 @@ def test_factors_are_the_medians_of_measured_over_predicted() -> None:
     # Once calibrated, four of five jobs are within a few percent.
     assert calibration.expected_error is not None
     assert calibration.expected_error < 0.05 < calibration.raw_error
-    assert calibration.note(applied=True) == (
+    assert calibration.note() == (
         f"expected within ±{calibration.expected_error:.0%} (from 5 measured jobs)"
     )
 
@@ -55,7 +55,7 @@ def test_below_the_minimum_nothing_is_learnt() -> None:
     assert calibration.expected_error is None
     assert calibration.raw_error is None
     assert calibration.samples == MIN_SAMPLES - 1
-    assert "no expected error yet" in calibration.note(applied=False)
+    assert "no expected error yet" in calibration.note()
 
 
 def test_factors_are_bounded() -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.metrics_dir import MULTIPROC_ENV, shared_metrics_dir
+from app.cli.metrics_dir import shared_metrics_dir
+from app.metrics.process_dir import MULTIPROC_ENV
 
 
 def test_a_directory_is_made_exported_and_removed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -89,7 +89,6 @@ class CalibrationModel(ApiModel):
     min_samples: int = Field(description="measured jobs needed before anything is learnt")
     expected_error_pct: float | None = Field(description="80% of jobs within, factors applied")
     raw_error_pct: float | None = Field(description="the same, predictions as made")
-    applied: bool = Field(description="whether the recommendations already use the factors")
     text: str
 
 

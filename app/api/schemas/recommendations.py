@@ -89,7 +89,6 @@ class ExpectedError(ApiModel):
 
     error_pct: float | None = Field(description="80% of measured jobs within; null: too few")
     samples: int = Field(description="measured jobs it comes from")
-    calibrated: bool = Field(description="whether the plan already applies the calibration")
     text: str
 
 
