@@ -44,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.estimate import result_durations
+from analysis.heap_model import fit_heap_profile
 
 # The inputs the model reads beyond JUnit's per-test wall; each absent one is named.
 MODEL_INPUTS: tuple[str, ...] = (
@@ -53,6 +54,7 @@ MODEL_INPUTS: tuple[str, ...] = (
     "collect_s",
     "seq",
     "cpu_s",
+    "heap_objects",
 )
 SHARE_QUANTILE = 0.9
 MIN_SHARE = 0.05  # below this the history is noise, not a measurement
@@ -117,6 +119,9 @@ class JobModel:
     # Per job name: a GPU job's setup is not a lint job's. Jobs without their own use the above.
     ci_setup_by_job: dict[str, float] = field(default_factory=dict)
     startup_by_job: dict[str, float] = field(default_factory=dict)
+    # Per nodeid: heap-bound seconds and the heap the history ran them at (analysis/heap_model);
+    # None when no test's time follows the heap or the runs lack the heap census.
+    heap: pd.DataFrame | None = None
 
     def file_costs(self, files: pd.Series) -> pd.Series:
         """file -> what one more job touching it pays again: first use + collection (x setup
@@ -299,7 +304,8 @@ def fit_job_model(
     quiet = quiet_wall(wall, cpu, share_of_result)
     if cpu.isna().all() or shares.isna().all():
         missing.append("cpu_s")
-    fu_result, fu_file = _first_use(results, (quiet / wall).where(wall > 0))
+    quiet_factor = (quiet / wall).where(wall > 0)
+    fu_result, fu_file = _first_use(results, quiet_factor)
     if _column(results, "seq").isna().all():
         missing.append("seq")
     adjusted = results.copy()
@@ -321,6 +327,8 @@ def fit_job_model(
         missing.append("collect_by_file")
     if collect.isna().all():
         missing.append("collect_s")
+    if _column(runs, "heap_objects_collected").isna().all():
+        missing.append("heap_objects")
     test_sum = wall.groupby(results["run_id"]).sum()
     n_tests = results.groupby("run_id").size()
     run_ids = runs["run_id"].to_numpy()
@@ -344,6 +352,7 @@ def fit_job_model(
         inputs_missing=tuple(name for name in MODEL_INPUTS if name in missing),
         setup_factor=setup_factor,
         test_factor=test_factor,
+        heap=fit_heap_profile(results, runs, quiet_factor),
     )
 
 

@@ -18,6 +18,7 @@ class Items(NamedTuple):
     counts: np.ndarray  # tests per item
     files: np.ndarray  # file code per item (ItemCatalog.file_names)
     test_s: np.ndarray  # test seconds alone
+    codes: np.ndarray  # item position of every test (in the catalog's test order)
 
 
 def item_keys(estimates: pd.DataFrame, granularity: Granularity, max_item_s: float) -> pd.Series:
@@ -148,7 +149,7 @@ class ItemCatalog:
             item_file = np.zeros(len(names), dtype=np.int64)
             item_file[codes] = self.file_codes
             named = np.asarray(names, dtype=object)
-            self._cache[signature] = Items(named, test_s, counts, item_file, test_s)
+            self._cache[signature] = Items(named, test_s, counts, item_file, test_s, codes)
         cut = self._cache[signature]
         if not self.file_cost.any():
             return cut

@@ -27,6 +27,7 @@ from analysis.durations import format_duration
 from analysis.durations import parse_duration_s as parse_duration_s  # app.pages imports it here
 from analysis.estimate import estimate_durations, result_durations
 from analysis.frames import labels_key
+from analysis.heap_model import HeapProfile, align_heap_profile
 from analysis.job_model import JobModel, fit_job_model
 from analysis.partition import Partition, lower_bound, partition_items
 from analysis.pytest_selection import job_args
@@ -38,7 +39,7 @@ from analysis.split_config import (
     marker_split,
     pytest_split_durations,
 )
-from analysis.split_items import ItemCatalog
+from analysis.split_items import ItemCatalog, Items
 from analysis.split_options import (
     GRANULARITIES,
     MAX_JOBS,
@@ -301,6 +302,7 @@ def plan_splits(
         warnings.append(f"{missing} tests have no duration history; their time is estimated")
     lo, hi = options.jobs
     catalog = ItemCatalog(estimates, model.file_costs(estimates["file"]) * ref.workers)
+    heap = align_heap_profile(model.heap, estimates.index)
     # The table covers the asked-for counts plus one job, the reference everything pays for.
     counts = sorted({1, *range(lo, hi + 1)})
     candidates: list[_Candidate] = []
@@ -313,7 +315,7 @@ def plan_splits(
                 "ask for a narrower range"
             )
             break
-        candidates.append(_candidate(catalog, k, options, ref, price_per_min, model))
+        candidates.append(_candidate(catalog, k, options, ref, price_per_min, model, heap))
     allowed = [c for c in candidates if lo <= c.row.jobs <= hi]
     chosen = _choose(allowed, options, before)
     verdict, reason = _verdict(chosen, allowed, options, before, before_jobs)
@@ -381,6 +383,7 @@ def _candidate(
     ref: _Reference,
     price_per_min: Mapping[str, float] | None,
     model: JobModel,
+    heap: HeapProfile | None = None,
 ) -> _Candidate:
     max_item_s = catalog.total_s / k
     forced_s = np.inf
@@ -399,18 +402,15 @@ def _candidate(
         forced_s = max(options.budget_s - base, 0.0) * ref.workers
         max_item_s = min(max_item_s, forced_s)
     items = catalog.items(options.granularity, max_item_s, forced_s, k)
-    names, weights = items.names, items.weights
-    part: Partition = partition_items(weights, k)
-    groups = [part.members(b) for b in range(k)]
-    # Heaviest job first so the numbering reads naturally; empty jobs are dropped.
-    groups = sorted((g for g in groups if len(g)), key=lambda g: -float(weights[g].sum()))
+    names = items.names
+    groups, weights, test_s = _heap_aware_groups(items, k, heap, ref.workers)
     # Members and pytest arguments are filled in for the chosen plan only (see _finish).
     jobs = tuple(
         _job(
             f"job {i + 1}",
             (),
             int(items.counts[g].sum()),
-            float(items.test_s[g].sum()),
+            float(test_s[g].sum()),
             ref,
             price_per_min,
             model=model,
@@ -431,6 +431,43 @@ def _candidate(
     bound = base + lower_bound(weights, k) / ref.workers
     row = ParetoRow(k, totals.wait_s, totals.machine_s, totals.cost, bound, overflow is None)
     return _Candidate(row, jobs, overflow, names, tuple(groups))
+
+
+def _groups(weights: np.ndarray, k: int) -> list[np.ndarray]:
+    """Item positions per job, heaviest job first (the numbering reads naturally); empty
+    jobs are dropped."""
+    part: Partition = partition_items(weights, k)
+    groups = [part.members(b) for b in range(k)]
+    return sorted((g for g in groups if len(g)), key=lambda g: -float(weights[g].sum()))
+
+
+def _item_heap_deltas(
+    items: Items, groups: Sequence[np.ndarray], heap: HeapProfile, workers: int
+) -> np.ndarray:
+    """Per item: seconds its tests' heap-bound time changes by in the job `groups` puts it."""
+    job_of_item = np.full(len(items.names), -1, dtype=np.int64)
+    for job, group in enumerate(groups):
+        job_of_item[group] = job
+    deltas = heap.job_deltas(job_of_item[items.codes], workers)
+    return np.bincount(items.codes, weights=deltas, minlength=len(items.names))
+
+
+def _heap_aware_groups(
+    items: Items, k: int, heap: HeapProfile | None, workers: int
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
+    """(groups, item weights, item test seconds) of a k-job layout.
+
+    A test whose time follows the heap costs less in a job holding fewer objects
+    (analysis/heap_model.py), and how much depends on the job it lands in: the items are
+    partitioned, reweighed by what that layout's jobs do to them, and partitioned again; the
+    seconds returned are those of the final layout, so its prediction is exact to the model."""
+    groups = _groups(items.weights, k)
+    if heap is None:
+        return groups, items.weights, items.test_s
+    weights = np.maximum(items.weights + _item_heap_deltas(items, groups, heap, workers), 0.0)
+    groups = _groups(weights, k)
+    deltas = _item_heap_deltas(items, groups, heap, workers)
+    return groups, weights, items.test_s + deltas
 
 
 def _finish(

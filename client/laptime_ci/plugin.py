@@ -29,6 +29,13 @@ from typing import Any, Optional
 
 import pytest
 
+from laptime_ci.plugin_heap import (
+    HeapCensus,
+    HeapMeter,
+    HeapReading,
+    merge_worker_census,
+    tracked_objects,
+)
 from laptime_ci.plugin_memory import (
     DEFAULT_INTERVAL_S,
     METHOD_CHOICES,
@@ -248,6 +255,9 @@ class ItemRecorder:
         self.collection = CollectionTimer()
         self._cpu_start = 0.0
         self._seq = -1
+        self.heap = HeapMeter()
+        self.heap.install()
+        self.census = HeapCensus()
         # The directory the nodeids are relative to (differs from the rootdir under --pyargs
         # of an installed package): a plan replays them from there (#18).
         self._nodeid_base: str | None = None
@@ -256,6 +266,7 @@ class ItemRecorder:
     def pytest_collection(self, session: pytest.Session) -> None:
         """Collection starts: the process's start-up ends here."""
         self.collection.start()
+        self.census.start = tracked_objects()
 
     def pytest_collectstart(self, collector: pytest.Collector) -> None:
         """A collector starts: time it for its file (modules and the classes inside)."""
@@ -279,6 +290,12 @@ class ItemRecorder:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Collection and deselection are over."""
         self.collection.finish()
+        self.census.collected = tracked_objects()
+
+    def count_heap_at_end(self) -> None:
+        """After the last test: the heap the tests left (only where tests were collected)."""
+        if self.census.collected is not None and self.census.end is None:
+            self.census.end = tracked_objects()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -288,6 +305,7 @@ class ItemRecorder:
             self.monitor.begin_window()
             self._seq += 1
             self._cpu_start = cpu_seconds()
+            self.heap.begin_test()
         self._item = item
 
     def test_cpu_s(self) -> float:
@@ -306,7 +324,11 @@ class ItemRecorder:
         if item is None or item.nodeid != report.nodeid:
             return
         record = self.item_record(
-            item, self.monitor.window_peak_mib(), cpu_s=self.test_cpu_s(), seq=self._seq
+            item,
+            self.monitor.window_peak_mib(),
+            cpu_s=self.test_cpu_s(),
+            seq=self._seq,
+            heap=self.heap.reading(),
         )
         setattr(report, REPORT_ATTR, record)
 
@@ -317,8 +339,10 @@ class ItemRecorder:
         *,
         cpu_s: float | None = None,
         seq: int | None = None,
+        heap: HeapReading | None = None,
     ) -> dict[str, Any]:
-        """The worker-side record of a test: its description, peak RSS, CPU, order, worker."""
+        """The worker-side record of a test: its description, peak RSS, CPU, order, worker,
+        and its heap-bound work (seconds in gc.collect, heap scans, the heap a scan saw)."""
         parent = item.parent
         key = parent.nodeid if parent is not None else ""
         parent_info = self._parents.get(key)
@@ -329,25 +353,32 @@ class ItemRecorder:
         record["worker"] = self.worker
         record["cpu_s"] = round(cpu_s, 6) if cpu_s is not None else None
         record["seq"] = seq
+        gc_s, scans, objects = heap if heap is not None else (None, None, None)
+        record["gc_s"] = round(gc_s, 6) if gc_s is not None else None
+        record["heap_scans"] = scans
+        record["heap_objects"] = objects
         return record
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Hand this worker's peaks, method, CPU and collection times to the controller."""
         workeroutput = getattr(session.config, "workeroutput", None)
         if workeroutput is not None:
+            self.count_heap_at_end()
             workeroutput[WORKEROUTPUT_KEY] = self.monitor.process_peak_mib()
             workeroutput[WORKEROUTPUT_METHOD_KEY] = self.monitor.method
             # The worker's whole life (it lives inside the controller's session).
             timing = {
                 **self.collection.summary(),
+                **self.census.summary(),
                 "cpu_s": round(cpu_seconds(), 3),
                 "nodeid_base": self._nodeid_base,
             }
             workeroutput[WORKEROUTPUT_TIMING_KEY] = timing
 
     def pytest_unconfigure(self) -> None:
-        """Stop the sampling thread or close the kernel files."""
+        """Stop the sampling thread or close the kernel files; unwrap the gc functions."""
         self.monitor.close()
+        self.heap.uninstall()
 
 
 @dataclass
@@ -371,6 +402,7 @@ class ItemState:
     peak_rss_mib: float | None = None
     cpu_s: float | None = None
     seq: int | None = None
+    heap: HeapReading | None = None
 
 
 def _report_message(report: pytest.TestReport) -> str | None:
@@ -453,6 +485,9 @@ def _split_nodeid(nodeid: str) -> dict[str, Any]:
         "worker": None,
         "cpu_s": None,
         "seq": None,
+        "gc_s": None,
+        "heap_scans": None,
+        "heap_objects": None,
     }
 
 
@@ -485,6 +520,10 @@ def result_entry(state: ItemState, record: dict[str, Any] | None = None) -> dict
         # Every attempt's CPU, like duration_s (the window spans the reruns).
         "cpu_s": info.get("cpu_s"),
         "seq": info.get("seq"),
+        # Heap-bound work, like cpu_s over every attempt (see plugin_heap).
+        "gc_s": info.get("gc_s"),
+        "heap_scans": info.get("heap_scans"),
+        "heap_objects": info.get("heap_objects"),
         "worker": info.get("worker"),
         "message": state.message,
         "xfail": state.xfail,
@@ -589,6 +628,7 @@ class ReportWriter(ItemRecorder):
         state.item = item
         state.cpu_s = self.test_cpu_s()
         state.seq = self._seq
+        state.heap = self.heap.reading()
         peak = self.monitor.window_peak_mib()
         if peak is not None and (state.peak_rss_mib is None or peak > state.peak_rss_mib):
             state.peak_rss_mib = peak
@@ -620,7 +660,9 @@ class ReportWriter(ItemRecorder):
         for state in self.tests.values():
             item = state.item
             record = (
-                self.item_record(item, state.peak_rss_mib, cpu_s=state.cpu_s, seq=state.seq)
+                self.item_record(
+                    item, state.peak_rss_mib, cpu_s=state.cpu_s, seq=state.seq, heap=state.heap
+                )
                 if item is not None
                 else None
             )
@@ -636,11 +678,12 @@ class ReportWriter(ItemRecorder):
         collect); `startup_s` is the controller's.
         """
         own_start, total_start = self.session_cpu_start
-        measures = self.collection.summary()
+        measures: dict[str, Any] = {**self.collection.summary(), **self.census.summary()}
         if self.distributed:
             cpu = cpu_seconds(children=False) - own_start
             cpu += sum(float(t.get("cpu_s") or 0.0) for t in self.worker_timing.values())
             measures.update(merge_worker_collection(list(self.worker_timing.values())))
+            measures.update(merge_worker_census(list(self.worker_timing.values())))
         else:
             cpu = cpu_seconds() - total_start
         from laptime_ci.ci_env import job_wall_s
@@ -681,6 +724,7 @@ class ReportWriter(ItemRecorder):
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Write the report and upload it; problems become warnings, never a failed run."""
+        self.count_heap_at_end()
         document = self.build_report()
         data = json.dumps(document, separators=(",", ":")).encode()
         if self.path is not None:

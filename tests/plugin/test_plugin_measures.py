@@ -166,3 +166,80 @@ def test_pyargs_rootdir_is_where_the_nodeids_start(
     file = test["nodeid"].split("::")[0]
     assert (Path(session["rootdir"]) / file).resolve() == (tests_dir / "test_mod.py").resolve()
     assert Invocation("pyargs", session["rootdir"]).module_of(file) == "pkgx.tests.test_mod"
+
+
+HEAP_SUITE = """
+import gc
+
+KEPT = []
+
+
+def test_grow():
+    # 200,000 tracked lists the process keeps: every later heap walk visits them.
+    KEPT.extend([i] for i in range(200_000))
+
+
+def test_scan():
+    gc.collect()
+    assert sum(1 for obj in gc.get_objects() if obj is KEPT) == 1
+    gc.get_referrers(KEPT)
+
+
+def test_plain():
+    assert len(KEPT) == 200_000
+"""
+
+
+@pytest.mark.parametrize("distribution", [["-p", "no:xdist"], ["-n", "1"]], ids=["serial", "xdist"])
+def test_heap_bound_work_is_measured(
+    clean_pytester: pytest.Pytester, distribution: list[str]
+) -> None:
+    """Seconds in gc.collect, heap scans and the heap a scan saw, per test; the session's heap
+    before and after collection and after the tests (#18: heap-bound time follows the heap)."""
+    clean_pytester.makepyfile(test_heap=HEAP_SUITE)
+    result = clean_pytester.runpytest_subprocess("--laptime-report=r.json", *distribution)
+    result.assert_outcomes(passed=3)
+    report = json.loads((clean_pytester.path / "r.json").read_text())
+    tests = _tests(report)
+    grow, scan, plain = tests["test_grow"], tests["test_scan"], tests["test_plain"]
+
+    assert scan["gc_s"] > 0 and scan["gc_s"] <= scan["duration_s"]
+    assert scan["heap_scans"] == 2  # get_objects and get_referrers; collect is timed apart
+    assert scan["heap_objects"] >= 200_000  # it ran after test_grow: the kept lists count
+    for other in (grow, plain):
+        assert (other["gc_s"], other["heap_scans"], other["heap_objects"]) == (0.0, 0, None)
+
+    session = report["session"]
+    start, collected, end = (
+        session["heap_objects_start"],
+        session["heap_objects_collected"],
+        session["heap_objects_end"],
+    )
+    assert 0 < start <= collected
+    assert collected + 190_000 <= end  # pytest frees a few of its own along the way
+    assert collected < scan["heap_objects"] <= end + 1_000
+
+
+def test_heap_meter_puts_gc_back() -> None:
+    """The wrappers count and time, answer what gc answers, and are gone after uninstall."""
+    import gc
+
+    from laptime_ci.plugin_heap import HeapMeter, tracked_objects
+
+    originals = (gc.collect, gc.get_objects, gc.get_referrers, gc.get_referents)
+    meter = HeapMeter()
+    meter.install()
+    try:
+        assert gc.collect is not originals[0]
+        meter.begin_test()
+        kept = [[i] for i in range(1_000)]
+        assert isinstance(gc.collect(), int)
+        seen = gc.get_objects()
+        assert any(obj is kept for obj in seen)
+        gc.get_objects(generation=0)  # a partial scan: counted, but not the heap's size
+        gc_s, scans, objects = meter.reading()
+        assert gc_s > 0 and scans == 2 and objects == len(seen)
+        assert abs(tracked_objects() - len(seen)) < 1_000
+    finally:
+        meter.uninstall()
+    assert (gc.collect, gc.get_objects, gc.get_referrers, gc.get_referents) == originals
