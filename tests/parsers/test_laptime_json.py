@@ -44,6 +44,9 @@ SESSION: dict[str, Any] = {
     "invocation": "paths",
     "rootdir": "/src/project",
     "job_wall_s": 95.0,
+    "heap_objects_start": 41_000,
+    "heap_objects_collected": 150_000,
+    "heap_objects_end": 420_000,
 }
 TEST: dict[str, Any] = {
     "nodeid": "tests/test_x.py::TestC::test_y[a-1]",
@@ -66,6 +69,9 @@ TEST: dict[str, Any] = {
     "xfail": False,
     "cpu_s": 0.09,
     "seq": 4,
+    "gc_s": 0.031,
+    "heap_scans": 2,
+    "heap_objects": 151_234,
 }
 
 
