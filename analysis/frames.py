@@ -40,7 +40,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     # over the test's window (every attempt), the plugin's only
     "seq",  # float (NaN = unknown): 0-based execution order in its process (per xdist worker)
     # Heap-bound time (#18 follow-up), the plugin's only; floats so that unknown is NaN:
-    "gc_s",  # float: seconds in full (generation 2) collections, gc.collect() included
+    "gc_s",  # float: seconds in explicit gc.collect() calls (automatic collections not counted)
     "heap_scans",  # float (integer count): gc.get_objects/get_referrers/get_referents calls
     "heap_objects",  # float (integer count): gc-tracked objects its first get_objects() saw
     "worker",  # str | None: xdist worker id ("gw0")

@@ -88,7 +88,7 @@ TEST_FIELDS: Final[dict[str, FieldSpec]] = {
     "xfail": ("boolean", None),
     "cpu_s": ("number", 0),
     "seq": ("integer", 0),
-    # Heap-bound time (#18 follow-up): full-collection seconds, heap walks, the heap walked.
+    # Heap-bound time (#18 follow-up): gc.collect() seconds, heap walks, the heap walked.
     "gc_s": ("number", 0),
     "heap_scans": ("integer", 0),
     "heap_objects": ("integer", 0),
