@@ -39,6 +39,10 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "cpu_s",  # float (NaN = unknown): user+system CPU of the process and its reaped children
     # over the test's window (every attempt), the plugin's only
     "seq",  # float (NaN = unknown): 0-based execution order in its process (per xdist worker)
+    # Heap-bound time (#18 follow-up), the plugin's only; floats so that unknown is NaN:
+    "gc_s",  # float: seconds in explicit gc.collect() calls (automatic collections not counted)
+    "heap_scans",  # float (integer count): gc.get_objects/get_referrers/get_referents calls
+    "heap_objects",  # float (integer count): gc-tracked objects its first get_objects() saw
     "worker",  # str | None: xdist worker id ("gw0")
     "suite",  # str | None: the enclosing <testsuite> name
     "message",  # str | None: failure/skip message, truncated by the parser
@@ -69,6 +73,10 @@ RUN_COLUMNS: tuple[str, ...] = (
     "collect_by_file",  # dict[str, float] | None: file -> seconds collecting it
     "invocation",  # str | None: "paths" or "pyargs"
     "rootdir",  # str | None: the directory the nodeids are relative to
+    # gc-tracked objects (float: integer counts, NaN unknown; under xdist the largest worker's)
+    "heap_objects_start",  # when collection started
+    "heap_objects_collected",  # when collection finished
+    "heap_objects_end",  # after the last test
 )
 # The RUN_COLUMNS a JUnit-only history lacks, and their unknown values.
 RUN_MEASURE_DEFAULTS: dict[str, Any] = {
@@ -81,6 +89,9 @@ RUN_MEASURE_DEFAULTS: dict[str, Any] = {
     "collect_by_file": None,
     "invocation": None,
     "rootdir": None,
+    "heap_objects_start": np.nan,
+    "heap_objects_collected": np.nan,
+    "heap_objects_end": np.nan,
 }
 
 FACT_KEY_COLUMNS: tuple[str, ...] = (

@@ -7,7 +7,8 @@ Executions, not names: two reports of one format in one job are two runs (two to
 environments, two pytest invocations), so a nodeid already seen in an earlier report of that
 format is another execution and gets the same " #k" suffix as inside a report. Reports of
 different formats (the JUnit and the laptime JSON of one pytest run) describe the same
-executions: the first report's row is kept, with the plugin's `cpu_s` and `seq` filled in.
+executions: the first report's row is kept, with the plugin's measures (MEASURE_COLUMNS) filled
+in.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ingest.model import ParsedReport, SessionInfo, empty_results
+from ingest.model import MEASURE_COLUMNS, ParsedReport, SessionInfo, empty_results
 from ingest.parsers.executions import number_executions
 
 PHASES = ("setup_s", "call_s", "teardown_s")
-MEASURE_COLUMNS = ("cpu_s", "seq")
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def merge_reports(reports: list[ParsedReport]) -> MergedRun:
     merged = merged.drop_duplicates(subset="nodeid", keep="first").reset_index(drop=True)
     if measured is not None:
         # The JUnit row kept for a test the laptime JSON also reported still gets the
-        # plugin's CPU and order (#18): only the plugin measures them.
+        # plugin's CPU, order and heap measures (#18): only the plugin measures them.
         for column in MEASURE_COLUMNS:
             merged[column] = merged[column].fillna(merged["nodeid"].map(measured[column]))
     if len(merged) < before:

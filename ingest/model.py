@@ -21,7 +21,12 @@ FLOAT_COLUMNS = (
     "peak_rss_mib",
     "cpu_s",
     "seq",  # an integer order, float here so that unknown is NaN
+    "gc_s",
+    "heap_scans",  # integer counts, float here so that unknown is NaN
+    "heap_objects",
 )
+# The FLOAT_COLUMNS only the laptime pytest plugin measures (#18): CPU, order, heap.
+MEASURE_COLUMNS = ("cpu_s", "seq", "gc_s", "heap_scans", "heap_objects")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,10 @@ class SessionInfo:
     invocation: str | None = None  # "paths" | "pyargs"
     rootdir: str | None = None
     job_wall_s: float | None = None  # the CI job's wall up to the report, when known
+    # gc-tracked objects (heap-bound test time, #18 follow-up)
+    heap_objects_start: int | None = None  # when collection started
+    heap_objects_collected: int | None = None  # when collection finished
+    heap_objects_end: int | None = None  # after the last test
 
 
 @dataclass(frozen=True)

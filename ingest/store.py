@@ -68,6 +68,9 @@ _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
     ("peak_rss_mib", "float4"),
     ("cpu_s", "float8"),
     ("seq", "int4"),
+    ("gc_s", "float8"),
+    ("heap_scans", "int4"),
+    ("heap_objects", "int8"),
     ("worker", "text"),
 )
 
@@ -357,6 +360,9 @@ def _session_measures(session: SessionInfo, meta: RunMetadata) -> dict[str, Any]
         else None,
         "invocation": session.invocation,
         "rootdir": None if session.rootdir is None else storable_text(session.rootdir),
+        "heap_objects_start": session.heap_objects_start,
+        "heap_objects_collected": session.heap_objects_collected,
+        "heap_objects_end": session.heap_objects_end,
     }
 
 
@@ -408,13 +414,14 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             machine, labels, labels_key, started_at, day, wall_s, test_s, tests, peak_rss_mib,
             xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id, cpu_s,
             startup_s, collect_s, job_wall_s, collected_tests, collected_files, collect_by_file,
-            invocation, rootdir)
+            invocation, rootdir, heap_objects_start, heap_objects_collected, heap_objects_end)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
             %(missing)s, %(runner)s, %(file_derived)s, %(plan_id)s, %(cpu_s)s, %(startup_s)s,
             %(collect_s)s, %(job_wall_s)s, %(collected_tests)s, %(collected_files)s,
-            %(collect_by_file)s, %(invocation)s, %(rootdir)s)
+            %(collect_by_file)s, %(invocation)s, %(rootdir)s, %(heap_objects_start)s,
+            %(heap_objects_collected)s, %(heap_objects_end)s)
         RETURNING id
         """,
         values,
@@ -541,9 +548,11 @@ def _copy_results(
             "last_attempt_s": results["last_attempt_s"].to_numpy(),
             "flaky": results["flaky"].to_numpy(),
             "peak_rss_mib": results["peak_rss_mib"].to_numpy(),
-            "cpu_s": pd.to_numeric(results["cpu_s"], errors="coerce").to_numpy(np.float64),
-            # Integer in the table: a nullable integer here, so the text path writes "3".
-            "seq": pd.to_numeric(results["seq"], errors="coerce").round().astype("Int64").array,
+            "cpu_s": _float_column(results["cpu_s"]),
+            "seq": _integer_column(results["seq"]),
+            "gc_s": _float_column(results["gc_s"]),
+            "heap_scans": _integer_column(results["heap_scans"]),
+            "heap_objects": _integer_column(results["heap_objects"]),
             "worker": results["worker"].to_numpy(),
             "message": results["message"].to_numpy(),
         }
@@ -560,6 +569,17 @@ def _copy_results(
             cp.write(payload)
     if with_message.any():
         _copy_rows(conn, "test_result", frame.loc[with_message])
+
+
+def _float_column(values: pd.Series) -> np.ndarray:
+    """A measure column as float64, NaN (NULL) where unknown."""
+    return pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
+
+
+def _integer_column(values: pd.Series) -> Any:
+    """An integer measure (float in the frame so that unknown is NaN) as a nullable integer,
+    so the text path writes "3", not "3.0", and NaN stays NULL."""
+    return pd.to_numeric(values, errors="coerce").round().astype("Int64").array
 
 
 def _rollup_rows(results: pd.DataFrame, ids: np.ndarray) -> pd.DataFrame:

@@ -98,6 +98,9 @@ def run_measures(session: SessionInfo) -> dict[str, object]:
         "collect_by_file": session.collect_by_file,
         "invocation": session.invocation,
         "rootdir": session.rootdir,
+        "heap_objects_start": number(session.heap_objects_start),
+        "heap_objects_collected": number(session.heap_objects_collected),
+        "heap_objects_end": number(session.heap_objects_end),
     }
 
 

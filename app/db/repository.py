@@ -139,6 +139,9 @@ _RUN_MEASURES = (
     "job_wall_s",
     "collected_tests",
     "collected_files",
+    "heap_objects_start",
+    "heap_objects_collected",
+    "heap_objects_end",
 )
 
 
@@ -153,7 +156,10 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 started_at, wall_s, peak_rss_mib, xdist_workers, labels, labels_key, partial,
                 hidden_rows, test_s, tests, missing, upload_id, cpu_s, startup_s, collect_s,
                 job_wall_s, collected_tests::float8 AS collected_tests,
-                collected_files::float8 AS collected_files, collect_by_file, invocation, rootdir
+                collected_files::float8 AS collected_files, collect_by_file, invocation, rootdir,
+                heap_objects_start::float8 AS heap_objects_start,
+                heap_objects_collected::float8 AS heap_objects_collected,
+                heap_objects_end::float8 AS heap_objects_end
             FROM run WHERE {where} ORDER BY started_at
             """
         ),
@@ -189,6 +195,9 @@ _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
     ("peak_rss_mib", "float8"),
     ("cpu_s", "float8"),
     ("seq", "float8"),
+    ("gc_s", "float8"),
+    ("heap_scans", "float8"),
+    ("heap_objects", "float8"),
 )
 # The outcome travels as its index in OUTCOMES (text would need the CSV path).
 _OUTCOME_CODE = (
@@ -224,7 +233,10 @@ def load_run_results(
                 coalesce(tr.setup_s, 'NaN') AS setup_s, coalesce(tr.call_s, 'NaN') AS call_s,
                 coalesce(tr.teardown_s, 'NaN') AS teardown_s, tr.attempts::int4 AS attempts,
                 tr.flaky, coalesce(tr.peak_rss_mib::float8, 'NaN') AS peak_rss_mib,
-                coalesce(tr.cpu_s, 'NaN') AS cpu_s, coalesce(tr.seq::float8, 'NaN') AS seq
+                coalesce(tr.cpu_s, 'NaN') AS cpu_s, coalesce(tr.seq::float8, 'NaN') AS seq,
+                coalesce(tr.gc_s, 'NaN') AS gc_s,
+                coalesce(tr.heap_scans::float8, 'NaN') AS heap_scans,
+                coalesce(tr.heap_objects::float8, 'NaN') AS heap_objects
             FROM test_result tr
             WHERE tr.project_id = :project AND tr.day = ANY(:days) AND tr.run_id = ANY(:runs)
             """,

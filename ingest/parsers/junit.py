@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.frames import RESULT_COLUMNS
-from ingest.model import ParsedReport, ReportParseError, SessionInfo
+from ingest.model import FLOAT_COLUMNS, ParsedReport, ReportParseError, SessionInfo
 from ingest.parsers.detect import sniff_xml, utf16_as_utf8
 from ingest.parsers.executions import merge_reruns, number_executions
 from ingest.parsers.junit_expat import (
@@ -482,7 +482,7 @@ def _frame(columns: dict[str, Any]) -> pd.DataFrame:
             values = columns[col]
             dtype: Any = values.dtype if values.dtype != object else object
             series[col] = pd.Series(values, dtype=dtype, copy=False)
-        elif col in ("setup_s", "call_s", "teardown_s", "peak_rss_mib"):
+        elif col in FLOAT_COLUMNS:  # NaN, not None: one float dtype whatever the parser
             series[col] = pd.Series(nan, copy=True)
         else:
             series[col] = pd.Series(none, dtype=object, copy=True)

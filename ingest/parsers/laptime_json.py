@@ -16,7 +16,13 @@ from typing import Any, NoReturn
 import numpy as np
 
 from analysis.frames import OUTCOMES
-from ingest.model import ParsedReport, ReportParseError, SessionInfo, results_frame
+from ingest.model import (
+    MEASURE_COLUMNS,
+    ParsedReport,
+    ReportParseError,
+    SessionInfo,
+    results_frame,
+)
 from ingest.parsers.durations import split_nodeids
 from ingest.parsers.executions import merge_reruns
 from ingest.parsers.laptime_json_schema import (
@@ -403,8 +409,7 @@ def _build(
             "last_attempt_s": np.where(attempts > 1, phase_sum, np.nan),
             "flaky": [f is True for f in columns["flaky"]],
             "peak_rss_mib": np.array(columns["peak_rss_mib"], dtype=np.float64),
-            "cpu_s": np.array(columns["cpu_s"], dtype=np.float64),
-            "seq": np.array(columns["seq"], dtype=np.float64),
+            **{key: np.array(columns[key], dtype=np.float64) for key in MEASURE_COLUMNS},
             "worker": columns["worker"],
             "suite": [None] * len(nodeids),
             "message": messages,

@@ -61,6 +61,10 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "invocation": ("string", None),
     "rootdir": ("string", None),
     "job_wall_s": ("number", 0),
+    # gc-tracked objects at collection start and end and after the last test (#18 follow-up).
+    "heap_objects_start": ("integer", 0),
+    "heap_objects_collected": ("integer", 0),
+    "heap_objects_end": ("integer", 0),
 }
 
 TEST_FIELDS: Final[dict[str, FieldSpec]] = {
@@ -84,6 +88,10 @@ TEST_FIELDS: Final[dict[str, FieldSpec]] = {
     "xfail": ("boolean", None),
     "cpu_s": ("number", 0),
     "seq": ("integer", 0),
+    # Heap-bound time (#18 follow-up): gc.collect() seconds, heap walks, the heap walked.
+    "gc_s": ("number", 0),
+    "heap_scans": ("integer", 0),
+    "heap_objects": ("integer", 0),
 }
 # Present and not null. Every other key may be absent or null (= unknown).
 TEST_REQUIRED: Final = ("nodeid", "outcome")
@@ -101,6 +109,12 @@ LENIENT_FIELDS: Final = frozenset(
         "invocation",
         "rootdir",
         "job_wall_s",
+        "gc_s",
+        "heap_scans",
+        "heap_objects",
+        "heap_objects_start",
+        "heap_objects_collected",
+        "heap_objects_end",
     }
 )
 

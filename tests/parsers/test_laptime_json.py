@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,6 +45,9 @@ SESSION: dict[str, Any] = {
     "invocation": "paths",
     "rootdir": "/src/project",
     "job_wall_s": 95.0,
+    "heap_objects_start": 41_000,
+    "heap_objects_collected": 150_000,
+    "heap_objects_end": 420_000,
 }
 TEST: dict[str, Any] = {
     "nodeid": "tests/test_x.py::TestC::test_y[a-1]",
@@ -66,6 +70,9 @@ TEST: dict[str, Any] = {
     "xfail": False,
     "cpu_s": 0.09,
     "seq": 4,
+    "gc_s": 0.031,
+    "heap_scans": 2,
+    "heap_objects": 151_234,
 }
 
 
@@ -334,3 +341,11 @@ def test_schema_dict_matches_the_field_tables() -> None:
     assert test_items["properties"]["outcome"]["enum"] == ["passed", "failed", "error", "skipped"]
     # Every SessionInfo field is fed from the schema, but the runner (set by detection, #17).
     assert set(SESSION_FIELDS) == set(SessionInfo.__dataclass_fields__) - {"runner"}
+
+
+def test_the_format_doc_names_every_field() -> None:
+    # docs/laptime-json.md is the prose of the same contract: a new key is documented there.
+    doc = (Path(__file__).parents[2] / "docs" / "laptime-json.md").read_text(encoding="utf-8")
+    session_part, tests_part = doc.split("## tests[]", 1)
+    assert [k for k in SESSION_FIELDS if f"| `{k}` |" not in session_part] == []
+    assert [k for k in TEST_FIELDS if f"`{k}`" not in tests_part.split("## Errors")[0]] == []

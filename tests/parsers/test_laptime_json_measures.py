@@ -1,5 +1,7 @@
 """The job model's keys in laptime JSON (#18): read when valid; a bad value is dropped with a
-warning and never costs the report; reports without them (old plugins, JUnit) read as unknown."""
+warning and never costs the report; reports without them (old plugins, JUnit) read as unknown.
+The heap measures (gc_s, heap_scans, heap_objects and the session's heap_objects_*) follow
+the same rules as cpu_s and seq."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ingest.model import MEASURE_COLUMNS
 from ingest.parsers.junit import parse_junit
 from ingest.parsers.laptime_json import parse_laptime_json
 from tests.parsers.test_laptime_json import SESSION, TEST, document
@@ -33,6 +36,24 @@ def test_valid_measures_are_read() -> None:
     )
     row = report.results.iloc[0]
     assert (row["cpu_s"], row["seq"]) == (0.09, 4.0)
+    assert (session.heap_objects_start, session.heap_objects_collected) == (41_000, 150_000)
+    assert session.heap_objects_end == 420_000
+    assert (row["gc_s"], row["heap_scans"], row["heap_objects"]) == (0.031, 2.0, 151_234.0)
+    assert report.results[list(HEAP_RESULT_COLUMNS)].dtypes.eq("float64").all()
+
+
+HEAP_RESULT_COLUMNS = ("gc_s", "heap_scans", "heap_objects")
+HEAP_SESSION_KEYS = ("heap_objects_start", "heap_objects_collected", "heap_objects_end")
+
+
+def test_a_test_without_a_heap_walk_has_unknown_heap_objects() -> None:
+    # The plugin writes heap_objects null for a test that never called gc.get_objects().
+    quiet = dict(TEST, nodeid="t.py::quiet", gc_s=0.0, heap_scans=0, heap_objects=None)
+    report = parse(document(TEST, quiet))
+    assert report.warnings == []
+    row = report.results.set_index("nodeid").loc["t.py::quiet"]
+    assert (row["gc_s"], row["heap_scans"]) == (0.0, 0.0)  # measured zero: known
+    assert math.isnan(row["heap_objects"])
 
 
 @pytest.mark.parametrize(
@@ -49,6 +70,10 @@ def test_valid_measures_are_read() -> None:
         ("rootdir", "/x" * 3000, "at most 4096 characters"),
         ("job_wall_s", 8 * 24 * 3600.0, "at most a week"),
         ("job_wall_s", True, "expected number, got true"),
+        ("heap_objects_start", -1, "expected integer >= 0"),
+        ("heap_objects_collected", 1.5e5, "expected integer, got 150000.0"),
+        ("heap_objects_end", 2**40, "expected integer <= "),
+        ("heap_objects_end", "many", "expected integer"),
     ],
 )
 def test_a_bad_session_measure_is_dropped_with_a_warning(key: str, value: Any, says: str) -> None:
@@ -65,7 +90,22 @@ def test_a_bad_session_measure_is_dropped_with_a_warning(key: str, value: Any, s
 
 
 @pytest.mark.parametrize(
-    ("key", "bad"), [("cpu_s", -0.5), ("cpu_s", "x"), ("seq", -1), ("seq", 0.5), ("seq", 2**40)]
+    ("key", "bad"),
+    [
+        ("cpu_s", -0.5),
+        ("cpu_s", "x"),
+        ("seq", -1),
+        ("seq", 0.5),
+        ("seq", 2**40),
+        ("gc_s", -0.01),
+        ("gc_s", "fast"),
+        ("gc_s", True),
+        ("heap_scans", -1),
+        ("heap_scans", 1.5),
+        ("heap_objects", -3),
+        ("heap_objects", 2**40),
+        ("heap_objects", [1]),
+    ],
 )
 def test_a_bad_test_measure_is_dropped_with_one_warning(key: str, bad: Any) -> None:
     good = dict(TEST, nodeid="t.py::good")
@@ -83,19 +123,30 @@ def test_reports_without_the_keys_read_as_unknown() -> None:
     old = copy.deepcopy(document())
     for key in ("cpu_s", "startup_s", "collect_by_file", "job_wall_s", "invocation"):
         del old["session"][key]
+    for key in HEAP_SESSION_KEYS:
+        del old["session"][key]
     for test in old["tests"]:
         del test["cpu_s"], test["seq"]
+        for key in HEAP_RESULT_COLUMNS:
+            del test[key]
     report = parse(old)
     assert report.warnings == []
     assert (report.session.cpu_s, report.session.collect_by_file) == (None, None)
-    assert report.results[["cpu_s", "seq"]].isna().all().all()
+    assert [getattr(report.session, key) for key in HEAP_SESSION_KEYS] == [None] * 3
+    measures = report.results[["cpu_s", "seq", *HEAP_RESULT_COLUMNS]]
+    assert measures.isna().all().all()
+    assert measures.dtypes.eq("float64").all()
 
 
 def test_junit_results_have_the_columns_unknown() -> None:
     xml = b'<testsuite><testcase classname="t" name="a" time="1.5"/></testsuite>'
     report = parse_junit(xml)
-    assert report.results[["cpu_s", "seq"]].isna().all().all()
+    measures = report.results[["cpu_s", "seq", *HEAP_RESULT_COLUMNS]]
+    assert measures.isna().all().all()
+    # Float NaN like every parser's, so frames of mixed reports keep one numeric dtype.
+    assert measures.dtypes.eq("float64").all()
     assert report.session.collect_s is None
+    assert report.session.heap_objects_end is None
 
 
 def test_junit_first_keeps_its_row_and_gains_the_plugins_cpu_and_order() -> None:
@@ -112,4 +163,7 @@ def test_junit_first_keeps_its_row_and_gains_the_plugins_cpu_and_order() -> None
     (row,) = merged.results.to_dict("records")
     assert row["duration_s"] == 0.2  # the first report's row
     assert (row["cpu_s"], row["seq"]) == (TEST["cpu_s"], TEST["seq"])
+    assert set(HEAP_RESULT_COLUMNS) <= set(MEASURE_COLUMNS)
+    assert [row[key] for key in HEAP_RESULT_COLUMNS] == [TEST[k] for k in HEAP_RESULT_COLUMNS]
     assert merged.session.cpu_s == SESSION["cpu_s"]
+    assert merged.session.heap_objects_end == SESSION["heap_objects_end"]

@@ -1,6 +1,7 @@
 """The job model's measures (#18) travel end to end: a real plugin report, uploaded by the CI
 client with the job's wall, lands in the run and test_result columns and in the frames the
-planner reads, with the same sums as the JSON; a JUnit upload beside it reads as unknown."""
+planner reads, with the same sums as the JSON; a JUnit upload beside it reads as unknown.
+The heap measures (gc_s, heap_scans, heap_objects; the session's heap_objects_*) likewise."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from tests.conftest import LiveServer, ProjectFixture
 from tests.server.test_upload_flow import upload, wait_done
 
 SUITE = """
+import gc
 import time
 
 
@@ -36,7 +38,29 @@ class TestA:
 
 def test_three():
     pass
+
+
+def test_walks_the_heap():
+    gc.collect()
+    assert gc.get_objects()
 """
+HEAP_RESULTS = ("gc_s", "heap_scans", "heap_objects")
+HEAP_RUNS = ("heap_objects_start", "heap_objects_collected", "heap_objects_end")
+
+
+def with_heap_measures(data: bytes) -> bytes:
+    """The report with the heap measures a plugin that walks the heap writes (#18 follow-up):
+    the plugin's own where it wrote them, else values of that shape, so the storage path is
+    checked whichever plugin made the report."""
+    doc = json.loads(data)
+    for key, value in zip(HEAP_RUNS, (41_000, 150_000, 420_000), strict=True):
+        doc["session"].setdefault(key, value)
+    for test in doc["tests"]:
+        walks = test["nodeid"].endswith("test_walks_the_heap")
+        test.setdefault("gc_s", 0.0123 if walks else 0.0)
+        test.setdefault("heap_scans", 1 if walks else 0)
+        test.setdefault("heap_objects", 150_321 if walks else None)
+    return json.dumps(doc).encode()
 
 
 def plugin_report(path: Path) -> bytes:
@@ -57,7 +81,7 @@ def plugin_report(path: Path) -> bytes:
 def test_plugin_measures_round_trip_to_the_planner_frames(
     live_server: LiveServer, project: ProjectFixture, engine: Engine, tmp_path: Path
 ) -> None:
-    data = plugin_report(tmp_path)
+    data = with_heap_measures(plugin_report(tmp_path))
     doc: dict[str, Any] = json.loads(data)
     session = doc["session"]
     # The client sends the job's wall from an early CI step's LAPTIME_JOB_STARTED_AT.
@@ -79,7 +103,8 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
             conn.execute(
                 text(
                     "SELECT cpu_s, startup_s, collect_s, job_wall_s, collected_tests, "
-                    "collected_files, collect_by_file, invocation FROM run WHERE id = :r"
+                    "collected_files, collect_by_file, invocation, heap_objects_start, "
+                    "heap_objects_collected, heap_objects_end FROM run WHERE id = :r"
                 ),
                 {"r": done["run_id"]},
             )
@@ -90,11 +115,20 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
             text("SELECT sum(cpu_s), sum(seq), count(seq) FROM test_result WHERE run_id = :r"),
             {"r": done["run_id"]},
         ).one()
+        heap_rows = conn.execute(
+            text(
+                "SELECT tc.nodeid, tr.gc_s, tr.heap_scans, tr.heap_objects FROM test_result tr "
+                "JOIN test_case tc ON tc.id = tr.test_id WHERE tr.run_id = :r"
+            ),
+            {"r": done["run_id"]},
+        ).all()
         stored = get_project(conn, project.slug)
         assert stored is not None
         history = load_history(conn, stored, Filters())
 
     for key in ("cpu_s", "startup_s", "collect_s", "collected_tests", "collected_files"):
+        assert run[key] == session[key], key
+    for key in HEAP_RUNS:
         assert run[key] == session[key], key
     assert run["collect_by_file"] == session["collect_by_file"] == run["collect_by_file"]
     assert set(run["collect_by_file"]) == {"test_rt.py"}
@@ -104,26 +138,40 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
     tests = doc["tests"]
     # Postgres and Python add the same values in different orders: equal to the last bit or two.
     assert math.isclose(sums[0], sum(t["cpu_s"] for t in tests), rel_tol=1e-12)
-    assert (sums[1], sums[2]) == (sum(t["seq"] for t in tests), 3) == (3, 3)
+    assert (sums[1], sums[2]) == (sum(t["seq"] for t in tests), 4) == (6, 4)
+    by_nodeid = {t["nodeid"]: t for t in tests}
+    stored_heap = {nodeid: (gc_s, scans, objects) for nodeid, gc_s, scans, objects in heap_rows}
+    assert stored_heap == {n: tuple(t[k] for k in HEAP_RESULTS) for n, t in by_nodeid.items()}
 
     runs = history.runs.set_index("job")
     results = history.results
     plugin_run, junit_run = runs.loc["unit"], runs.loc["junit-only"]
     assert plugin_run["cpu_s"] == session["cpu_s"]
-    assert plugin_run["collected_tests"] == 3.0
+    assert plugin_run["collected_tests"] == 4.0
+    for key in HEAP_RUNS:
+        assert plugin_run[key] == session[key], key
     assert plugin_run["collect_by_file"] == session["collect_by_file"]
     assert plugin_run["job_wall_s"] == metadata.job_wall_s
     mine = results[results["run_id"] == plugin_run["run_id"]]
     assert math.isclose(mine["cpu_s"].sum(), sums[0], rel_tol=1e-12)
-    assert sorted(mine["seq"]) == [0.0, 1.0, 2.0]
+    assert sorted(mine["seq"]) == [0.0, 1.0, 2.0, 3.0]
+    # The planner's frames: the JSON's values as float64, null as NaN (never 0).
+    frame_rows = mine.set_index("nodeid")
+    for nodeid, test in by_nodeid.items():
+        row = frame_rows.loc[nodeid]
+        for key in HEAP_RESULTS:
+            want = test[key]
+            assert math.isnan(row[key]) if want is None else row[key] == want, (nodeid, key)
+    assert mine[list(HEAP_RESULTS)].dtypes.eq("float64").all()
+    assert mine["heap_objects"].notna().any()
     # JUnit-only data: unknown, never zero.
-    for key in ("cpu_s", "startup_s", "collect_s", "job_wall_s", "collected_tests"):
+    for key in ("cpu_s", "startup_s", "collect_s", "job_wall_s", "collected_tests", *HEAP_RUNS):
         assert math.isnan(junit_run[key]), key
     junit_rows = history.runs[history.runs["job"] == "junit-only"]
     assert junit_rows["collect_by_file"].tolist() == [None]
     assert junit_rows["invocation"].tolist() == [None]
     theirs = results[results["run_id"] == junit_run["run_id"]]
-    assert theirs[["cpu_s", "seq"]].isna().all().all()
+    assert theirs[["cpu_s", "seq", *HEAP_RESULTS]].isna().all().all()
 
 
 def test_the_upload_refuses_a_job_wall_beyond_a_week(

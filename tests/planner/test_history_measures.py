@@ -1,0 +1,52 @@
+"""`laptime plan --history a.json b.json` builds its frames from local files (load_local): the
+heap measures of laptime JSON reach them as float64, NaN where a report did not say (an older
+plugin, a bad value, a JUnit file), never 0."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from app.cli.local_reports import load_local
+from tests.parsers.test_laptime_json import SESSION, TEST, document
+
+HEAP_RESULTS = ("gc_s", "heap_scans", "heap_objects")
+HEAP_RUNS = ("heap_objects_start", "heap_objects_collected", "heap_objects_end")
+
+
+def test_local_reports_carry_the_heap_measures_into_the_frames(tmp_path: Path) -> None:
+    quiet = dict(TEST, nodeid="t.py::quiet", gc_s=0.0, heap_scans=0, heap_objects=None)
+    first = document(dict(TEST, nodeid="t.py::walks"), quiet)
+    older = document(dict(TEST, nodeid="t.py::walks", gc_s="slow"), quiet)
+    del older["session"]["heap_objects_end"]
+    for test in older["tests"]:
+        del test["heap_objects"]
+    junit = b'<testsuite><testcase classname="t" name="walks" file="t.py" time="1.0"/></testsuite>'
+    paths = [tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.xml"]
+    paths[0].write_text(json.dumps(first))
+    paths[1].write_text(json.dumps(older))
+    paths[2].write_bytes(junit)
+
+    data = load_local(paths)
+
+    runs = data.runs.set_index("run_id")
+    assert runs[list(HEAP_RUNS)].dtypes.eq("float64").all()
+    assert [runs.loc[1, key] for key in HEAP_RUNS] == [SESSION[key] for key in HEAP_RUNS]
+    assert runs.loc[2, "heap_objects_start"] == SESSION["heap_objects_start"]
+    assert math.isnan(runs.loc[2, "heap_objects_end"])  # absent: unknown
+    assert runs.loc[3, list(HEAP_RUNS)].isna().all()  # JUnit knows none
+
+    results = data.results.set_index(["run_id", "nodeid"])
+    assert results[list(HEAP_RESULTS)].dtypes.eq("float64").all()
+    assert results.loc[(1, "t.py::walks"), list(HEAP_RESULTS)].tolist() == [0.031, 2.0, 151_234.0]
+    assert results.loc[(1, "t.py::quiet"), "heap_scans"] == 0.0  # measured none: a known zero
+    assert math.isnan(results.loc[(1, "t.py::quiet"), "heap_objects"])
+    walks_b = results.loc[(2, "t.py::walks")]
+    assert math.isnan(walks_b["gc_s"])  # the bad value, dropped with a warning
+    assert walks_b["heap_scans"] == 2.0
+    assert math.isnan(walks_b["heap_objects"])
+    assert any("gc_s" in warning for warning in data.reports[1].warnings)
+    junit_rows = data.results[data.results["run_id"] == 3]
+    assert len(junit_rows) == 1
+    assert junit_rows[list(HEAP_RESULTS)].isna().all().all()
