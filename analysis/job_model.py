@@ -17,8 +17,12 @@
   normalising to a quiet machine, divided by the xdist workers, plus per-test bookkeeping
   (session wall - collection - test time, per test) when collection time is known.
 
-Quiet-machine normalisation. A history run that got a CPU share s < 1 per process (a busy
-machine) slowed only the CPU part of each test. With cpu and wall of a result:
+Quiet-machine normalisation. Where the plugin read the kernel's run-queue delay (`wait_s`: the
+seconds the test's thread was runnable but had no CPU), a quiet machine would not have taken
+them: quiet = wall - wait, and the run's share is 1 - its tests' wait / their wall. This holds
+for tests running threads too, which the estimate below cannot correct. Without it, a history
+run that got a CPU share s < 1 per process (a busy machine) slowed only the CPU part of each
+test. With cpu and wall of a result:
     cpu_wall = min(wall, cpu / s);  quiet = wall - cpu_wall x (1 - s)
 so a CPU-bound test's quiet wall is its cpu time, a sleep/I/O-bound test (cpu ~ 0) keeps its
 wall, and at s = 1 nothing changes. s per run = min(1, max(run cpu_s / (wall_s x workers),
@@ -54,6 +58,7 @@ MODEL_INPUTS: tuple[str, ...] = (
     "collect_s",
     "seq",
     "cpu_s",
+    "wait_s",
     "heap_objects",
 )
 SHARE_QUANTILE = 0.9
@@ -230,6 +235,15 @@ def run_cpu_shares(results: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
     by_run = pd.Series(run_ratio.to_numpy(), index=runs["run_id"].to_numpy())
     by_run = by_run[~by_run.index.duplicated()]
     both = pd.concat([by_run, per_test.reindex(by_run.index)], axis=1).max(axis=1, skipna=True)
+    # The kernel's word, where every test of the run has it, over the estimate.
+    waits = pd.DataFrame(
+        {"run_id": results["run_id"].to_numpy(), "wait": _column(results, "wait_s"), "w": wall}
+    )
+    sums = waits.groupby("run_id").agg(
+        wait=("wait", "sum"), known=("wait", "count"), w=("w", "sum"), n=("w", "size")
+    )
+    told = sums[(sums["known"] == sums["n"]) & (sums["w"] > 0)]
+    both.update(1.0 - told["wait"] / told["w"])
     return both.clip(lower=MIN_SHARE, upper=1.0)
 
 
@@ -301,9 +315,14 @@ def fit_job_model(
     cpu = _column(results, "cpu_s")
     shares = run_cpu_shares(results, runs)
     share_of_result = results["run_id"].map(shares).astype("float64")
-    quiet = quiet_wall(wall, cpu, share_of_result)
+    wait = _column(results, "wait_s")
+    quiet = (
+        (wall - wait).clip(lower=0.0).where(wait.notna(), quiet_wall(wall, cpu, share_of_result))
+    )
     if cpu.isna().all() or shares.isna().all():
         missing.append("cpu_s")
+    if wait.isna().all():
+        missing.append("wait_s")
     quiet_factor = (quiet / wall).where(wall > 0)
     fu_result, fu_file = _first_use(results, quiet_factor)
     if _column(results, "seq").isna().all():

@@ -47,8 +47,10 @@ from laptime_ci.plugin_memory import (
 from laptime_ci.plugin_timing import (
     CollectionTimer,
     cpu_seconds,
+    elapsed,
     merge_worker_collection,
     nodeid_base,
+    run_queue_wait_s,
 )
 
 FORMAT = "laptime-json"
@@ -254,6 +256,7 @@ class ItemRecorder:
         self._parents: dict[str, ParentInfo] = {}
         self.collection = CollectionTimer()
         self._cpu_start = 0.0
+        self._wait_start: float | None = None
         self._seq = -1
         self.heap = HeapMeter()
         self.heap.install()
@@ -305,12 +308,17 @@ class ItemRecorder:
             self.monitor.begin_window()
             self._seq += 1
             self._cpu_start = cpu_seconds()
+            self._wait_start = run_queue_wait_s()
             self.heap.begin_test()
         self._item = item
 
     def test_cpu_s(self) -> float:
         """CPU seconds (process and reaped children) since the running test's window opened."""
         return max(0.0, cpu_seconds() - self._cpu_start)
+
+    def test_wait_s(self) -> float | None:
+        """Seconds the running test's thread waited for a CPU since its window opened."""
+        return elapsed(self._wait_start, run_queue_wait_s())
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -329,6 +337,7 @@ class ItemRecorder:
             cpu_s=self.test_cpu_s(),
             seq=self._seq,
             heap=self.heap.reading(),
+            wait_s=self.test_wait_s(),
         )
         setattr(report, REPORT_ATTR, record)
 
@@ -340,6 +349,7 @@ class ItemRecorder:
         cpu_s: float | None = None,
         seq: int | None = None,
         heap: HeapReading | None = None,
+        wait_s: float | None = None,
     ) -> dict[str, Any]:
         """The worker-side record of a test: its description, peak RSS, CPU, order, worker,
         and its heap-bound work (seconds in gc.collect, heap scans, the heap a scan saw)."""
@@ -353,6 +363,7 @@ class ItemRecorder:
         record["worker"] = self.worker
         record["cpu_s"] = round(cpu_s, 6) if cpu_s is not None else None
         record["seq"] = seq
+        record["wait_s"] = round(wait_s, 6) if wait_s is not None else None
         gc_s, scans, objects = heap if heap is not None else (None, None, None)
         record["gc_s"] = round(gc_s, 6) if gc_s is not None else None
         record["heap_scans"] = scans
@@ -371,6 +382,8 @@ class ItemRecorder:
                 **self.collection.summary(),
                 **self.census.summary(),
                 "cpu_s": round(cpu_seconds(), 3),
+                # The worker's whole life, like its CPU (its main thread runs the tests).
+                "wait_s": run_queue_wait_s(),
                 "nodeid_base": self._nodeid_base,
             }
             workeroutput[WORKEROUTPUT_TIMING_KEY] = timing
@@ -403,6 +416,7 @@ class ItemState:
     cpu_s: float | None = None
     seq: int | None = None
     heap: HeapReading | None = None
+    wait_s: float | None = None
 
 
 def _report_message(report: pytest.TestReport) -> str | None:
@@ -485,6 +499,7 @@ def _split_nodeid(nodeid: str) -> dict[str, Any]:
         "worker": None,
         "cpu_s": None,
         "seq": None,
+        "wait_s": None,
         "gc_s": None,
         "heap_scans": None,
         "heap_objects": None,
@@ -520,6 +535,8 @@ def result_entry(state: ItemState, record: dict[str, Any] | None = None) -> dict
         # Every attempt's CPU, like duration_s (the window spans the reruns).
         "cpu_s": info.get("cpu_s"),
         "seq": info.get("seq"),
+        # Run-queue delay over the same span as cpu_s: the machine's share of the wall.
+        "wait_s": info.get("wait_s"),
         # Heap-bound work, like cpu_s over every attempt (see plugin_heap).
         "gc_s": info.get("gc_s"),
         "heap_scans": info.get("heap_scans"),
@@ -579,6 +596,7 @@ class ReportWriter(ItemRecorder):
         self.worker_rss_methods: set[str] = set()
         self.worker_timing: dict[str, dict[str, Any]] = {}
         self.session_cpu_start = (cpu_seconds(children=False), cpu_seconds())
+        self.session_wait_start = run_queue_wait_s()
         self.started_at = datetime.now(timezone.utc)
         self.started_perf = time.perf_counter()
         self.notes: list[tuple[str, bool]] = []  # (line, is_warning) for the terminal summary
@@ -589,6 +607,7 @@ class ReportWriter(ItemRecorder):
         self.started_at = datetime.now(timezone.utc)
         self.started_perf = time.perf_counter()
         self.session_cpu_start = (cpu_seconds(children=False), cpu_seconds())
+        self.session_wait_start = run_queue_wait_s()
         self.distributed = session.config.pluginmanager.has_plugin("dsession")
 
     @pytest.hookimpl(optionalhook=True)
@@ -629,6 +648,7 @@ class ReportWriter(ItemRecorder):
         state.cpu_s = self.test_cpu_s()
         state.seq = self._seq
         state.heap = self.heap.reading()
+        state.wait_s = self.test_wait_s()
         peak = self.monitor.window_peak_mib()
         if peak is not None and (state.peak_rss_mib is None or peak > state.peak_rss_mib):
             state.peak_rss_mib = peak
@@ -661,7 +681,12 @@ class ReportWriter(ItemRecorder):
             item = state.item
             record = (
                 self.item_record(
-                    item, state.peak_rss_mib, cpu_s=state.cpu_s, seq=state.seq, heap=state.heap
+                    item,
+                    state.peak_rss_mib,
+                    cpu_s=state.cpu_s,
+                    seq=state.seq,
+                    heap=state.heap,
+                    wait_s=state.wait_s,
                 )
                 if item is not None
                 else None
@@ -675,21 +700,27 @@ class ReportWriter(ItemRecorder):
         `cpu_s` covers the same span as `wall_s`. Under xdist the controller adds its own CPU
         (without children: the workers are its children, reaped or not yet) to each worker's
         whole-life CPU, and the collection figures are the workers' (the controller does not
-        collect); `startup_s` is the controller's.
+        collect); `startup_s` is the controller's. `wait_s` is the run-queue delay of the
+        thread(s) running the tests: this process's main thread, or the sum of the workers'.
         """
         own_start, total_start = self.session_cpu_start
         measures: dict[str, Any] = {**self.collection.summary(), **self.census.summary()}
         if self.distributed:
             cpu = cpu_seconds(children=False) - own_start
             cpu += sum(float(t.get("cpu_s") or 0.0) for t in self.worker_timing.values())
+            waits = [t.get("wait_s") for t in self.worker_timing.values()]
+            known = [float(w) for w in waits if isinstance(w, (int, float))]
+            wait: float | None = sum(known) if known and len(known) == len(waits) else None
             measures.update(merge_worker_collection(list(self.worker_timing.values())))
             measures.update(merge_worker_census(list(self.worker_timing.values())))
         else:
             cpu = cpu_seconds() - total_start
+            wait = elapsed(self.session_wait_start, run_queue_wait_s())
         from laptime_ci.ci_env import job_wall_s
 
         return {
             "cpu_s": round(max(0.0, cpu), 3),
+            "wait_s": round(wait, 3) if wait is not None else None,
             **measures,
             "invocation": "pyargs" if self.config.getoption("pyargs", False) else "paths",
             "rootdir": self._recorded_nodeid_base() or str(self.config.rootpath),

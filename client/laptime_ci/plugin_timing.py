@@ -36,6 +36,27 @@ def cpu_seconds(*, children: bool = True) -> float:
     return float(total)
 
 
+def run_queue_wait_s(path: str = "/proc/thread-self/schedstat") -> float | None:
+    """Seconds this thread has been runnable but waiting for a CPU since it started, or None.
+
+    The second field of the kernel's schedstat (run-queue delay, ns, Linux 3.17+): the time
+    a busy machine took from a test, which wall over CPU cannot tell from a test's own
+    threads or I/O.
+    """
+    try:
+        with open(path, "rb") as stat_file:
+            return int(stat_file.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def elapsed(start: float | None, now: float | None) -> float | None:
+    """`now - start` of a counter that may be unknown (None) at either end."""
+    if start is None or now is None:
+        return None
+    return max(0.0, now - start)
+
+
 def _proc_age_s(
     stat_path: str = "/proc/self/stat", uptime_path: str = "/proc/uptime"
 ) -> float | None:

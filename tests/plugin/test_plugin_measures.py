@@ -8,6 +8,7 @@ module spends 0.3 s at import.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +244,43 @@ def test_heap_meter_puts_gc_back() -> None:
     finally:
         meter.uninstall()
     assert (gc.collect, gc.get_objects, gc.get_referrers, gc.get_referents) == originals
+
+
+CONTENDED_SUITE = """
+import os
+import subprocess
+import sys
+
+from burner import burn
+
+HOG = "import os; os.sched_setaffinity(0, {os.sched_getaffinity(0).pop()})\\nwhile True: pass"
+
+
+def test_contended():
+    # This thread and a busy child share one CPU: it runs about half the time, waits the rest.
+    cpu = min(os.sched_getaffinity(0))
+    os.sched_setaffinity(0, {cpu})
+    hog = subprocess.Popen([sys.executable, "-c", HOG])
+    try:
+        burn(0.3)
+    finally:
+        hog.kill()
+        hog.wait()
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+def test_run_queue_wait_is_the_time_a_busy_machine_took(clean_pytester: pytest.Pytester) -> None:
+    """wait_s: the seconds the test's thread was runnable but had no CPU (schedstat), the part
+    of its wall a quiet machine would not have taken (#18: history recorded under load)."""
+    clean_pytester.makepyfile(burner=BURN, test_contended=CONTENDED_SUITE)
+    result = clean_pytester.runpytest_subprocess("--laptime-report=r.json", "-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+    report = json.loads((clean_pytester.path / "r.json").read_text())
+    (test,) = report["tests"]
+    # Sharing one CPU with a busy loop: about as long waiting as burning.
+    assert test["wait_s"] >= 0.1
+    assert test["wait_s"] <= test["duration_s"]
+    # A single thread's wall is its CPU plus its wait (plus the child's start, a little I/O).
+    assert test["cpu_s"] + test["wait_s"] >= 0.8 * test["duration_s"]
+    assert report["session"]["wait_s"] >= test["wait_s"] - 0.01
