@@ -46,6 +46,7 @@ from laptime_ci.plugin_memory import (
 )
 from laptime_ci.plugin_timing import (
     CollectionTimer,
+    RunQueueClock,
     cpu_seconds,
     elapsed,
     merge_worker_collection,
@@ -257,6 +258,7 @@ class ItemRecorder:
         self.collection = CollectionTimer()
         self._cpu_start = 0.0
         self._wait_start: float | None = None
+        self.run_queue = RunQueueClock()
         self._seq = -1
         self.heap = HeapMeter()
         self.heap.install()
@@ -308,7 +310,7 @@ class ItemRecorder:
             self.monitor.begin_window()
             self._seq += 1
             self._cpu_start = cpu_seconds()
-            self._wait_start = run_queue_wait_s()
+            self._wait_start = self.run_queue.read()
             self.heap.begin_test()
         self._item = item
 
@@ -318,7 +320,7 @@ class ItemRecorder:
 
     def test_wait_s(self) -> float | None:
         """Seconds the running test's thread waited for a CPU since its window opened."""
-        return elapsed(self._wait_start, run_queue_wait_s())
+        return elapsed(self._wait_start, self.run_queue.read())
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -392,6 +394,7 @@ class ItemRecorder:
         """Stop the sampling thread or close the kernel files; unwrap the gc functions."""
         self.monitor.close()
         self.heap.uninstall()
+        self.run_queue.close()
 
 
 @dataclass

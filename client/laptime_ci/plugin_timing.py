@@ -13,6 +13,7 @@ waited for, so a test that starts a process and leaves it running is not charged
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
@@ -36,7 +37,10 @@ def cpu_seconds(*, children: bool = True) -> float:
     return float(total)
 
 
-def run_queue_wait_s(path: str = "/proc/thread-self/schedstat") -> float | None:
+SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+def run_queue_wait_s(path: str = SCHEDSTAT) -> float | None:
     """Seconds this thread has been runnable but waiting for a CPU since it started, or None.
 
     The second field of the kernel's schedstat (run-queue delay, ns, Linux 3.17+): the time
@@ -45,9 +49,50 @@ def run_queue_wait_s(path: str = "/proc/thread-self/schedstat") -> float | None:
     """
     try:
         with open(path, "rb") as stat_file:
-            return int(stat_file.read().split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
+            return _wait_field(stat_file.read())
+    except OSError:
         return None
+
+
+def _wait_field(stat: bytes) -> float | None:
+    try:
+        return int(stat.split()[1]) / 1e9
+    except (ValueError, IndexError):
+        return None
+
+
+class RunQueueClock:
+    """`run_queue_wait_s` for the thread that runs the tests, read twice per test: the file
+    stays open and is re-read in place (1 us instead of 7 for opening it each time). The
+    open file names the thread that opened it, so another thread gets its own reading."""
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        self._thread: int | None = None
+
+    def read(self) -> float | None:
+        """Seconds the calling thread waited for a CPU so far (None where unknown)."""
+        if self._thread is None:
+            self._thread = threading.get_ident()
+            try:
+                self._fd = os.open(SCHEDSTAT, os.O_RDONLY)
+            except OSError:
+                self._fd = None
+        if self._thread != threading.get_ident():
+            return run_queue_wait_s()
+        if self._fd is None:
+            return None
+        try:
+            return _wait_field(os.pread(self._fd, 256, 0))
+        except OSError:
+            return None
+
+    def close(self) -> None:
+        """Close the file (a later read opens it again)."""
+        if self._fd is not None:
+            os.close(self._fd)
+        self._fd = None
+        self._thread = None
 
 
 def elapsed(start: float | None, now: float | None) -> float | None:
