@@ -5,17 +5,30 @@ pytest keeps `split_config.github_actions_matrix` (pytest arguments, pytest-spli
 listing limit); every snippet of another runner runs that runner's command from
 `runner_commands`. Values are written as JSON strings (valid YAML double-quoted scalars), so
 a hostile test name cannot end the scalar; commands are shell-quoted by `shlex`.
+
+A stored plan's snippets (`plan_id` given) set LAPTIME_LABELS=plan=<id>,shard=I/N for every
+step of job I of N (analysis/plan_labels.py), so the client's upload is matched to the plan
+(#18); without an id they open with a note saying their runs cannot be matched.
 """
 
 from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from analysis.plan_labels import LABELS_VAR, plan_labels
 from analysis.runner_commands import JobSelection
-from analysis.split_config import GITHUB_MATRIX_HEAD
+from analysis.split_config import (
+    GITHUB_MATRIX_HEAD,
+    MATRIX_LABELS_KEY,
+    github_actions_matrix,
+    github_job_env,
+    github_matrix_entry,
+    unstored_note,
+)
 
 
 @dataclass(frozen=True)
@@ -121,34 +134,44 @@ def _unsafe(commands: Sequence[str]) -> bool:
 _UNSAFE = "# A selected test name holds a line break: run `laptime shard` in each job instead.\n"
 
 
-def github_actions(runner: str, selections: Sequence[JobSelection]) -> str:
+def github_actions(
+    runner: str, selections: Sequence[JobSelection], *, plan_id: str | None = None
+) -> str:
     """A GitHub Actions job with one matrix entry per planned job, in the runner's terms."""
     setup = SETUPS[runner]
     lines = list(GITHUB_MATRIX_HEAD)
     for i, selection in enumerate(selections, start=1):
-        lines.append(f"          - group: {i}")
+        lines += github_matrix_entry(i, len(selections), plan_id)
         lines.append(f"            command: {_scalar(selection.command)}")
+    lines += github_job_env(plan_id, f"${{{{ matrix.{MATRIX_LABELS_KEY} }}}}")
     lines += ["    steps:", "      - uses: actions/checkout@v4"]
     lines += [f"      {line}" for line in setup.github_steps]
     lines.append("      - run: ${{ matrix.command }}")
-    return "\n".join(lines) + "\n"
+    return unstored_note(plan_id) + "\n".join(lines) + "\n"
 
 
-def gitlab_ci(runner: str, selections: Sequence[JobSelection]) -> str:
+def gitlab_ci(
+    runner: str, selections: Sequence[JobSelection], *, plan_id: str | None = None
+) -> str:
     """A GitLab CI job run `parallel: N` times, each picking its command by CI_NODE_INDEX."""
     commands = [s.command for s in selections]
     if _unsafe(commands):
         return _UNSAFE
     setup = SETUPS[runner]
     lines = ["test:", f"  image: {_scalar(setup.image)}", f"  parallel: {len(commands)}"]
+    if plan_id is not None:
+        # Job variables reach after_script too (where uploads usually run); GitLab expands
+        # the predefined CI_NODE_INDEX (1..N) and CI_NODE_TOTAL inside them.
+        labels = plan_labels(plan_id, "${CI_NODE_INDEX}/${CI_NODE_TOTAL}")
+        lines += ["  variables:", f"    {LABELS_VAR}: {_scalar(labels)}"]
     if setup.install:
         lines += ["  before_script:", f"    - {_scalar(setup.install)}"]
     lines += ["  script:", "    - |"]
     lines += _case("CI_NODE_INDEX", commands, 1, "      ")
-    return "\n".join(lines) + "\n"
+    return unstored_note(plan_id) + "\n".join(lines) + "\n"
 
 
-def circleci(runner: str, selections: Sequence[JobSelection]) -> str:
+def circleci(runner: str, selections: Sequence[JobSelection], *, plan_id: str | None = None) -> str:
     """A CircleCI job with `parallelism: N`, each node picking its command by CIRCLE_NODE_INDEX."""
     commands = [s.command for s in selections]
     if _unsafe(commands):
@@ -164,12 +187,59 @@ def circleci(runner: str, selections: Sequence[JobSelection]) -> str:
         "    steps:",
         "      - checkout",
     ]
+    if plan_id is not None:
+        # `environment:` is not expanded and nodes count from 0: the shard is computed by the
+        # shell and exported through BASH_ENV, which every later step sources.
+        labels = plan_labels(plan_id, "$((CIRCLE_NODE_INDEX + 1))/$CIRCLE_NODE_TOTAL")
+        export = f'echo "export {LABELS_VAR}={labels}" >> "$BASH_ENV"'
+        lines += ["      - run:", "          name: laptime plan labels"]
+        lines.append(f"          command: {_scalar(export)}")
     if setup.install:
         lines.append(f"      - run: {_scalar(setup.install)}")
     lines += ["      - run:", "          name: tests", "          command: |"]
     lines += _case("CIRCLE_NODE_INDEX", commands, 0, "            ")
     lines += ["workflows:", "  tests:", "    jobs: [test]"]
-    return "\n".join(lines) + "\n"
+    return unstored_note(plan_id) + "\n".join(lines) + "\n"
+
+
+# The config keys holding a CI snippet.
+SNIPPET_KEYS = ("github_actions", "gitlab_ci", "circleci")
+
+
+def runner_snippets(
+    runner: str,
+    selections: Sequence[JobSelection],
+    pytest_args: Sequence[Sequence[str]],
+    *,
+    plan_id: str | None = None,
+) -> dict[str, str]:
+    """Every CI snippet of a plan's jobs: pytest's GitHub matrix from the jobs' pytest
+    arguments, the runner's own command elsewhere; none for a runner laptime cannot set up."""
+    out: dict[str, str] = {}
+    if runner == "pytest":
+        out["github_actions"] = github_actions_matrix(pytest_args, plan_id=plan_id)
+    elif runner in SETUPS:
+        out["github_actions"] = github_actions(runner, selections, plan_id=plan_id)
+    if runner in SETUPS:
+        out["gitlab_ci"] = gitlab_ci(runner, selections, plan_id=plan_id)
+        out["circleci"] = circleci(runner, selections, plan_id=plan_id)
+    return out
+
+
+def with_plan_labels(
+    config: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]], plan_id: str
+) -> dict[str, Any]:
+    """A split answer's `config` with its snippets remade for the stored plan `plan_id` (from
+    the answer's `selections` and each job's `pytest_args`); other keys are kept."""
+    if not any(key in config for key in SNIPPET_KEYS):
+        return dict(config)
+    selections = [
+        JobSelection(str(s["runner"]), tuple(s["args"]), str(s["command"]))
+        for s in config["selections"]
+    ]
+    pytest_args = [tuple(job.get("pytest_args") or ()) for job in jobs]
+    remade = runner_snippets(str(config["runner"]), selections, pytest_args, plan_id=plan_id)
+    return {**config, **{key: text for key, text in remade.items() if key in config}}
 
 
 def pytest_commands(args_per_job: Sequence[Sequence[str]]) -> list[JobSelection]:

@@ -7,12 +7,15 @@ test file added after the plan still runs somewhere instead of nowhere.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from analysis.plan_labels import LABELS_VAR, UNSTORED_NOTE, plan_labels
 
 
 @dataclass(frozen=True)
@@ -84,14 +87,44 @@ GITHUB_MATRIX_HEAD = (
 )
 
 
-def github_actions_matrix(args_per_job: Sequence[Sequence[str]]) -> str:
-    """A GitHub Actions job with one matrix entry per planned job."""
+# The matrix key holding a job's LAPTIME_LABELS (GitHub expressions allow `-` in names).
+MATRIX_LABELS_KEY = "laptime-labels"
+
+
+def github_matrix_entry(index: int, total: int, plan_id: str | None) -> list[str]:
+    """A matrix `include` entry's opening lines: its group and, for a stored plan, the
+    labels naming the plan and the job's shard (a JSON string: a valid YAML scalar)."""
+    lines = [f"          - group: {index}"]
+    if plan_id is not None:
+        labels = json.dumps(plan_labels(plan_id, f"{index}/{total}"))
+        lines.append(f"            {MATRIX_LABELS_KEY}: {labels}")
+    return lines
+
+
+def github_job_env(plan_id: str | None, labels: str) -> list[str]:
+    """The job's `env:` setting LAPTIME_LABELS for every step, the user's upload included;
+    nothing without a plan id."""
+    return [] if plan_id is None else ["    env:", f"      {LABELS_VAR}: {labels}"]
+
+
+def unstored_note(plan_id: str | None) -> str:
+    """The opening comment of a snippet: empty for a stored plan, else why its runs cannot
+    be matched."""
+    return "" if plan_id is not None else UNSTORED_NOTE
+
+
+def github_actions_matrix(
+    args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = None
+) -> str:
+    """A GitHub Actions job with one matrix entry per planned job; with the stored plan's id,
+    each job's LAPTIME_LABELS names the plan and its shard."""
     if sum(len(args) for args in args_per_job) > MATRIX_MAX_ARGS:
-        return _pytest_split_matrix(len(args_per_job))
+        return _pytest_split_matrix(len(args_per_job), plan_id)
     lines = list(GITHUB_MATRIX_HEAD)
     for i, args in enumerate(args_per_job, start=1):
-        lines.append(f"          - group: {i}")
+        lines += github_matrix_entry(i, len(args_per_job), plan_id)
         lines.append(f"            pytest-args: {_yaml_quote(shlex.join(args))}")
+    lines += github_job_env(plan_id, f"${{{{ matrix.{MATRIX_LABELS_KEY} }}}}")
     lines += [
         "    steps:",
         "      - uses: actions/checkout@v4",
@@ -99,18 +132,24 @@ def github_actions_matrix(args_per_job: Sequence[Sequence[str]]) -> str:
         "      - run: pip install -e . pytest",
         "      - run: python -m pytest ${{ matrix.pytest-args }}",
     ]
-    return "\n".join(lines) + "\n"
+    return unstored_note(plan_id) + "\n".join(lines) + "\n"
 
 
-def _pytest_split_matrix(k: int) -> str:
+def _pytest_split_matrix(k: int, plan_id: str | None) -> str:
     groups = ", ".join(str(i) for i in range(1, k + 1))
-    return (
+    # Group g is labelled as the plan's job g. pytest-split cuts its groups from the same
+    # durations with the same greedy rule, but not from the plan's members: per-job errors
+    # hold as far as the two agree; wait and machine time compare the whole pipeline.
+    shard = f"${{{{ matrix.group }}}}/{k}"
+    labels = "" if plan_id is None else json.dumps(plan_labels(plan_id, shard))
+    return unstored_note(plan_id) + (
         "\n".join(
             [
                 "# Too many tests to list: commit the plan's .test_durations and let pytest-split",
                 "# (least_duration) cut the same number of groups from it.",
                 *GITHUB_MATRIX_HEAD[:-1],  # a `group` list instead of `include` entries
                 f"        group: [{groups}]",
+                *github_job_env(plan_id, labels),
                 "    steps:",
                 "      - uses: actions/checkout@v4",
                 "      - uses: actions/setup-python@v5",

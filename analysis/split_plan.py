@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.ci_snippets import SETUPS, circleci, github_actions, gitlab_ci, pytest_commands
+from analysis.ci_snippets import pytest_commands, runner_snippets
 from analysis.durations import format_duration
 from analysis.durations import parse_duration_s as parse_duration_s  # app.pages imports it here
 from analysis.estimate import estimate_durations, result_durations
@@ -34,7 +34,6 @@ from analysis.pytest_selection import job_args
 from analysis.runner_commands import FILE_ONLY, JobSelection, nodeids_of_members, select_jobs
 from analysis.split_config import (
     default_job,
-    github_actions_matrix,
     job_pytest_args,
     marker_split,
     pytest_split_durations,
@@ -623,13 +622,8 @@ def _config(
         config["files"] = [list(job.members) for job in jobs]
     config["runner"] = options.runner
     selections = [JobSelection(options.runner, j.runner_args, j.command) for j in jobs]
+    config.update(runner_snippets(options.runner, selections, [j.pytest_args for j in jobs]))
     if options.runner == "pytest":
-        config["github_actions"] = github_actions_matrix([list(j.pytest_args) for j in jobs])
         config["test_durations"] = pytest_split_durations(estimates["duration_s"])
-    elif options.runner in SETUPS:
-        config["github_actions"] = github_actions(options.runner, selections)
-    if options.runner in SETUPS:
-        config["gitlab_ci"] = gitlab_ci(options.runner, selections)
-        config["circleci"] = circleci(options.runner, selections)
     config["selections"] = [s.to_dict() for s in selections]
     return config

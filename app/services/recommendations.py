@@ -18,6 +18,7 @@ from analysis.catalogue import (
     machine_prices,
     resolve_catalogues,
 )
+from analysis.ci_snippets import with_plan_labels
 from analysis.estimate import estimate_durations
 from analysis.filters import Filters
 from analysis.frames import labels_key
@@ -163,6 +164,9 @@ def split_recommendation(
     # Handed out with an id so the jobs that run it can say so, and with the error that this
     # project's earlier plans had (#18).
     answer["plan_id"] = record_split_plan(conn, project, answer)
+    if answer["plan_id"] is not None:
+        # Pasted as is, each job's upload then names the plan and its shard.
+        answer["config"] = with_plan_labels(answer["config"], answer["jobs"], answer["plan_id"])
     answer["expected_error"] = expected_error(calibration)
     return answer
 

@@ -100,3 +100,14 @@ def test_plan_names_the_model_inputs_a_durations_report_lacks(report: Path) -> N
     assert today["parts"]["ci_setup_s"] == 100.0
     assert today["parts"]["wall_s"] == today["predicted_wall_s"] == 1300.0
     assert "cpu_s" in today["parts"]["inputs_missing"]
+
+
+def test_offline_plan_says_its_runs_cannot_be_matched(report: Path) -> None:
+    # `laptime plan` stores nothing: its snippet must not pretend to close the loop (#18).
+    result = CliRunner().invoke(
+        cli, ["plan", str(report), "--jobs", "2", "--granularity", "file", "--overhead", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "no server stored this plan" in result.output
+    assert "LAPTIME_LABELS:" not in result.output
+    assert "plan=" not in result.output

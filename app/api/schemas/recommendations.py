@@ -16,7 +16,8 @@ from app.api.responses import ApiModel
 
 CONFIG_TEXT = (
     "what to paste, where it applies: runner, github_actions, gitlab_ci, circleci, "
-    "test_durations (nodeid -> s), selections, files, markers, marker_expressions"
+    "test_durations (nodeid -> s), selections, files, markers, marker_expressions; each job of "
+    "a stored plan's snippets sets LAPTIME_LABELS=plan=<plan_id>,shard=I/N for its upload"
 )
 
 
