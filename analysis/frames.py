@@ -149,6 +149,18 @@ def labels_key(labels: dict[str, str] | None) -> str:
     return ",".join(label_pair(k, str(labels[k])) for k in sorted(labels))
 
 
+# Labels that say which planned job a run was (#18), not where it ran: a shard of a cell is
+# still that cell, so they never make a cell of their own (they stay on the run).
+PLAN_LABELS = frozenset({"plan", "shard"})
+
+
+def cell_key(labels: object) -> str:
+    """The matrix cell of a run's labels: its labels_key without the plan's bookkeeping."""
+    if not isinstance(labels, dict):
+        return ""
+    return labels_key({k: v for k, v in labels.items() if k not in PLAN_LABELS})
+
+
 def parse_labels_key(key: str) -> dict[str, str]:
     """Inverse of labels_key."""
     if not key:

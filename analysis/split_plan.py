@@ -26,7 +26,7 @@ from analysis.ci_snippets import pytest_commands, runner_snippets
 from analysis.durations import format_duration
 from analysis.durations import parse_duration_s as parse_duration_s  # app.pages imports it here
 from analysis.estimate import estimate_durations, result_durations
-from analysis.frames import labels_key
+from analysis.frames import cell_key
 from analysis.heap_model import HeapProfile, align_heap_profile
 from analysis.job_model import JobModel, fit_job_model
 from analysis.partition import Partition, lower_bound, partition_items
@@ -359,7 +359,7 @@ def plan_cells(
     should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, SplitPlan]:
     """One plan per matrix cell (runs grouped by their labels, e.g. `os=linux,python=3.11`)."""
-    keys = runs["labels"].map(lambda labels: labels_key(labels if isinstance(labels, dict) else {}))
+    keys = runs["labels"].map(cell_key)
     plans: dict[str, SplitPlan] = {}
     for key in sorted(keys.unique()):
         cell_runs = runs[keys == key]

@@ -122,6 +122,16 @@ def test_runs_uploaded_as_the_snippet_says_are_matched_to_the_plan_and_job(
         assert by_index[index]["wall_s"]["predicted"] == predicted
     assert pipeline["wait_s"]["measured"] == max(MEASURED_WALL.values())
 
+    # The shards are jobs of the cell they were planned for, not cells of their own: the next
+    # plan reads the history and the shards' runs together.
+    again = read(
+        live_server,
+        project.read_token,
+        f"/api/v1/projects/{project.slug}/recommendations/split",
+        **ASK,
+    )
+    assert again["cells"] == [""]
+
     # The recommendations page hands out the same snippet.
     page = httpx.get(f"{live_server.url}/p/{project.slug}/recommendations", params=ASK, timeout=60)
     assert page.status_code == 200
