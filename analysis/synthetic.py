@@ -389,12 +389,13 @@ def _generate_day(
             "last_attempt_s": np.where(flaky, duration / 2, np.nan).ravel(),
             "flaky": flaky.ravel(),
             "peak_rss_mib": rss.ravel(),
-            # Synthetic history is JUnit-like here: no CPU, order or heap measured (#18).
+            # Synthetic history is JUnit-like here: no CPU, order, heap or wait measured (#18).
             "cpu_s": np.full(total, np.nan),
             "seq": np.full(total, np.nan),
             "gc_s": np.full(total, np.nan),
             "heap_scans": np.full(total, np.nan),
             "heap_objects": np.full(total, np.nan),
+            "wait_s": np.full(total, np.nan),
             "worker": cat(worker.ravel().astype(np.int8),
                           pd.CategoricalDtype([f"gw{i}" for i in range(max_workers)])),
             "suite": cat(np.zeros(total, dtype=np.int8), pd.CategoricalDtype(["pytest"])),

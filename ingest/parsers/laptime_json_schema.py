@@ -65,6 +65,9 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "heap_objects_start": ("integer", 0),
     "heap_objects_collected": ("integer", 0),
     "heap_objects_end": ("integer", 0),
+    # Run-queue delay (#18 follow-up): seconds the tests' thread(s) were runnable but waiting
+    # for a CPU over the session (schedstat), so a busy machine's history can be made quiet.
+    "wait_s": ("number", 0),
 }
 
 TEST_FIELDS: Final[dict[str, FieldSpec]] = {
@@ -92,6 +95,8 @@ TEST_FIELDS: Final[dict[str, FieldSpec]] = {
     "gc_s": ("number", 0),
     "heap_scans": ("integer", 0),
     "heap_objects": ("integer", 0),
+    # Run-queue delay (#18 follow-up): seconds the test's thread waited for a CPU.
+    "wait_s": ("number", 0),
 }
 # Present and not null. Every other key may be absent or null (= unknown).
 TEST_REQUIRED: Final = ("nodeid", "outcome")
@@ -115,6 +120,7 @@ LENIENT_FIELDS: Final = frozenset(
         "heap_objects_start",
         "heap_objects_collected",
         "heap_objects_end",
+        "wait_s",
     }
 )
 

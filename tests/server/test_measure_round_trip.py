@@ -1,7 +1,8 @@
 """The job model's measures (#18) travel end to end: a real plugin report, uploaded by the CI
 client with the job's wall, lands in the run and test_result columns and in the frames the
 planner reads, with the same sums as the JSON; a JUnit upload beside it reads as unknown.
-The heap measures (gc_s, heap_scans, heap_objects; the session's heap_objects_*) likewise."""
+The heap measures (gc_s, heap_scans, heap_objects; the session's heap_objects_*) and the
+run-queue wait (wait_s per test and per session) likewise."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ def test_walks_the_heap():
 """
 HEAP_RESULTS = ("gc_s", "heap_scans", "heap_objects")
 HEAP_RUNS = ("heap_objects_start", "heap_objects_collected", "heap_objects_end")
+# Per test, stored on test_result and carried into the results frame (float64, NaN unknown).
+RESULT_MEASURES = (*HEAP_RESULTS, "wait_s")
 
 
 def with_heap_measures(data: bytes) -> bytes:
@@ -60,6 +63,18 @@ def with_heap_measures(data: bytes) -> bytes:
         test.setdefault("gc_s", 0.0123 if walks else 0.0)
         test.setdefault("heap_scans", 1 if walks else 0)
         test.setdefault("heap_objects", 150_321 if walks else None)
+    return json.dumps(doc).encode()
+
+
+def with_wait_measures(data: bytes) -> bytes:
+    """The report with the run-queue waits a plugin on Linux writes (wait_s, #18 follow-up):
+    the plugin's own where it wrote them, else values of that shape with one unknown (null, as
+    where the kernel does not say), so the storage path is checked whichever plugin made it."""
+    doc = json.loads(data)
+    doc["session"].setdefault("wait_s", 0.375)
+    for index, test in enumerate(doc["tests"]):
+        unknown = test["nodeid"].endswith("test_three")
+        test.setdefault("wait_s", None if unknown else 0.0025 * (index + 1))
     return json.dumps(doc).encode()
 
 
@@ -81,7 +96,7 @@ def plugin_report(path: Path) -> bytes:
 def test_plugin_measures_round_trip_to_the_planner_frames(
     live_server: LiveServer, project: ProjectFixture, engine: Engine, tmp_path: Path
 ) -> None:
-    data = with_heap_measures(plugin_report(tmp_path))
+    data = with_wait_measures(with_heap_measures(plugin_report(tmp_path)))
     doc: dict[str, Any] = json.loads(data)
     session = doc["session"]
     # The client sends the job's wall from an early CI step's LAPTIME_JOB_STARTED_AT.
@@ -104,7 +119,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
                 text(
                     "SELECT cpu_s, startup_s, collect_s, job_wall_s, collected_tests, "
                     "collected_files, collect_by_file, invocation, heap_objects_start, "
-                    "heap_objects_collected, heap_objects_end FROM run WHERE id = :r"
+                    "heap_objects_collected, heap_objects_end, wait_s FROM run WHERE id = :r"
                 ),
                 {"r": done["run_id"]},
             )
@@ -115,10 +130,10 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
             text("SELECT sum(cpu_s), sum(seq), count(seq) FROM test_result WHERE run_id = :r"),
             {"r": done["run_id"]},
         ).one()
-        heap_rows = conn.execute(
+        measure_rows = conn.execute(
             text(
-                "SELECT tc.nodeid, tr.gc_s, tr.heap_scans, tr.heap_objects FROM test_result tr "
-                "JOIN test_case tc ON tc.id = tr.test_id WHERE tr.run_id = :r"
+                "SELECT tc.nodeid, tr.gc_s, tr.heap_scans, tr.heap_objects, tr.wait_s "
+                "FROM test_result tr JOIN test_case tc ON tc.id = tr.test_id WHERE tr.run_id = :r"
             ),
             {"r": done["run_id"]},
         ).all()
@@ -128,7 +143,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
 
     for key in ("cpu_s", "startup_s", "collect_s", "collected_tests", "collected_files"):
         assert run[key] == session[key], key
-    for key in HEAP_RUNS:
+    for key in (*HEAP_RUNS, "wait_s"):
         assert run[key] == session[key], key
     assert run["collect_by_file"] == session["collect_by_file"] == run["collect_by_file"]
     assert set(run["collect_by_file"]) == {"test_rt.py"}
@@ -140,15 +155,16 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
     assert math.isclose(sums[0], sum(t["cpu_s"] for t in tests), rel_tol=1e-12)
     assert (sums[1], sums[2]) == (sum(t["seq"] for t in tests), 4) == (6, 4)
     by_nodeid = {t["nodeid"]: t for t in tests}
-    stored_heap = {nodeid: (gc_s, scans, objects) for nodeid, gc_s, scans, objects in heap_rows}
-    assert stored_heap == {n: tuple(t[k] for k in HEAP_RESULTS) for n, t in by_nodeid.items()}
+    stored_measures = {nodeid: tuple(values) for nodeid, *values in measure_rows}
+    sent = {nodeid: tuple(t[k] for k in RESULT_MEASURES) for nodeid, t in by_nodeid.items()}
+    assert stored_measures == sent
 
     runs = history.runs.set_index("job")
     results = history.results
     plugin_run, junit_run = runs.loc["unit"], runs.loc["junit-only"]
     assert plugin_run["cpu_s"] == session["cpu_s"]
     assert plugin_run["collected_tests"] == 4.0
-    for key in HEAP_RUNS:
+    for key in (*HEAP_RUNS, "wait_s"):
         assert plugin_run[key] == session[key], key
     assert plugin_run["collect_by_file"] == session["collect_by_file"]
     assert plugin_run["job_wall_s"] == metadata.job_wall_s
@@ -159,19 +175,21 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
     frame_rows = mine.set_index("nodeid")
     for nodeid, test in by_nodeid.items():
         row = frame_rows.loc[nodeid]
-        for key in HEAP_RESULTS:
+        for key in RESULT_MEASURES:
             want = test[key]
             assert math.isnan(row[key]) if want is None else row[key] == want, (nodeid, key)
-    assert mine[list(HEAP_RESULTS)].dtypes.eq("float64").all()
+    assert mine[list(RESULT_MEASURES)].dtypes.eq("float64").all()
     assert mine["heap_objects"].notna().any()
+    assert mine["wait_s"].notna().any()
     # JUnit-only data: unknown, never zero.
-    for key in ("cpu_s", "startup_s", "collect_s", "job_wall_s", "collected_tests", *HEAP_RUNS):
+    unknown_runs = ("cpu_s", "startup_s", "collect_s", "job_wall_s", "collected_tests", "wait_s")
+    for key in (*unknown_runs, *HEAP_RUNS):
         assert math.isnan(junit_run[key]), key
     junit_rows = history.runs[history.runs["job"] == "junit-only"]
     assert junit_rows["collect_by_file"].tolist() == [None]
     assert junit_rows["invocation"].tolist() == [None]
     theirs = results[results["run_id"] == junit_run["run_id"]]
-    assert theirs[["cpu_s", "seq", *HEAP_RESULTS]].isna().all().all()
+    assert theirs[["cpu_s", "seq", *RESULT_MEASURES]].isna().all().all()
 
 
 def test_the_upload_refuses_a_job_wall_beyond_a_week(
