@@ -45,7 +45,7 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "heap_objects",  # float (integer count): gc-tracked objects its first get_objects() saw
     # float (NaN = unknown): seconds its thread was runnable but waiting for a CPU (run-queue
     # delay, every attempt like cpu_s), the plugin's only (#18 follow-up)
-    "wait_s",
+    "cpu_wait_s",
     "worker",  # str | None: xdist worker id ("gw0")
     "suite",  # str | None: the enclosing <testsuite> name
     "message",  # str | None: failure/skip message, truncated by the parser
@@ -80,7 +80,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "heap_objects_start",  # when collection started
     "heap_objects_collected",  # when collection finished
     "heap_objects_end",  # after the last test
-    "wait_s",  # float: run-queue delay of the tests' thread(s) (under xdist the workers' sum)
+    "cpu_wait_s",  # float: run-queue delay of the tests' thread(s) (under xdist the workers' sum)
 )
 # The RUN_COLUMNS a JUnit-only history lacks, and their unknown values.
 RUN_MEASURE_DEFAULTS: dict[str, Any] = {
@@ -96,7 +96,7 @@ RUN_MEASURE_DEFAULTS: dict[str, Any] = {
     "heap_objects_start": np.nan,
     "heap_objects_collected": np.nan,
     "heap_objects_end": np.nan,
-    "wait_s": np.nan,
+    "cpu_wait_s": np.nan,
 }
 
 FACT_KEY_COLUMNS: tuple[str, ...] = (

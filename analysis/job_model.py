@@ -17,7 +17,7 @@
   normalising to a quiet machine, divided by the xdist workers, plus per-test bookkeeping
   (session wall - collection - test time, per test) when collection time is known.
 
-Quiet-machine normalisation. Where the plugin read the kernel's run-queue delay (`wait_s`: the
+Quiet-machine normalisation. Where the plugin read the kernel's run-queue delay (`cpu_wait_s`: the
 seconds the test's thread was runnable but had no CPU), a quiet machine would not have taken
 them: quiet = wall - wait, and the run's share is 1 - its tests' wait / their wall. This holds
 for tests running threads too, which the estimate below cannot correct. Without it, a history
@@ -58,7 +58,7 @@ MODEL_INPUTS: tuple[str, ...] = (
     "collect_s",
     "seq",
     "cpu_s",
-    "wait_s",
+    "cpu_wait_s",
     "heap_objects",
 )
 SHARE_QUANTILE = 0.9
@@ -237,7 +237,7 @@ def run_cpu_shares(results: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
     both = pd.concat([by_run, per_test.reindex(by_run.index)], axis=1).max(axis=1, skipna=True)
     # The kernel's word, where every test of the run has it, over the estimate.
     waits = pd.DataFrame(
-        {"run_id": results["run_id"].to_numpy(), "wait": _column(results, "wait_s"), "w": wall}
+        {"run_id": results["run_id"].to_numpy(), "wait": _column(results, "cpu_wait_s"), "w": wall}
     )
     sums = waits.groupby("run_id").agg(
         wait=("wait", "sum"), known=("wait", "count"), w=("w", "sum"), n=("w", "size")
@@ -315,14 +315,14 @@ def fit_job_model(
     cpu = _column(results, "cpu_s")
     shares = run_cpu_shares(results, runs)
     share_of_result = results["run_id"].map(shares).astype("float64")
-    wait = _column(results, "wait_s")
+    wait = _column(results, "cpu_wait_s")
     quiet = (
         (wall - wait).clip(lower=0.0).where(wait.notna(), quiet_wall(wall, cpu, share_of_result))
     )
     if cpu.isna().all() or shares.isna().all():
         missing.append("cpu_s")
     if wait.isna().all():
-        missing.append("wait_s")
+        missing.append("cpu_wait_s")
     quiet_factor = (quiet / wall).where(wall > 0)
     fu_result, fu_file = _first_use(results, quiet_factor)
     if _column(results, "seq").isna().all():

@@ -395,7 +395,7 @@ def _generate_day(
             "gc_s": np.full(total, np.nan),
             "heap_scans": np.full(total, np.nan),
             "heap_objects": np.full(total, np.nan),
-            "wait_s": np.full(total, np.nan),
+            "cpu_wait_s": np.full(total, np.nan),
             "worker": cat(worker.ravel().astype(np.int8),
                           pd.CategoricalDtype([f"gw{i}" for i in range(max_workers)])),
             "suite": cat(np.zeros(total, dtype=np.int8), pd.CategoricalDtype(["pytest"])),

@@ -24,11 +24,11 @@ FLOAT_COLUMNS = (
     "gc_s",
     "heap_scans",  # integer counts, float here so that unknown is NaN
     "heap_objects",
-    "wait_s",
+    "cpu_wait_s",
 )
 # The FLOAT_COLUMNS only the laptime pytest plugin measures (#18): CPU, order, heap, run-queue
 # wait.
-MEASURE_COLUMNS = ("cpu_s", "seq", "gc_s", "heap_scans", "heap_objects", "wait_s")
+MEASURE_COLUMNS = ("cpu_s", "seq", "gc_s", "heap_scans", "heap_objects", "cpu_wait_s")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class SessionInfo:
     heap_objects_collected: int | None = None  # when collection finished
     heap_objects_end: int | None = None  # after the last test
     # Seconds the tests' thread(s) were runnable but waiting for a CPU (#18 follow-up)
-    wait_s: float | None = None
+    cpu_wait_s: float | None = None
 
 
 @dataclass(frozen=True)

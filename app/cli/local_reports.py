@@ -101,7 +101,7 @@ def run_measures(session: SessionInfo) -> dict[str, object]:
         "heap_objects_start": number(session.heap_objects_start),
         "heap_objects_collected": number(session.heap_objects_collected),
         "heap_objects_end": number(session.heap_objects_end),
-        "wait_s": number(session.wait_s),
+        "cpu_wait_s": number(session.cpu_wait_s),
     }
 
 

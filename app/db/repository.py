@@ -142,7 +142,7 @@ _RUN_MEASURES = (
     "heap_objects_start",
     "heap_objects_collected",
     "heap_objects_end",
-    "wait_s",
+    "cpu_wait_s",
 )
 
 
@@ -160,7 +160,7 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 collected_files::float8 AS collected_files, collect_by_file, invocation, rootdir,
                 heap_objects_start::float8 AS heap_objects_start,
                 heap_objects_collected::float8 AS heap_objects_collected,
-                heap_objects_end::float8 AS heap_objects_end, wait_s
+                heap_objects_end::float8 AS heap_objects_end, cpu_wait_s
             FROM run WHERE {where} ORDER BY started_at
             """
         ),
@@ -199,7 +199,7 @@ _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
     ("gc_s", "float8"),
     ("heap_scans", "float8"),
     ("heap_objects", "float8"),
-    ("wait_s", "float8"),
+    ("cpu_wait_s", "float8"),
 )
 # The outcome travels as its index in OUTCOMES (text would need the CSV path).
 _OUTCOME_CODE = (
@@ -239,7 +239,7 @@ def load_run_results(
                 coalesce(tr.gc_s, 'NaN') AS gc_s,
                 coalesce(tr.heap_scans::float8, 'NaN') AS heap_scans,
                 coalesce(tr.heap_objects::float8, 'NaN') AS heap_objects,
-                coalesce(tr.wait_s, 'NaN') AS wait_s
+                coalesce(tr.cpu_wait_s, 'NaN') AS cpu_wait_s
             FROM test_result tr
             WHERE tr.project_id = :project AND tr.day = ANY(:days) AND tr.run_id = ANY(:runs)
             """,

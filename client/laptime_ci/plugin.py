@@ -339,7 +339,7 @@ class ItemRecorder:
             cpu_s=self.test_cpu_s(),
             seq=self._seq,
             heap=self.heap.reading(),
-            wait_s=self.test_wait_s(),
+            cpu_wait_s=self.test_wait_s(),
         )
         setattr(report, REPORT_ATTR, record)
 
@@ -351,7 +351,7 @@ class ItemRecorder:
         cpu_s: float | None = None,
         seq: int | None = None,
         heap: HeapReading | None = None,
-        wait_s: float | None = None,
+        cpu_wait_s: float | None = None,
     ) -> dict[str, Any]:
         """The worker-side record of a test: its description, peak RSS, CPU, order, worker,
         and its heap-bound work (seconds in gc.collect, heap scans, the heap a scan saw)."""
@@ -365,7 +365,7 @@ class ItemRecorder:
         record["worker"] = self.worker
         record["cpu_s"] = round(cpu_s, 6) if cpu_s is not None else None
         record["seq"] = seq
-        record["wait_s"] = round(wait_s, 6) if wait_s is not None else None
+        record["cpu_wait_s"] = round(cpu_wait_s, 6) if cpu_wait_s is not None else None
         gc_s, scans, objects = heap if heap is not None else (None, None, None)
         record["gc_s"] = round(gc_s, 6) if gc_s is not None else None
         record["heap_scans"] = scans
@@ -385,7 +385,7 @@ class ItemRecorder:
                 **self.census.summary(),
                 "cpu_s": round(cpu_seconds(), 3),
                 # The worker's whole life, like its CPU (its main thread runs the tests).
-                "wait_s": run_queue_wait_s(),
+                "cpu_wait_s": run_queue_wait_s(),
                 "nodeid_base": self._nodeid_base,
             }
             workeroutput[WORKEROUTPUT_TIMING_KEY] = timing
@@ -419,7 +419,7 @@ class ItemState:
     cpu_s: float | None = None
     seq: int | None = None
     heap: HeapReading | None = None
-    wait_s: float | None = None
+    cpu_wait_s: float | None = None
 
 
 def _report_message(report: pytest.TestReport) -> str | None:
@@ -502,7 +502,7 @@ def _split_nodeid(nodeid: str) -> dict[str, Any]:
         "worker": None,
         "cpu_s": None,
         "seq": None,
-        "wait_s": None,
+        "cpu_wait_s": None,
         "gc_s": None,
         "heap_scans": None,
         "heap_objects": None,
@@ -539,7 +539,7 @@ def result_entry(state: ItemState, record: dict[str, Any] | None = None) -> dict
         "cpu_s": info.get("cpu_s"),
         "seq": info.get("seq"),
         # Run-queue delay over the same span as cpu_s: the machine's share of the wall.
-        "wait_s": info.get("wait_s"),
+        "cpu_wait_s": info.get("cpu_wait_s"),
         # Heap-bound work, like cpu_s over every attempt (see plugin_heap).
         "gc_s": info.get("gc_s"),
         "heap_scans": info.get("heap_scans"),
@@ -651,7 +651,7 @@ class ReportWriter(ItemRecorder):
         state.cpu_s = self.test_cpu_s()
         state.seq = self._seq
         state.heap = self.heap.reading()
-        state.wait_s = self.test_wait_s()
+        state.cpu_wait_s = self.test_wait_s()
         peak = self.monitor.window_peak_mib()
         if peak is not None and (state.peak_rss_mib is None or peak > state.peak_rss_mib):
             state.peak_rss_mib = peak
@@ -689,7 +689,7 @@ class ReportWriter(ItemRecorder):
                     cpu_s=state.cpu_s,
                     seq=state.seq,
                     heap=state.heap,
-                    wait_s=state.wait_s,
+                    cpu_wait_s=state.cpu_wait_s,
                 )
                 if item is not None
                 else None
@@ -703,7 +703,7 @@ class ReportWriter(ItemRecorder):
         `cpu_s` covers the same span as `wall_s`. Under xdist the controller adds its own CPU
         (without children: the workers are its children, reaped or not yet) to each worker's
         whole-life CPU, and the collection figures are the workers' (the controller does not
-        collect); `startup_s` is the controller's. `wait_s` is the run-queue delay of the
+        collect); `startup_s` is the controller's. `cpu_wait_s` is the run-queue delay of the
         thread(s) running the tests: this process's main thread, or the sum of the workers'.
         """
         own_start, total_start = self.session_cpu_start
@@ -711,7 +711,7 @@ class ReportWriter(ItemRecorder):
         if self.distributed:
             cpu = cpu_seconds(children=False) - own_start
             cpu += sum(float(t.get("cpu_s") or 0.0) for t in self.worker_timing.values())
-            waits = [t.get("wait_s") for t in self.worker_timing.values()]
+            waits = [t.get("cpu_wait_s") for t in self.worker_timing.values()]
             known = [float(w) for w in waits if isinstance(w, (int, float))]
             wait: float | None = sum(known) if known and len(known) == len(waits) else None
             measures.update(merge_worker_collection(list(self.worker_timing.values())))
@@ -723,7 +723,7 @@ class ReportWriter(ItemRecorder):
 
         return {
             "cpu_s": round(max(0.0, cpu), 3),
-            "wait_s": round(wait, 3) if wait is not None else None,
+            "cpu_wait_s": round(wait, 3) if wait is not None else None,
             **measures,
             "invocation": "pyargs" if self.config.getoption("pyargs", False) else "paths",
             "rootdir": self._recorded_nodeid_base() or str(self.config.rootpath),

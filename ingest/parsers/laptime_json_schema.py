@@ -67,7 +67,7 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "heap_objects_end": ("integer", 0),
     # Run-queue delay (#18 follow-up): seconds the tests' thread(s) were runnable but waiting
     # for a CPU over the session (schedstat), so a busy machine's history can be made quiet.
-    "wait_s": ("number", 0),
+    "cpu_wait_s": ("number", 0),
 }
 
 TEST_FIELDS: Final[dict[str, FieldSpec]] = {
@@ -96,7 +96,7 @@ TEST_FIELDS: Final[dict[str, FieldSpec]] = {
     "heap_scans": ("integer", 0),
     "heap_objects": ("integer", 0),
     # Run-queue delay (#18 follow-up): seconds the test's thread waited for a CPU.
-    "wait_s": ("number", 0),
+    "cpu_wait_s": ("number", 0),
 }
 # Present and not null. Every other key may be absent or null (= unknown).
 TEST_REQUIRED: Final = ("nodeid", "outcome")
@@ -120,7 +120,7 @@ LENIENT_FIELDS: Final = frozenset(
         "heap_objects_start",
         "heap_objects_collected",
         "heap_objects_end",
-        "wait_s",
+        "cpu_wait_s",
     }
 )
 

@@ -16,10 +16,10 @@ depends_on = None
 
 def upgrade() -> None:
     # On the partitioned parent: every day's partition gets the column (NULL, no rewrite).
-    op.execute("ALTER TABLE test_result ADD COLUMN wait_s double precision")
-    op.execute("ALTER TABLE run ADD COLUMN wait_s double precision")
+    op.execute("ALTER TABLE test_result ADD COLUMN cpu_wait_s double precision")
+    op.execute("ALTER TABLE run ADD COLUMN cpu_wait_s double precision")
 
 
 def downgrade() -> None:
-    op.execute("ALTER TABLE run DROP COLUMN wait_s")
-    op.execute("ALTER TABLE test_result DROP COLUMN wait_s")
+    op.execute("ALTER TABLE run DROP COLUMN cpu_wait_s")
+    op.execute("ALTER TABLE test_result DROP COLUMN cpu_wait_s")

@@ -48,7 +48,7 @@ SESSION: dict[str, Any] = {
     "heap_objects_start": 41_000,
     "heap_objects_collected": 150_000,
     "heap_objects_end": 420_000,
-    "wait_s": 1.75,
+    "cpu_wait_s": 1.75,
 }
 TEST: dict[str, Any] = {
     "nodeid": "tests/test_x.py::TestC::test_y[a-1]",
@@ -74,7 +74,7 @@ TEST: dict[str, Any] = {
     "gc_s": 0.031,
     "heap_scans": 2,
     "heap_objects": 151_234,
-    "wait_s": 0.02,
+    "cpu_wait_s": 0.02,
 }
 
 

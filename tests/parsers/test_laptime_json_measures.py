@@ -1,7 +1,7 @@
 """The job model's keys in laptime JSON (#18): read when valid; a bad value is dropped with a
 warning and never costs the report; reports without them (old plugins, JUnit) read as unknown.
 The heap measures (gc_s, heap_scans, heap_objects and the session's heap_objects_*) and the
-run-queue wait (wait_s per test and per session) follow the same rules as cpu_s and seq."""
+run-queue wait (cpu_wait_s per test and per session) follow the same rules as cpu_s and seq."""
 
 from __future__ import annotations
 
@@ -40,18 +40,18 @@ def test_valid_measures_are_read() -> None:
     assert session.heap_objects_end == 420_000
     assert (row["gc_s"], row["heap_scans"], row["heap_objects"]) == (0.031, 2.0, 151_234.0)
     assert report.results[list(HEAP_RESULT_COLUMNS)].dtypes.eq("float64").all()
-    assert (session.wait_s, row["wait_s"]) == (1.75, 0.02)
-    assert report.results["wait_s"].dtype == "float64"
+    assert (session.cpu_wait_s, row["cpu_wait_s"]) == (1.75, 0.02)
+    assert report.results["cpu_wait_s"].dtype == "float64"
 
 
 def test_a_measured_zero_wait_is_known_and_a_null_wait_unknown() -> None:
-    # The plugin writes wait_s null where the kernel does not say (no /proc/thread-self).
-    idle = dict(TEST, nodeid="t.py::idle", wait_s=0.0)
-    elsewhere = dict(TEST, nodeid="t.py::elsewhere", wait_s=None)
-    report = parse(document(idle, elsewhere, session=dict(SESSION, wait_s=None)))
+    # The plugin writes cpu_wait_s null where the kernel does not say (no /proc/thread-self).
+    idle = dict(TEST, nodeid="t.py::idle", cpu_wait_s=0.0)
+    elsewhere = dict(TEST, nodeid="t.py::elsewhere", cpu_wait_s=None)
+    report = parse(document(idle, elsewhere, session=dict(SESSION, cpu_wait_s=None)))
     assert report.warnings == []
-    assert report.session.wait_s is None
-    waits = report.results.set_index("nodeid")["wait_s"]
+    assert report.session.cpu_wait_s is None
+    waits = report.results.set_index("nodeid")["cpu_wait_s"]
     assert waits["t.py::idle"] == 0.0
     assert math.isnan(waits["t.py::elsewhere"])
 
@@ -88,9 +88,9 @@ def test_a_test_without_a_heap_walk_has_unknown_heap_objects() -> None:
         ("heap_objects_collected", 1.5e5, "expected integer, got 150000.0"),
         ("heap_objects_end", 2**40, "expected integer <= "),
         ("heap_objects_end", "many", "expected integer"),
-        ("wait_s", -0.25, "expected number >= 0"),
-        ("wait_s", "idle", "expected number"),
-        ("wait_s", False, "expected number, got false"),
+        ("cpu_wait_s", -0.25, "expected number >= 0"),
+        ("cpu_wait_s", "idle", "expected number"),
+        ("cpu_wait_s", False, "expected number, got false"),
     ],
 )
 def test_a_bad_session_measure_is_dropped_with_a_warning(key: str, value: Any, says: str) -> None:
@@ -122,10 +122,10 @@ def test_a_bad_session_measure_is_dropped_with_a_warning(key: str, value: Any, s
         ("heap_objects", -3),
         ("heap_objects", 2**40),
         ("heap_objects", [1]),
-        ("wait_s", -1e-3),
-        ("wait_s", "queued"),
-        ("wait_s", True),
-        ("wait_s", {"ns": 5}),
+        ("cpu_wait_s", -1e-3),
+        ("cpu_wait_s", "queued"),
+        ("cpu_wait_s", True),
+        ("cpu_wait_s", {"ns": 5}),
     ],
 )
 def test_a_bad_test_measure_is_dropped_with_one_warning(key: str, bad: Any) -> None:
@@ -142,20 +142,20 @@ def test_a_bad_test_measure_is_dropped_with_one_warning(key: str, bad: Any) -> N
 
 def test_reports_without_the_keys_read_as_unknown() -> None:
     old = copy.deepcopy(document())
-    for key in ("cpu_s", "startup_s", "collect_by_file", "job_wall_s", "invocation", "wait_s"):
+    for key in ("cpu_s", "startup_s", "collect_by_file", "job_wall_s", "invocation", "cpu_wait_s"):
         del old["session"][key]
     for key in HEAP_SESSION_KEYS:
         del old["session"][key]
     for test in old["tests"]:
-        del test["cpu_s"], test["seq"], test["wait_s"]
+        del test["cpu_s"], test["seq"], test["cpu_wait_s"]
         for key in HEAP_RESULT_COLUMNS:
             del test[key]
     report = parse(old)
     assert report.warnings == []
     assert (report.session.cpu_s, report.session.collect_by_file) == (None, None)
     assert [getattr(report.session, key) for key in HEAP_SESSION_KEYS] == [None] * 3
-    assert report.session.wait_s is None
-    measures = report.results[["cpu_s", "seq", *HEAP_RESULT_COLUMNS, "wait_s"]]
+    assert report.session.cpu_wait_s is None
+    measures = report.results[["cpu_s", "seq", *HEAP_RESULT_COLUMNS, "cpu_wait_s"]]
     assert measures.isna().all().all()
     assert measures.dtypes.eq("float64").all()
 
@@ -163,13 +163,13 @@ def test_reports_without_the_keys_read_as_unknown() -> None:
 def test_junit_results_have_the_columns_unknown() -> None:
     xml = b'<testsuite><testcase classname="t" name="a" time="1.5"/></testsuite>'
     report = parse_junit(xml)
-    measures = report.results[["cpu_s", "seq", *HEAP_RESULT_COLUMNS, "wait_s"]]
+    measures = report.results[["cpu_s", "seq", *HEAP_RESULT_COLUMNS, "cpu_wait_s"]]
     assert measures.isna().all().all()
     # Float NaN like every parser's, so frames of mixed reports keep one numeric dtype.
     assert measures.dtypes.eq("float64").all()
     assert report.session.collect_s is None
     assert report.session.heap_objects_end is None
-    assert report.session.wait_s is None
+    assert report.session.cpu_wait_s is None
 
 
 def test_junit_first_keeps_its_row_and_gains_the_plugins_cpu_and_order() -> None:
@@ -188,8 +188,8 @@ def test_junit_first_keeps_its_row_and_gains_the_plugins_cpu_and_order() -> None
     assert (row["cpu_s"], row["seq"]) == (TEST["cpu_s"], TEST["seq"])
     assert set(HEAP_RESULT_COLUMNS) <= set(MEASURE_COLUMNS)
     assert [row[key] for key in HEAP_RESULT_COLUMNS] == [TEST[k] for k in HEAP_RESULT_COLUMNS]
-    assert "wait_s" in MEASURE_COLUMNS
-    assert row["wait_s"] == TEST["wait_s"]
+    assert "cpu_wait_s" in MEASURE_COLUMNS
+    assert row["cpu_wait_s"] == TEST["cpu_wait_s"]
     assert merged.session.cpu_s == SESSION["cpu_s"]
     assert merged.session.heap_objects_end == SESSION["heap_objects_end"]
-    assert merged.session.wait_s == SESSION["wait_s"]
+    assert merged.session.cpu_wait_s == SESSION["cpu_wait_s"]

@@ -1,5 +1,5 @@
 """`laptime plan --history a.json b.json` builds its frames from local files (load_local): the
-heap measures and the run-queue wait (wait_s) of laptime JSON reach them as float64, NaN where
+heap measures and the run-queue wait (cpu_wait_s) of laptime JSON reach them as float64, NaN where
 a report did not say (an older plugin, a bad value, a JUnit file), never 0."""
 
 from __future__ import annotations
@@ -53,12 +53,12 @@ def test_local_reports_carry_the_heap_measures_into_the_frames(tmp_path: Path) -
 
 
 def test_local_reports_carry_the_run_queue_wait_into_the_frames(tmp_path: Path) -> None:
-    idle = dict(TEST, nodeid="t.py::idle", wait_s=0.0)
+    idle = dict(TEST, nodeid="t.py::idle", cpu_wait_s=0.0)
     first = document(dict(TEST, nodeid="t.py::queued"), idle)
-    older = document(dict(TEST, nodeid="t.py::queued", wait_s=-2.0), idle)
-    del older["session"]["wait_s"]
-    elsewhere = document(dict(TEST, nodeid="t.py::queued", wait_s=None))
-    elsewhere["session"]["wait_s"] = None  # no /proc: the kernel did not say
+    older = document(dict(TEST, nodeid="t.py::queued", cpu_wait_s=-2.0), idle)
+    del older["session"]["cpu_wait_s"]
+    elsewhere = document(dict(TEST, nodeid="t.py::queued", cpu_wait_s=None))
+    elsewhere["session"]["cpu_wait_s"] = None  # no /proc: the kernel did not say
     junit = b'<testsuite><testcase classname="t" name="idle" file="t.py" time="1.0"/></testsuite>'
     paths = [tmp_path / name for name in ("a.json", "b.json", "c.json", "d.xml")]
     for path, doc in zip(paths, (first, older, elsewhere), strict=False):
@@ -67,16 +67,16 @@ def test_local_reports_carry_the_run_queue_wait_into_the_frames(tmp_path: Path) 
 
     data = load_local(paths)
 
-    runs = data.runs.set_index("run_id")["wait_s"]
+    runs = data.runs.set_index("run_id")["cpu_wait_s"]
     assert runs.dtype == "float64"
-    assert runs.loc[1] == SESSION["wait_s"]
+    assert runs.loc[1] == SESSION["cpu_wait_s"]
     assert runs.loc[[2, 3, 4]].isna().all()  # absent, null, JUnit: unknown, never 0
-    results = data.results.set_index(["run_id", "nodeid"])["wait_s"]
+    results = data.results.set_index(["run_id", "nodeid"])["cpu_wait_s"]
     assert results.dtype == "float64"
-    assert results.loc[(1, "t.py::queued")] == TEST["wait_s"]
+    assert results.loc[(1, "t.py::queued")] == TEST["cpu_wait_s"]
     assert results.loc[(1, "t.py::idle")] == 0.0  # measured no wait: a known zero
     assert math.isnan(results.loc[(2, "t.py::queued")])  # the bad value, dropped
     assert results.loc[(2, "t.py::idle")] == 0.0
-    assert any("wait_s" in warning for warning in data.reports[1].warnings)
+    assert any("cpu_wait_s" in warning for warning in data.reports[1].warnings)
     assert math.isnan(results.loc[(3, "t.py::queued")])
     assert math.isnan(results.loc[(4, "t.py::idle")])

@@ -52,7 +52,7 @@ def measured(
     )
     results["cpu_s"] = [float("nan") if t[3] is None else t[3] for t in tests]
     # The kernel's run-queue delay: exactly the time the busy machine added.
-    results["wait_s"] = [w - (t[1] + t[2]) for w, t in zip(walls, tests, strict=True)]
+    results["cpu_wait_s"] = [w - (t[1] + t[2]) for w, t in zip(walls, tests, strict=True)]
     results["seq"] = list(range(len(tests)))
     results["run_id"] = run_id
     by_file = collect_by_file or {}
@@ -266,19 +266,19 @@ def test_each_job_keeps_its_own_ci_setup() -> None:
 
 
 def test_run_queue_wait_is_taken_out_even_where_threads_hide_contention() -> None:
-    """With `wait_s` a test's quiet wall is its wall minus its wait, threads or not; without
+    """With `cpu_wait_s` a test's quiet wall is its wall minus its wait, threads or not; without
     it a test using 2 cores caps the estimated share at 1 and nothing is corrected."""
     tests: list[Test] = [("a.py::blas", 0.0, 2.0, 4.0), ("a.py::loop", 0.0, 2.0, 2.0)]
     results, runs = measured(1, tests, collect_by_file={"a.py": 0.1})
     # Recorded at load: each test waited 1 s of its 3 s for a CPU.
     results["duration_s"] = [3.0, 3.0]
     results["call_s"] = [3.0, 3.0]
-    results["wait_s"] = [1.0, 1.0]
+    results["cpu_wait_s"] = [1.0, 1.0]
     model = fit_job_model(results, runs)
     assert model.results["duration_s"].tolist() == pytest.approx([2.0, 2.0])
     assert model.cpu_share == pytest.approx(1 - 2.0 / 6.0)
-    assert "wait_s" not in model.inputs_missing
-    blind = fit_job_model(results.drop(columns=["wait_s"]), runs)
+    assert "cpu_wait_s" not in model.inputs_missing
+    blind = fit_job_model(results.drop(columns=["cpu_wait_s"]), runs)
     assert blind.results["duration_s"].tolist() == pytest.approx([3.0, 3.0])
     assert blind.cpu_share == pytest.approx(1.0)
-    assert "wait_s" in blind.inputs_missing
+    assert "cpu_wait_s" in blind.inputs_missing

@@ -2,7 +2,7 @@
 client with the job's wall, lands in the run and test_result columns and in the frames the
 planner reads, with the same sums as the JSON; a JUnit upload beside it reads as unknown.
 The heap measures (gc_s, heap_scans, heap_objects; the session's heap_objects_*) and the
-run-queue wait (wait_s per test and per session) likewise."""
+run-queue wait (cpu_wait_s per test and per session) likewise."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_walks_the_heap():
 HEAP_RESULTS = ("gc_s", "heap_scans", "heap_objects")
 HEAP_RUNS = ("heap_objects_start", "heap_objects_collected", "heap_objects_end")
 # Per test, stored on test_result and carried into the results frame (float64, NaN unknown).
-RESULT_MEASURES = (*HEAP_RESULTS, "wait_s")
+RESULT_MEASURES = (*HEAP_RESULTS, "cpu_wait_s")
 
 
 def with_heap_measures(data: bytes) -> bytes:
@@ -67,14 +67,14 @@ def with_heap_measures(data: bytes) -> bytes:
 
 
 def with_wait_measures(data: bytes) -> bytes:
-    """The report with the run-queue waits a plugin on Linux writes (wait_s, #18 follow-up):
+    """The report with the run-queue waits a plugin on Linux writes (cpu_wait_s, #18 follow-up):
     the plugin's own where it wrote them, else values of that shape with one unknown (null, as
     where the kernel does not say), so the storage path is checked whichever plugin made it."""
     doc = json.loads(data)
-    doc["session"].setdefault("wait_s", 0.375)
+    doc["session"].setdefault("cpu_wait_s", 0.375)
     for index, test in enumerate(doc["tests"]):
         unknown = test["nodeid"].endswith("test_three")
-        test.setdefault("wait_s", None if unknown else 0.0025 * (index + 1))
+        test.setdefault("cpu_wait_s", None if unknown else 0.0025 * (index + 1))
     return json.dumps(doc).encode()
 
 
@@ -119,7 +119,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
                 text(
                     "SELECT cpu_s, startup_s, collect_s, job_wall_s, collected_tests, "
                     "collected_files, collect_by_file, invocation, heap_objects_start, "
-                    "heap_objects_collected, heap_objects_end, wait_s FROM run WHERE id = :r"
+                    "heap_objects_collected, heap_objects_end, cpu_wait_s FROM run WHERE id = :r"
                 ),
                 {"r": done["run_id"]},
             )
@@ -132,7 +132,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
         ).one()
         measure_rows = conn.execute(
             text(
-                "SELECT tc.nodeid, tr.gc_s, tr.heap_scans, tr.heap_objects, tr.wait_s "
+                "SELECT tc.nodeid, tr.gc_s, tr.heap_scans, tr.heap_objects, tr.cpu_wait_s "
                 "FROM test_result tr JOIN test_case tc ON tc.id = tr.test_id WHERE tr.run_id = :r"
             ),
             {"r": done["run_id"]},
@@ -143,7 +143,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
 
     for key in ("cpu_s", "startup_s", "collect_s", "collected_tests", "collected_files"):
         assert run[key] == session[key], key
-    for key in (*HEAP_RUNS, "wait_s"):
+    for key in (*HEAP_RUNS, "cpu_wait_s"):
         assert run[key] == session[key], key
     assert run["collect_by_file"] == session["collect_by_file"] == run["collect_by_file"]
     assert set(run["collect_by_file"]) == {"test_rt.py"}
@@ -164,7 +164,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
     plugin_run, junit_run = runs.loc["unit"], runs.loc["junit-only"]
     assert plugin_run["cpu_s"] == session["cpu_s"]
     assert plugin_run["collected_tests"] == 4.0
-    for key in (*HEAP_RUNS, "wait_s"):
+    for key in (*HEAP_RUNS, "cpu_wait_s"):
         assert plugin_run[key] == session[key], key
     assert plugin_run["collect_by_file"] == session["collect_by_file"]
     assert plugin_run["job_wall_s"] == metadata.job_wall_s
@@ -180,9 +180,16 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
             assert math.isnan(row[key]) if want is None else row[key] == want, (nodeid, key)
     assert mine[list(RESULT_MEASURES)].dtypes.eq("float64").all()
     assert mine["heap_objects"].notna().any()
-    assert mine["wait_s"].notna().any()
+    assert mine["cpu_wait_s"].notna().any()
     # JUnit-only data: unknown, never zero.
-    unknown_runs = ("cpu_s", "startup_s", "collect_s", "job_wall_s", "collected_tests", "wait_s")
+    unknown_runs = (
+        "cpu_s",
+        "startup_s",
+        "collect_s",
+        "job_wall_s",
+        "collected_tests",
+        "cpu_wait_s",
+    )
     for key in (*unknown_runs, *HEAP_RUNS):
         assert math.isnan(junit_run[key]), key
     junit_rows = history.runs[history.runs["job"] == "junit-only"]
