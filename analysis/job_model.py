@@ -9,7 +9,9 @@
   other parts already count, so ci_setup is 0 (flagged).
 - startup: interpreter start to collection start, median `startup_s` of the runs.
 - collect: collecting the job's OWN files, the sum of `collect_by_file` over them (median over
-  runs); else the run's `collect_s` x the job's share of the collected tests.
+  runs), plus what the run's collection spent outside any file (`collect_s` minus the sum over
+  all its files: conftest imports, the directory walk), which every job pays; else the run's
+  `collect_s` x the job's share of the collected tests.
 - first_use: per file the job touches, what its first test (by `seq`, per process) paid on
   top of the file's other tests: its setup minus their median setup, floored at 0. A file
   split over k jobs pays it k times. It is taken out of that test's own estimate.
@@ -113,6 +115,7 @@ class JobModel:
     first_use_s: dict[str, float]  # file -> seconds its first test pays on top of the others
     collect_by_file_s: dict[str, float]  # file -> collection seconds
     collect_run_s: float | None  # median whole-run collection
+    collect_outside_files_s: float | None  # median of collect_s - sum of collect_by_file
     collected_tests: float | None  # median tests collected per run
     ci_setup_s: float | None  # measured (job wall - pytest process), median of all runs
     startup_s: float | None
@@ -174,6 +177,7 @@ class JobModel:
         # Plain dict lookups: this runs for every job of every candidate plan.
         if self.collect_by_file_s:
             collect = sum(self.collect_by_file_s.get(f, 0.0) for f in unique)
+            collect += self.collect_outside_files_s or 0.0
         elif self.collect_run_s is not None and self.collected_tests:
             collect = self.collect_run_s * min(n_tests / self.collected_tests, 1.0)
         else:
@@ -299,6 +303,23 @@ def _collect_by_file(runs: pd.DataFrame) -> pd.Series:
     return frame.groupby("file")["s"].median()
 
 
+def _files_collect_sum(runs: pd.DataFrame) -> pd.Series:
+    """Per run: the sum of its `collect_by_file` (NaN where it has none)."""
+    if "collect_by_file" not in runs.columns:
+        return pd.Series(np.nan, index=runs.index, dtype="float64")
+    return (
+        runs["collect_by_file"]
+        .map(
+            lambda value: (
+                math.fsum(float(v) for v in value.values() if isinstance(v, int | float))
+                if isinstance(value, dict) and value
+                else np.nan
+            )
+        )
+        .astype("float64")
+    )
+
+
 def fit_job_model(
     results: pd.DataFrame,
     runs: pd.DataFrame,
@@ -361,6 +382,7 @@ def fit_job_model(
         first_use_s={str(k): float(v) for k, v in fu_file.items()},
         collect_by_file_s={str(k): float(v) for k, v in by_file.items()},
         collect_run_s=_median(collect),
+        collect_outside_files_s=_median((collect - _files_collect_sum(runs)).clip(lower=0.0)),
         collected_tests=_median(collected) or _median(n_tests.astype("float64")),
         ci_setup_s=_median(outside),
         startup_s=_median(startup),

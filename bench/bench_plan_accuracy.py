@@ -55,6 +55,10 @@ SUITE_PACKAGES = (
 FULL_TARGET = "networkx"
 # --quick: one subpackage with uneven files and scipy first-use costs, ~10-20 s on one core.
 QUICK_TARGET = "networkx.algorithms.flow"
+# --pin-malloc: glibc's dynamic mmap threshold lets a process that freed large blocks serve
+# later ones from its heap, without page faults; a fresh job process pays them. Fixed
+# thresholds give every process the same allocator, for a run that measures the model alone.
+PINNED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
 # pytest's exit codes for "ran, some tests failed" (1) and "ran fine" (0); 4/5 = did not run.
 RAN_CODES = (0, 1)
 
@@ -291,7 +295,14 @@ def main(argv: list[str] | None = None) -> int:
         help="runs per pytest-split group (default: --repeats)",
     )
     parser.add_argument("--out", type=Path, default=None, help="markdown report path")
+    parser.add_argument(
+        "--pin-malloc",
+        action="store_true",
+        help="fixed glibc malloc thresholds in every pytest process (see PINNED_MALLOC)",
+    )
     args = parser.parse_args(argv)
+    if args.pin_malloc:
+        os.environ.update(PINNED_MALLOC)  # every pytest process below inherits them
     counts = [int(x) for x in (args.jobs or ("2" if args.quick else "2,3,4")).split(",")]
     repeats = args.repeats or (1 if args.quick else 2)
     split_repeats = args.split_repeats or repeats

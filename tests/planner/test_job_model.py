@@ -282,3 +282,19 @@ def test_run_queue_wait_is_taken_out_even_where_threads_hide_contention() -> Non
     assert blind.results["duration_s"].tolist() == pytest.approx([3.0, 3.0])
     assert blind.cpu_share == pytest.approx(1.0)
     assert "cpu_wait_s" in blind.inputs_missing
+
+
+def test_collection_outside_any_file_is_paid_by_every_job() -> None:
+    """conftest imports and the directory walk are in collect_s but in no file's time: each job
+    collects them again, so each job's collection is its own files' plus that remainder."""
+    results, runs = measured(1, PARTS, collect_by_file=COLLECT)
+    runs["collect_s"] = sum(COLLECT.values()) + 0.4
+    runs["wall_s"] += 0.4
+    runs["job_wall_s"] += 0.4
+    model = fit_job_model(results, runs)
+    assert model.collect_outside_files_s == pytest.approx(0.4)
+    whole = model.predict(files=["a.py", "b.py"], n_tests=5, test_s=16.0, workers=1, overhead_s=0.0)
+    assert whole.collect_s == pytest.approx(2.4)
+    assert whole.wall_s == pytest.approx(runs["job_wall_s"].iloc[0])
+    only_a = model.predict(files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0)
+    assert only_a.collect_s == pytest.approx(0.5 + 0.4)
