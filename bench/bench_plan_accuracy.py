@@ -75,6 +75,7 @@ class Run:
     returncode: int
     tests_ran: int | None = None
     nodeids: list[str] = field(default_factory=list, repr=False)
+    reference_s: float = float("nan")  # the reference loop just before (reference_loop_s)
 
     @property
     def cpu_share(self) -> float:
@@ -99,12 +100,27 @@ def install(venv: Path) -> Path:
     return python
 
 
+def reference_loop_s() -> float:
+    """Seconds of a fixed pure-Python loop, best of 3: the machine's speed just now. A shared
+    VM's speed drifts (host contention the guest's load average and CPU share do not see), so
+    each run is stamped with it and history and jobs can be compared on the same scale."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for i in range(3_000_000):
+            total += i * i % 7
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 def run_pytest(python: Path, cwd: Path, label: str, args: list[str], report: Path | None) -> Run:
     """One fresh pytest process, timed from spawn to exit, its rusage from wait4."""
     command = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
     if report is not None:
         report.unlink(missing_ok=True)
         command.append(f"--laptime-report={report}")
+    reference = reference_loop_s()
     load = os.getloadavg()[0]
     log = cwd / f"{label.replace(' ', '_').replace('/', '-')}.log"
     with log.open("w") as out:
@@ -114,12 +130,14 @@ def run_pytest(python: Path, cwd: Path, label: str, args: list[str], report: Pat
         wall = time.perf_counter() - start
     process.returncode = os.waitstatus_to_exitcode(status)
     run = Run(label, args, wall, usage.ru_utime + usage.ru_stime, load, process.returncode)
+    run.reference_s = reference
     if report is not None and report.exists():
         tests = json.loads(report.read_text())["tests"]
         run.nodeids = sorted({t["nodeid"] for t in tests})
         run.tests_ran = len(run.nodeids)
     print(
         f"  {label}: {wall:.1f}s wall, cpu share {run.cpu_share:.2f}, load {load:.2f}, "
+        f"reference {reference * 1000:.0f} ms, "
         f"rc {run.returncode}" + (f", {run.tests_ran} tests" if run.tests_ran is not None else ""),
         flush=True,
     )
@@ -233,30 +251,43 @@ def measure_pytest_split(
 
 def markdown(history: list[Run], results: list[dict[str, Any]], splits: dict[int, Any]) -> str:
     """The report: history runs, per-job and per-pipeline predicted vs measured."""
-    lines = ["## History runs", "", "| run | wall s | CPU s | CPU share | load 1m | tests |"]
-    lines.append("|---|---|---|---|---|---|")
+    lines = ["## History runs", ""]
+    lines.append("| run | wall s | CPU s | CPU share | load 1m | reference ms | tests |")
+    lines.append("|---|---|---|---|---|---|---|")
     for r in history:
         lines.append(
             f"| {r.label} | {r.wall_s:.1f} | {r.cpu_s:.1f} | {r.cpu_share:.2f} | "
-            f"{r.load_1m:.2f} | {r.tests_ran} |"
+            f"{r.load_1m:.2f} | {r.reference_s * 1000:.0f} | {r.tests_ran} |"
         )
+    lines += [
+        "",
+        "The reference loop (`reference_loop_s`, ms, lower = faster) is timed just before each "
+        "run: it shows how the shared machine's speed drifted between the history and the jobs.",
+    ]
     lines += ["", "## Jobs: predicted vs measured wall", ""]
     lines.append(
         "| N | job | tests | predicted s | measured s (reps) | error % (mean) | "
-        "CPU share (reps) | load 1m (reps) |"
+        "CPU share (reps) | load 1m (reps) | reference ms (reps) | error % at history speed |"
     )
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append("|---|---|---|---|---|---|---|---|---|---|")
+    history_ref = _mean([r.reference_s for r in history])
     for res in results:
         for job in res["jobs"]:
             walls = [r["wall_s"] for r in job["runs"]]
             errs = [error_pct(job["predicted_wall_s"], w) for w in walls]
             shares = " / ".join(f"{r['cpu_share']:.2f}" for r in job["runs"])
             loads = " / ".join(f"{r['load_1m']:.2f}" for r in job["runs"])
+            references = " / ".join(f"{r['reference_s'] * 1000:.0f}" for r in job["runs"])
+            # Each run's wall rescaled to the machine speed the history ran at.
+            at_speed = [
+                error_pct(job["predicted_wall_s"], r["wall_s"] * history_ref / r["reference_s"])
+                for r in job["runs"]
+            ]
             measured = " / ".join(f"{w:.1f}" for w in walls)
             lines.append(
                 f"| {res['n']} | {job['job']} | {job['n_tests']} | "
                 f"{job['predicted_wall_s']:.1f} | {measured} | {_mean(errs):+.0f} | "
-                f"{shares} | {loads} |"
+                f"{shares} | {loads} | {references} | {_mean(at_speed):+.0f} |"
             )
     lines += ["", "## Pipelines: wait and machine time", ""]
     lines.append(
