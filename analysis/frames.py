@@ -154,6 +154,14 @@ def labels_key(labels: dict[str, str] | None) -> str:
     return ",".join(label_pair(k, str(labels[k])) for k in sorted(labels))
 
 
+def numeric_column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """A numeric column as float64, all NaN when the frame lacks it (older frames, JUnit-only
+    data); values that are not numbers are NaN."""
+    if name not in frame.columns:
+        return pd.Series(np.nan, index=frame.index, dtype="float64")
+    return pd.to_numeric(frame[name], errors="coerce").astype("float64")
+
+
 # Labels that say which planned job a run was (#18), not where it ran: a shard of a cell is
 # still that cell, so they never make a cell of their own (they stay on the run).
 PLAN_LABELS = frozenset({"plan", "shard"})

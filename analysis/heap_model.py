@@ -26,14 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.estimate import result_durations
+from analysis.frames import numeric_column
+
 HEAP_RESULT_COLUMNS = ("gc_s", "heap_scans", "heap_objects")
 HEAP_RUN_COLUMNS = ("heap_objects_start", "heap_objects_collected", "heap_objects_end")
-
-
-def _numeric(frame: pd.DataFrame, name: str) -> pd.Series:
-    if name not in frame.columns:
-        return pd.Series(np.nan, index=frame.index, dtype="float64")
-    return pd.to_numeric(frame[name], errors="coerce").astype("float64")
 
 
 @dataclass(frozen=True)
@@ -82,13 +79,22 @@ class HeapProfile:
         return deltas
 
 
+@dataclass(frozen=True)
+class HeapHistory:
+    """What the history says about the heap: per nodeid `heap_s` (quiet heap-bound seconds),
+    `history_objects` and `order` (medians over runs), and the runs' fitted line."""
+
+    per_test: pd.DataFrame
+    line: HeapLine
+
+
 def _run_lines(runs: pd.DataFrame, tests_per_run: pd.Series) -> pd.DataFrame:
     """Per run id: start, per_collected and per_test_run (NaN where it lacked the census)."""
-    start = _numeric(runs, "heap_objects_start")
-    collected_objects = _numeric(runs, "heap_objects_collected")
-    end = _numeric(runs, "heap_objects_end")
-    collected_tests = _numeric(runs, "collected_tests")
-    workers = _numeric(runs, "xdist_workers").fillna(1.0).clip(lower=1.0)
+    start = numeric_column(runs, "heap_objects_start")
+    collected_objects = numeric_column(runs, "heap_objects_collected")
+    end = numeric_column(runs, "heap_objects_end")
+    collected_tests = numeric_column(runs, "collected_tests")
+    workers = numeric_column(runs, "xdist_workers").fillna(1.0).clip(lower=1.0)
     ran = runs["run_id"].map(tests_per_run).astype("float64") / workers
     lines = pd.DataFrame(
         {
@@ -106,12 +112,12 @@ def _run_lines(runs: pd.DataFrame, tests_per_run: pd.Series) -> pd.DataFrame:
 
 def fit_heap_profile(
     results: pd.DataFrame, runs: pd.DataFrame, quiet_factor: pd.Series
-) -> pd.DataFrame | None:
+) -> HeapHistory | None:
     """Per nodeid: `heap_s` (quiet heap-bound seconds), `history_objects`, `order` (medians
-    over runs), with the fitted line in `.attrs["line"]`; None when nothing is heap-bound or
+    over runs), and the fitted line; None when nothing is heap-bound or
     the runs lack the census (JUnit, older plugins)."""
-    scans = _numeric(results, "heap_scans")
-    gc_s = _numeric(results, "gc_s")
+    scans = numeric_column(results, "heap_scans")
+    gc_s = numeric_column(results, "gc_s")
     if not ((scans > 0) | (gc_s > 0)).any():
         return None
     lines = _run_lines(runs, results.groupby("run_id").size())
@@ -124,13 +130,15 @@ def fit_heap_profile(
         per_test_run=float(known["per_test_run"].median()),
     )
     of_run = lines.reindex(results["run_id"].to_numpy())
-    seq = _numeric(results, "seq")
+    seq = numeric_column(results, "seq")
     on_line = of_run["collected"].to_numpy() + of_run["per_test_run"].to_numpy() * seq.to_numpy()
-    seen = _numeric(results, "heap_objects").to_numpy()
+    seen = numeric_column(results, "heap_objects").to_numpy()
     history = np.where(np.isfinite(seen) & (seen > 0), seen, on_line)
     factor = quiet_factor.fillna(1.0).to_numpy()
-    wall = _numeric(results, "duration_s").to_numpy()
-    call = _numeric(results, "call_s").fillna(_numeric(results, "duration_s")).to_numpy()
+    # Every phase counted, as the job model's own wall (the phase sum where no total).
+    duration = result_durations(results).astype("float64")
+    wall = duration.to_numpy()
+    call = numeric_column(results, "call_s").fillna(duration).to_numpy()
     heap_s = np.where(scans.to_numpy() > 0, call, gc_s.fillna(0.0).to_numpy()) * factor
     heap_s = np.minimum(np.nan_to_num(heap_s), np.nan_to_num(wall * factor))
     frame = pd.DataFrame(
@@ -141,16 +149,14 @@ def fit_heap_profile(
             "order": seq.to_numpy(),
         }
     )
-    per_test = frame.groupby("nodeid", sort=False).median()
-    per_test.attrs["line"] = line
-    return per_test
+    return HeapHistory(frame.groupby("nodeid", sort=False).median(), line)
 
 
-def align_heap_profile(per_test: pd.DataFrame | None, nodeids: pd.Index) -> HeapProfile | None:
+def align_heap_profile(history: HeapHistory | None, nodeids: pd.Index) -> HeapProfile | None:
     """The profile in the order of a plan's tests (tests without history: not heap-bound)."""
-    if per_test is None:
+    if history is None:
         return None
-    aligned = per_test.reindex(nodeids.astype(str))
+    aligned = history.per_test.reindex(nodeids.astype(str))
     heap_s = aligned["heap_s"].fillna(0.0).to_numpy()
     if not (heap_s > 0).any():
         return None
@@ -161,5 +167,5 @@ def align_heap_profile(per_test: pd.DataFrame | None, nodeids: pd.Index) -> Heap
         heap_s=heap_s,
         history_objects=aligned["history_objects"].fillna(1.0).to_numpy(),
         order=np.where(np.isfinite(order), order, fallback),
-        line=per_test.attrs["line"],
+        line=history.line,
     )

@@ -50,7 +50,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.estimate import result_durations
-from analysis.heap_model import fit_heap_profile
+from analysis.frames import numeric_column
+from analysis.heap_model import HeapHistory, fit_heap_profile
 
 # The inputs the model reads beyond JUnit's per-test wall; each absent one is named.
 MODEL_INPUTS: tuple[str, ...] = (
@@ -129,7 +130,7 @@ class JobModel:
     startup_by_job: dict[str, float] = field(default_factory=dict)
     # Per nodeid: heap-bound seconds and the heap the history ran them at (analysis/heap_model);
     # None when no test's time follows the heap or the runs lack the heap census.
-    heap: pd.DataFrame | None = None
+    heap: HeapHistory | None = None
 
     def file_costs(self, files: pd.Series) -> pd.Series:
         """file -> what one more job touching it pays again: first use + collection (x setup
@@ -198,13 +199,6 @@ class JobModel:
         )
 
 
-def _column(frame: pd.DataFrame, name: str) -> pd.Series:
-    """A numeric column, all NaN when the frame lacks it (older frames, JUnit-only data)."""
-    if name not in frame.columns:
-        return pd.Series(np.nan, index=frame.index, dtype="float64")
-    return pd.to_numeric(frame[name], errors="coerce").astype("float64")
-
-
 def _median(values: pd.Series) -> float | None:
     known = values.dropna()
     return float(known.median()) if len(known) else None
@@ -227,21 +221,25 @@ def quiet_wall(wall: pd.Series, cpu: pd.Series, share: pd.Series) -> pd.Series:
 def run_cpu_shares(results: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
     """run_id -> CPU share per process the run got (NaN without CPU data); see module doc."""
     wall = result_durations(results)
-    ratio = (_column(results, "cpu_s") / wall).where(wall > 0)
+    ratio = (numeric_column(results, "cpu_s") / wall).where(wall > 0)
     frame = pd.DataFrame({"run_id": results["run_id"].to_numpy(), "r": ratio, "w": wall})
     frame = frame.dropna().sort_values(["run_id", "r"], kind="stable")
     cum = frame.groupby("run_id")["w"].cumsum()
     total = frame.groupby("run_id")["w"].transform("sum")
     at_q = frame[cum >= SHARE_QUANTILE * total]
     per_test = at_q.groupby("run_id")["r"].first()
-    workers = _column(runs, "xdist_workers").fillna(1.0).clip(lower=1.0)
-    run_ratio = _column(runs, "cpu_s") / (_column(runs, "wall_s") * workers)
+    workers = numeric_column(runs, "xdist_workers").fillna(1.0).clip(lower=1.0)
+    run_ratio = numeric_column(runs, "cpu_s") / (numeric_column(runs, "wall_s") * workers)
     by_run = pd.Series(run_ratio.to_numpy(), index=runs["run_id"].to_numpy())
     by_run = by_run[~by_run.index.duplicated()]
     both = pd.concat([by_run, per_test.reindex(by_run.index)], axis=1).max(axis=1, skipna=True)
     # The kernel's word, where every test of the run has it, over the estimate.
     waits = pd.DataFrame(
-        {"run_id": results["run_id"].to_numpy(), "wait": _column(results, "cpu_wait_s"), "w": wall}
+        {
+            "run_id": results["run_id"].to_numpy(),
+            "wait": numeric_column(results, "cpu_wait_s"),
+            "w": wall,
+        }
     )
     sums = waits.groupby("run_id").agg(
         wait=("wait", "sum"), known=("wait", "count"), w=("w", "sum"), n=("w", "size")
@@ -253,8 +251,8 @@ def run_cpu_shares(results: pd.DataFrame, runs: pd.DataFrame) -> pd.Series:
 
 def _first_use(results: pd.DataFrame, quiet_factor: pd.Series) -> tuple[pd.Series, pd.Series]:
     """(per result: first-use seconds, quiet; per file: median over processes and runs)."""
-    seq = _column(results, "seq")
-    setup = _column(results, "setup_s")
+    seq = numeric_column(results, "seq")
+    setup = numeric_column(results, "setup_s")
     frame = pd.DataFrame(
         {
             "run_id": results["run_id"].to_numpy(),
@@ -333,10 +331,10 @@ def fit_job_model(
             raise ValueError(f"{name} must be a positive number, got {factor}")
     missing: list[str] = []
     wall = result_durations(results)
-    cpu = _column(results, "cpu_s")
+    cpu = numeric_column(results, "cpu_s")
     shares = run_cpu_shares(results, runs)
     share_of_result = results["run_id"].map(shares).astype("float64")
-    wait = _column(results, "cpu_wait_s")
+    wait = numeric_column(results, "cpu_wait_s")
     quiet = (
         (wall - wait).clip(lower=0.0).where(wait.notna(), quiet_wall(wall, cpu, share_of_result))
     )
@@ -346,16 +344,16 @@ def fit_job_model(
         missing.append("cpu_wait_s")
     quiet_factor = (quiet / wall).where(wall > 0)
     fu_result, fu_file = _first_use(results, quiet_factor)
-    if _column(results, "seq").isna().all():
+    if numeric_column(results, "seq").isna().all():
         missing.append("seq")
     adjusted = results.copy()
     adjusted["duration_s"] = (quiet - fu_result).clip(lower=0.0).where(wall.notna())
     if "cpu_s" in adjusted.columns:
         adjusted["cpu_s"] = cpu  # kept for the parallelism profile
-    run_wall = _column(runs, "wall_s")
-    startup = _column(runs, "startup_s")
-    job_wall = _column(runs, "job_wall_s")
-    collect = _column(runs, "collect_s")
+    run_wall = numeric_column(runs, "wall_s")
+    startup = numeric_column(runs, "startup_s")
+    job_wall = numeric_column(runs, "job_wall_s")
+    collect = numeric_column(runs, "collect_s")
     outside = (job_wall - run_wall - startup.fillna(0.0)).clip(lower=0.0)
     job_names = runs["job"].astype(str)
     if job_wall.isna().all():
@@ -367,16 +365,16 @@ def fit_job_model(
         missing.append("collect_by_file")
     if collect.isna().all():
         missing.append("collect_s")
-    if _column(runs, "heap_objects_collected").isna().all():
+    if numeric_column(runs, "heap_objects_collected").isna().all():
         missing.append("heap_objects")
     test_sum = wall.groupby(results["run_id"]).sum()
     n_tests = results.groupby("run_id").size()
     run_ids = runs["run_id"].to_numpy()
-    workers = _column(runs, "xdist_workers").fillna(1.0).clip(lower=1.0).to_numpy()
+    workers = numeric_column(runs, "xdist_workers").fillna(1.0).clip(lower=1.0).to_numpy()
     bookkeeping = (
         run_wall.to_numpy() - collect.to_numpy() - test_sum.reindex(run_ids).to_numpy() / workers
     ).clip(min=0.0) / n_tests.reindex(run_ids).to_numpy()
-    collected = _column(runs, "collected_tests")
+    collected = numeric_column(runs, "collected_tests")
     return JobModel(
         results=adjusted,
         first_use_s={str(k): float(v) for k, v in fu_file.items()},

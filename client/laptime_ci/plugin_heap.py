@@ -24,6 +24,8 @@ import gc
 import time
 from typing import Any, Callable, Optional
 
+from laptime_ci.plugin_timing import largest_of
+
 _SCANS = ("get_objects", "get_referrers", "get_referents")
 # (seconds in gc.collect, heap scans, objects the first whole-heap scan saw)
 HeapReading = tuple[float, int, Optional[int]]
@@ -123,8 +125,5 @@ class HeapCensus:
 
 def merge_worker_census(summaries: list[dict[str, Any]]) -> dict[str, int | None]:
     """The session's heap figures from xdist workers' own: the largest of each."""
-    merged: dict[str, int | None] = {}
-    for key in ("heap_objects_start", "heap_objects_collected", "heap_objects_end"):
-        values = [int(s[key]) for s in summaries if isinstance(s.get(key), int)]
-        merged[key] = max(values) if values else None
-    return merged
+    keys = ("heap_objects_start", "heap_objects_collected", "heap_objects_end")
+    return {key: largest_of(summaries, key) for key in keys}

@@ -218,16 +218,19 @@ def merge_worker_collection(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         for name, seconds in (summary.get("collect_by_file") or {}).items():
             by_file[name] = max(by_file.get(name, 0.0), float(seconds))
 
-    def largest(key: str) -> float | None:
-        values = [s[key] for s in known if s.get(key) is not None]
-        return max(values) if values else None
-
     return {
-        "collect_s": largest("collect_s"),
-        "collected_tests": largest("collected_tests"),
-        "collected_files": largest("collected_files"),
+        "collect_s": largest_of(known, "collect_s"),
+        "collected_tests": largest_of(known, "collected_tests"),
+        "collected_files": largest_of(known, "collected_files"),
         "collect_by_file": by_file,
     }
+
+
+def largest_of(summaries: list[dict[str, Any]], key: str) -> Any:
+    """The largest known `key` over xdist workers' summaries (the job waited for the slowest
+    and held the most), None where none knows it."""
+    values = [s[key] for s in summaries if isinstance(s.get(key), (int, float))]
+    return max(values) if values else None
 
 
 def nodeid_base(path: str, nodeid: str) -> str | None:
