@@ -21,7 +21,7 @@ from analysis.catalogue import (
 from analysis.ci_snippets import with_plan_labels
 from analysis.estimate import estimate_durations
 from analysis.filters import Filters
-from analysis.frames import cell_key
+from analysis.frames import cell_key as labels_cell
 from analysis.machine_fit import fit_machines, job_specs
 from analysis.matrix_reduce import reduce_matrix
 from analysis.parametrize import find_explosions, propose_covering
@@ -103,7 +103,7 @@ def load_history(
 
 
 def _cells(runs: pd.DataFrame) -> pd.Series:
-    return runs["labels"].map(cell_key)
+    return runs["labels"].map(labels_cell)
 
 
 def _heaviest_cell(runs: pd.DataFrame, keys: pd.Series) -> str:
