@@ -1,0 +1,115 @@
+"""Why a planned job can run slower than its history (#18): the allocator's state.
+
+    .venv/bin/python -m bench.bench_allocator_state                      # after bench_plan_accuracy
+    .venv/bin/python -m bench.bench_allocator_state /tmp/laptime-accuracy --jobs 4 --rounds 3
+    .venv/bin/python -m bench.bench_allocator_state --alone      # the file's tests by themselves
+
+glibc raises its mmap threshold after a process frees large blocks, so a long-running process
+serves later large allocations from its heap while a fresh process maps (and page-faults) them
+in each time. This runs one planned job of `bench_plan_accuracy` (the one holding `--file`,
+default networkx's spring-layout tests) in alternating rounds with the default allocator and
+with the thresholds pinned (`PINNED_MALLOC`), each a fresh `python -m pytest` process, and
+prints per arm the median wall, user and system CPU, minor page faults (`wait4`) and the
+seconds the file's tests took (the plugin's report), beside what the history runs gave them.
+Whether a job suffers depends on what its earlier tests allocated and freed: `--alone` runs
+the file by itself, the coldest allocator it can meet. It reuses bench_plan_accuracy's venv
+and plan files (run that first, default or
+`--pin-malloc`); nothing is written into the repo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.bench_plan_accuracy import PINNED_MALLOC
+
+
+def _tests_s(report: Path, file: str) -> float:
+    tests = json.loads(report.read_text())["tests"]
+    return float(sum(t["duration_s"] or 0.0 for t in tests if t["nodeid"].startswith(file)))
+
+
+def run_once(
+    python: Path, work: Path, args: list[str], env: dict[str, str], file: str
+) -> dict[str, float]:
+    """One fresh pytest process of the job: wall, CPU, page faults and the file's seconds."""
+    report = work / "allocator_state.json"
+    report.unlink(missing_ok=True)
+    command = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
+    command.append(f"--laptime-report={report}")
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=work, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"the job did not run: {' '.join(command)}")
+    return {
+        "wall_s": wall,
+        "user_s": usage.ru_utime,
+        "system_s": usage.ru_stime,
+        "minor_faults": float(usage.ru_minflt),
+        "file_tests_s": _tests_s(report, file),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Alternate the two arms over the job holding `--file`; print the medians."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("venv", nargs="?", default="/tmp/laptime-accuracy", type=Path)
+    parser.add_argument("--jobs", type=int, default=4, help="which plan (N jobs) to take")
+    parser.add_argument("--file", default="drawing/tests/test_layout.py")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--alone", action="store_true", help="only the file's own tests")
+    args = parser.parse_args(argv)
+    work = args.venv / "work"
+    plan = json.loads((work / f"plan{args.jobs}.json").read_text())
+    holding = [
+        (i, job)
+        for i, job in enumerate(plan["jobs"], start=1)
+        if any(str(m).startswith(args.file) for m in job["members"])
+    ]
+    if not holding:
+        raise SystemExit(f"no job of plan{args.jobs}.json holds {args.file}")
+    index, job = holding[0]
+    history = [
+        _tests_s(work / f"history{i}.json", args.file)
+        for i in (1, 2)
+        if (work / f"history{i}.json").exists()
+    ]
+    python = args.venv / "bin" / "python"
+    job_args = list(job["pytest_args"])
+    if args.alone:
+        # The job's options, and of its selections only the one naming the file.
+        module = args.file.removesuffix(".py").replace("/", ".")
+        job_args = [a for a in job_args if a.startswith("-") or a.endswith((args.file, module))]
+    plain = {k: v for k, v in os.environ.items() if k not in PINNED_MALLOC}
+    arms: dict[str, tuple[dict[str, str], list[dict[str, float]]]] = {
+        "default allocator": (plain, []),
+        "pinned thresholds": ({**plain, **PINNED_MALLOC}, []),
+    }
+    for round_ in range(1, args.rounds + 1):
+        for name, (env, runs) in arms.items():
+            runs.append(run_once(python, work, job_args, env, args.file))
+            print(f"  round {round_} {name}: {runs[-1]['wall_s']:.1f}s wall", flush=True)
+    what = "alone" if args.alone else f"N={args.jobs} job {index} ({job['n_tests']} tests)"
+    print(f"{what}, {args.file}: {' / '.join(f'{s:.2f}' for s in history)} s in the history runs")
+    print("| arm | wall s | user s | system s | minor faults | the file's tests s |")
+    print("|---|---|---|---|---|---|")
+    for name, (_env, runs) in arms.items():
+        med: dict[str, Any] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        print(
+            f"| {name} | {med['wall_s']:.1f} | {med['user_s']:.1f} | {med['system_s']:.2f} | "
+            f"{med['minor_faults']:,.0f} | {med['file_tests_s']:.2f} |"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
