@@ -7,14 +7,14 @@
 glibc raises its mmap threshold after a process frees large blocks, so a long-running process
 serves later large allocations from its heap while a fresh process maps (and page-faults) them
 in each time. This runs one planned job of `bench_plan_accuracy` (the one holding `--file`,
-default networkx's spring-layout tests) in alternating rounds with the default allocator and
-with the thresholds pinned (`PINNED_MALLOC`), each a fresh `python -m pytest` process, and
+default networkx's spring-layout tests) in alternating rounds with glibc's dynamic thresholds
+(`--laptime-malloc=dynamic`) and with the plugin's fixed ones (its default, see
+laptime_ci.plugin_malloc), each a fresh `python -m pytest` process, and
 prints per arm the median wall, user and system CPU, minor page faults (`wait4`) and the
 seconds the file's tests took (the plugin's report), beside what the history runs gave them.
 Whether a job suffers depends on what its earlier tests allocated and freed: `--alone` runs
 the file by itself, the coldest allocator it can meet. It reuses bench_plan_accuracy's venv
-and plan files (run that first, default or
-`--pin-malloc`); nothing is written into the repo.
+and plan files (run that first); nothing is written into the repo.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.bench_plan_accuracy import PINNED_MALLOC
+ALLOCATOR_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
 
 
 def _tests_s(report: Path, file: str) -> float:
@@ -89,20 +89,23 @@ def main(argv: list[str] | None = None) -> int:
         # The job's options, and of its selections only the one naming the file.
         module = args.file.removesuffix(".py").replace("/", ".")
         job_args = [a for a in job_args if a.startswith("-") or a.endswith((args.file, module))]
-    plain = {k: v for k, v in os.environ.items() if k not in PINNED_MALLOC}
-    arms: dict[str, tuple[dict[str, str], list[dict[str, float]]]] = {
-        "default allocator": (plain, []),
-        "pinned thresholds": ({**plain, **PINNED_MALLOC}, []),
+    # The plugin's mode decides, not thresholds this shell may carry.
+    env = {k: v for k, v in os.environ.items() if k not in ALLOCATOR_ENV}
+    arms: dict[str, tuple[str, list[dict[str, float]]]] = {
+        "glibc's dynamic thresholds": ("dynamic", []),
+        "the plugin's fixed thresholds": ("pinned", []),
     }
     for round_ in range(1, args.rounds + 1):
-        for name, (env, runs) in arms.items():
-            runs.append(run_once(python, work, job_args, env, args.file))
+        for name, (mode, runs) in arms.items():
+            runs.append(
+                run_once(python, work, [*job_args, f"--laptime-malloc={mode}"], env, args.file)
+            )
             print(f"  round {round_} {name}: {runs[-1]['wall_s']:.1f}s wall", flush=True)
     what = "alone" if args.alone else f"N={args.jobs} job {index} ({job['n_tests']} tests)"
     print(f"{what}, {args.file}: {' / '.join(f'{s:.2f}' for s in history)} s in the history runs")
     print("| arm | wall s | user s | system s | minor faults | the file's tests s |")
     print("|---|---|---|---|---|---|")
-    for name, (_env, runs) in arms.items():
+    for name, (_mode, runs) in arms.items():
         med: dict[str, Any] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         print(
             f"| {name} | {med['wall_s']:.1f} | {med['user_s']:.1f} | {med['system_s']:.2f} | "

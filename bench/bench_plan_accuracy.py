@@ -20,7 +20,9 @@ Steps, one at a time on this machine (no parallel runs, so jobs do not slow each
    measured from start to exit (as a CI job's test step), with its CPU share (user+system of
    the process and its children / wall), the load average before it, and the tests it ran
    compared with the tests the plan put in it;
-4. pytest-split's groups (`--splits N --group i`, least_duration) the same way.
+4. pytest-split's groups (`--splits N --group i`, least_duration) the same way, under the
+   plugin as well, so both split the same process: the same allocator (the plugin fixes
+   glibc's malloc thresholds unless `--malloc dynamic`) and the same measuring cost.
 It prints and writes (`--out`, default VENV/plan_accuracy.md) one markdown report: per N and
 job predicted vs measured wall and error, per N predicted vs measured wait and machine time,
 pytest-split's measured wait, and per run the CPU share and load. Raw numbers go beside it as
@@ -55,10 +57,10 @@ SUITE_PACKAGES = (
 FULL_TARGET = "networkx"
 # --quick: one subpackage with uneven files and scipy first-use costs, ~10-20 s on one core.
 QUICK_TARGET = "networkx.algorithms.flow"
-# --pin-malloc: glibc's dynamic mmap threshold lets a process that freed large blocks serve
-# later ones from its heap, without page faults; a fresh job process pays them. Fixed
-# thresholds give every process the same allocator, for a run that measures the model alone.
-PINNED_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(64 << 20), "MALLOC_TRIM_THRESHOLD_": str(256 << 20)}
+# The plugin's allocator modes (laptime_ci.plugin_malloc): by default it fixes glibc's malloc
+# thresholds while it measures, so a test costs the same in a fresh job process as in the
+# long history run; `--malloc dynamic` measures what glibc's moving thresholds do instead.
+MALLOC_MODES = ("pinned", "dynamic")
 # pytest's exit codes for "ran, some tests failed" (1) and "ran fine" (0); 4/5 = did not run.
 RAN_CODES = (0, 1)
 
@@ -114,12 +116,14 @@ def reference_loop_s() -> float:
     return best
 
 
-def run_pytest(python: Path, cwd: Path, label: str, args: list[str], report: Path | None) -> Run:
-    """One fresh pytest process, timed from spawn to exit, its rusage from wait4."""
+def run_pytest(
+    python: Path, cwd: Path, label: str, args: list[str], report: Path, malloc: str
+) -> Run:
+    """One fresh pytest process with the plugin writing `report` (allocator mode `malloc`),
+    timed from spawn to exit, its rusage from wait4."""
     command = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
-    if report is not None:
-        report.unlink(missing_ok=True)
-        command.append(f"--laptime-report={report}")
+    report.unlink(missing_ok=True)
+    command += [f"--laptime-report={report}", f"--laptime-malloc={malloc}"]
     reference = reference_loop_s()
     load = os.getloadavg()[0]
     log = cwd / f"{label.replace(' ', '_').replace('/', '-')}.log"
@@ -131,7 +135,7 @@ def run_pytest(python: Path, cwd: Path, label: str, args: list[str], report: Pat
     process.returncode = os.waitstatus_to_exitcode(status)
     run = Run(label, args, wall, usage.ru_utime + usage.ru_stime, load, process.returncode)
     run.reference_s = reference
-    if report is not None and report.exists():
+    if report.exists():
         tests = json.loads(report.read_text())["tests"]
         run.nodeids = sorted({t["nodeid"] for t in tests})
         run.tests_ran = len(run.nodeids)
@@ -170,7 +174,13 @@ def _reps(runs: list[Run]) -> str:
 
 
 def measure_plan(
-    python: Path, work: Path, n: int, plan: dict[str, Any], repeats: int, history_ids: set[str]
+    python: Path,
+    work: Path,
+    n: int,
+    plan: dict[str, Any],
+    repeats: int,
+    history_ids: set[str],
+    malloc: str,
 ) -> dict[str, Any]:
     """Run each planned job `repeats` times; per job and per pipeline numbers."""
     jobs = plan["jobs"]
@@ -180,7 +190,9 @@ def measure_plan(
         for rep in range(1, repeats + 1):
             report = work / f"plan{n}_job{i}_rep{rep}.json"
             runs.append(
-                run_pytest(python, work, f"N={n} job {i} rep {rep}", job["pytest_args"], report)
+                run_pytest(
+                    python, work, f"N={n} job {i} rep {rep}", job["pytest_args"], report, malloc
+                )
             )
         per_job.append(runs)
     ran = [set(runs[0].nodeids) for runs in per_job]
@@ -226,16 +238,30 @@ def measure_plan(
 
 
 def measure_pytest_split(
-    python: Path, work: Path, n: int, targets: list[str], durations: Path, repeats: int
+    python: Path,
+    work: Path,
+    n: int,
+    targets: list[str],
+    durations: Path,
+    repeats: int,
+    malloc: str,
 ) -> dict[str, Any]:
-    """pytest-split's N groups from the same history's durations, each run `repeats` times."""
+    """pytest-split's N groups from the same history's durations, each run `repeats` times,
+    under the plugin too (the same allocator and measuring cost as laptime's jobs)."""
     per_group = []
     for group in range(1, n + 1):
         args = ["--pyargs", *targets, "--splits", str(n), "--group", str(group)]
         args += ["--splitting-algorithm", "least_duration", "--durations-path", str(durations)]
         per_group.append(
             [
-                run_pytest(python, work, f"pytest-split N={n} group {group} rep {rep}", args, None)
+                run_pytest(
+                    python,
+                    work,
+                    f"pytest-split N={n} group {group} rep {rep}",
+                    args,
+                    work / f"split{n}_group{group}_rep{rep}.json",
+                    malloc,
+                )
                 for rep in range(1, repeats + 1)
             ]
         )
@@ -327,13 +353,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=None, help="markdown report path")
     parser.add_argument(
-        "--pin-malloc",
-        action="store_true",
-        help="fixed glibc malloc thresholds in every pytest process (see PINNED_MALLOC)",
+        "--malloc",
+        choices=MALLOC_MODES,
+        default="pinned",
+        help="the plugin's --laptime-malloc in every pytest process (default: its own)",
     )
     args = parser.parse_args(argv)
-    if args.pin_malloc:
-        os.environ.update(PINNED_MALLOC)  # every pytest process below inherits them
+    for key in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
+        os.environ.pop(key, None)  # the plugin's mode decides, not this shell's
     counts = [int(x) for x in (args.jobs or ("2" if args.quick else "2,3,4")).split(",")]
     repeats = args.repeats or (1 if args.quick else 2)
     split_repeats = args.split_repeats or repeats
@@ -349,7 +376,9 @@ def main(argv: list[str] | None = None) -> int:
     reports = []
     for i in (1, 2):
         report = work / f"history{i}.json"
-        history.append(run_pytest(python, work, f"history {i}", ["--pyargs", *targets], report))
+        history.append(
+            run_pytest(python, work, f"history {i}", ["--pyargs", *targets], report, args.malloc)
+        )
         reports.append(report)
     rootdir = _nodeid_base(python, targets[0])
     history_ids = set(history[0].nodeids)
@@ -369,8 +398,10 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
             continue
         (work / f"plan{n}.json").write_text(json.dumps(plan, indent=2))
-        results.append(measure_plan(python, work, n, plan, repeats, history_ids))
-        splits[n] = measure_pytest_split(python, work, n, targets, durations, split_repeats)
+        results.append(measure_plan(python, work, n, plan, repeats, history_ids, args.malloc))
+        splits[n] = measure_pytest_split(
+            python, work, n, targets, durations, split_repeats, args.malloc
+        )
         # What is done so far, in case a long run is stopped.
         partial = args.out or venv / "plan_accuracy_partial.md"
         write_report(partial, targets, argv, history, results, splits, final=False)

@@ -2,8 +2,9 @@
 
 Registered through the `pytest11` entry point and inert unless `--laptime-report=PATH`,
 `LAPTIME_REPORT`, `--laptime-upload` or `--laptime-shard` is given: until then it adds
-command-line options and nothing else (no per-test hooks, no thread). Standard library only;
-the uploader and the shard client are imported when used.
+command-line options and nothing else (no per-test hooks, no thread). Once active it fixes
+glibc's malloc thresholds (plugin_malloc.py; `--laptime-malloc=dynamic` does not). Standard
+library only; the uploader and the shard client are imported when used.
 
 Under pytest-xdist each worker attaches its per-test record to the teardown report (a plain
 JSON-able attribute, which xdist ships to the controller with the report itself) and its own
@@ -36,6 +37,7 @@ from laptime_ci.plugin_heap import (
     merge_worker_census,
     tracked_objects,
 )
+from laptime_ci.plugin_malloc import MALLOC_CHOICES, PINNED, pin_allocator, release_environment
 from laptime_ci.plugin_memory import (
     DEFAULT_INTERVAL_S,
     METHOD_CHOICES,
@@ -62,6 +64,8 @@ WORKEROUTPUT_KEY = "laptime_max_rss_mib"
 SHARD_PLUGIN_NAME = "laptime-shard"
 WORKEROUTPUT_METHOD_KEY = "laptime_rss_method"
 WORKEROUTPUT_TIMING_KEY = "laptime_timing"
+# The allocator state the tests ran in (plugin_malloc), the report's session.malloc.
+MALLOC_STATE = pytest.StashKey[str]()
 MESSAGE_MAX_CHARS = 2000
 PARAM_VALUE_MAX_CHARS = 200
 # Markers that drive pytest itself (or a well-known plugin's mechanics) rather than describe
@@ -143,6 +147,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="the former name of --laptime-test-memory.",
     )
+    group.addoption(
+        "--laptime-malloc",
+        dest="laptime_malloc",
+        choices=MALLOC_CHOICES,
+        default=None,
+        help="glibc malloc while measuring: pinned (default: fixed thresholds, so a test costs "
+        "the same in a split job as in the whole run) or dynamic (glibc's default) "
+        "(ini: laptime_malloc).",
+    )
+    parser.addini(
+        "laptime_malloc",
+        "glibc malloc while measuring: pinned or dynamic (see --laptime-malloc)",
+        default=PINNED,
+    )
     parser.addini(
         "laptime_test_memory",
         "per-test peak RSS method: auto, hwm-reset, sampling or off (see --laptime-test-memory)",
@@ -159,12 +177,15 @@ def report_path_option(config: pytest.Config) -> str | None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the recording plugins, only when the report or the upload is asked for."""
     shard = config.getoption("laptime_shard")
+    path = report_path_option(config)
+    upload = bool(config.getoption("laptime_upload"))
+    if shard or path is not None or upload:
+        # Before any test module is imported: the history and every planned job alike.
+        config.stash[MALLOC_STATE] = pin_allocator(malloc_mode(config))
     if shard:
         from laptime_ci.shard_plugin import ShardSelector
 
         config.pluginmanager.register(ShardSelector(config, str(shard)), SHARD_PLUGIN_NAME)
-    path = report_path_option(config)
-    upload = bool(config.getoption("laptime_upload"))
     if path is None and not upload:
         return
     interval_s = max(0.0, float(config.getoption("laptime_rss_interval_ms"))) / 1000
@@ -180,6 +201,22 @@ def pytest_configure(config: pytest.Config) -> None:
         ReportWriter(config, path=path, upload=upload, interval_s=interval_s, method=method),
         "laptime-writer",
     )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session is over: its allocator thresholds leave the environment."""
+    if config.stash.get(MALLOC_STATE, None) == PINNED:
+        release_environment()
+
+
+def malloc_mode(config: pytest.Config) -> str:
+    """The allocator mode: the option, the ini setting, "pinned"."""
+    mode = str(config.getoption("laptime_malloc") or config.getini("laptime_malloc")).strip()
+    if mode not in MALLOC_CHOICES:
+        raise pytest.UsageError(
+            f"laptime_malloc = {mode!r}: expected one of {', '.join(MALLOC_CHOICES)}"
+        )
+    return mode
 
 
 def test_memory_method(config: pytest.Config) -> str:
@@ -677,6 +714,7 @@ class ReportWriter(ItemRecorder):
             "cgroup_peak_mib": container_peak_mib(),
             "test_peak_rss_method": self.test_peak_rss_method(),
             "hostname": socket.gethostname(),
+            "malloc": self.config.stash.get(MALLOC_STATE, None),
             **self.session_measures(),
         }
         tests = []

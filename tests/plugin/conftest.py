@@ -17,6 +17,9 @@ LAPTIME_VARS = (
     "LAPTIME_SHARD_CACHE",
     "LAPTIME_UPLOAD_MAX_TIME_S",
 )
+# The allocator thresholds the plugin sets for its children (plugin_malloc): an inline run
+# sets them in this process, and a subprocess would inherit them from an earlier one.
+ALLOCATOR_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
 
 
 @pytest.fixture
@@ -24,6 +27,10 @@ def clean_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
     """A pytester whose runs do not inherit this session's laptime settings."""
     for name in LAPTIME_VARS:
         monkeypatch.delenv(name, raising=False)
+    for name in ALLOCATOR_VARS:
+        # Set, then deleted: the monkeypatch restores whatever the run below leaves.
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     pytester.makeini(
         "[pytest]\naddopts = -p no:cacheprovider\n"
         "filterwarnings = ignore::pytest.PytestAssertRewriteWarning\n"
