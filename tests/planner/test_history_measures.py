@@ -1,6 +1,7 @@
 """`laptime plan --history a.json b.json` builds its frames from local files (load_local): the
 heap measures and the run-queue wait (cpu_wait_s) of laptime JSON reach them as float64, NaN where
-a report did not say (an older plugin, a bad value, a JUnit file), never 0."""
+a report did not say (an older plugin, a bad value, a JUnit file), never 0. The allocator
+state (malloc) reaches the runs frame as a string, None where a report did not say."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 from pathlib import Path
 
 from app.cli.local_reports import load_local
+from ingest.parsers.laptime_json_schema import MALLOC_STATES
 from tests.parsers.test_laptime_json import SESSION, TEST, document
 
 HEAP_RESULTS = ("gc_s", "heap_scans", "heap_objects")
@@ -80,3 +82,21 @@ def test_local_reports_carry_the_run_queue_wait_into_the_frames(tmp_path: Path) 
     assert any("cpu_wait_s" in warning for warning in data.reports[1].warnings)
     assert math.isnan(results.loc[(3, "t.py::queued")])
     assert math.isnan(results.loc[(4, "t.py::idle")])
+
+
+def test_local_reports_carry_the_allocator_state_into_the_runs_frame(tmp_path: Path) -> None:
+    docs = [document(TEST, session=dict(SESSION, malloc=state)) for state in MALLOC_STATES]
+    older = document(TEST)
+    del older["session"]["malloc"]
+    docs += [older, document(TEST, session=dict(SESSION, malloc="jemalloc"))]
+    paths = [tmp_path / f"r{i}.json" for i in range(len(docs))]
+    for path, doc in zip(paths, docs, strict=True):
+        path.write_text(json.dumps(doc))
+    junit = tmp_path / "j.xml"
+    junit.write_bytes(b'<testsuite><testcase classname="t" name="a" time="1.0"/></testsuite>')
+
+    data = load_local([*paths, junit])
+
+    # Absent, invalid (dropped with a warning), JUnit: unknown, None (never NaN or a guess).
+    assert data.runs.sort_values("run_id")["malloc"].tolist() == [*MALLOC_STATES, None, None, None]
+    assert any("malloc" in warning for warning in data.reports[5].warnings)
