@@ -9,7 +9,10 @@ import json
 import math
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from app.cli.local_reports import load_local
+from app.cli.main import cli
 from ingest.parsers.laptime_json_schema import MALLOC_STATES
 from tests.parsers.test_laptime_json import SESSION, TEST, document
 
@@ -100,3 +103,27 @@ def test_local_reports_carry_the_allocator_state_into_the_runs_frame(tmp_path: P
     # Absent, invalid (dropped with a warning), JUnit: unknown, None (never NaN or a guess).
     assert data.runs.sort_values("run_id")["malloc"].tolist() == [*MALLOC_STATES, None, None, None]
     assert any("malloc" in warning for warning in data.reports[5].warnings)
+
+
+def _plan_history(tmp_path: Path, states: tuple[str | None, ...], *args: str) -> str:
+    """`laptime plan --history` over one laptime JSON report per allocator state."""
+    paths = []
+    for index, state in enumerate(states):
+        doc = document(TEST, dict(TEST, nodeid="tests/test_z.py::test_z", file="tests/test_z.py"))
+        doc["session"]["malloc"] = state
+        paths.append(tmp_path / f"r{index}.json")
+        paths[-1].write_text(json.dumps(doc))
+    result = CliRunner().invoke(cli, ["plan", "--history", "--jobs", "2", *map(str, paths), *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_plan_names_malloc_missing_when_a_history_run_was_dynamic(tmp_path: Path) -> None:
+    pinned = json.loads(_plan_history(tmp_path, ("pinned", "environment"), "--json"))
+    assert "malloc" not in pinned["inputs_missing"]
+    dynamic = json.loads(_plan_history(tmp_path, ("pinned", "dynamic"), "--json"))
+    assert "malloc" in dynamic["inputs_missing"]
+    assert all("malloc" in job["parts"]["inputs_missing"] for job in dynamic["jobs"])
+    said = " ".join(_plan_history(tmp_path, ("pinned", None)).split())
+    assert "history lacks malloc" in said
+    assert "glibc's dynamic malloc thresholds" in said
