@@ -81,7 +81,15 @@ RUN_COLUMNS: tuple[str, ...] = (
     "heap_objects_collected",  # when collection finished
     "heap_objects_end",  # after the last test
     "cpu_wait_s",  # float: run-queue delay of the tests' thread(s) (under xdist the workers' sum)
+    "malloc",  # str | None: one of MALLOC_STATES, the state glibc's malloc ran the tests in
 )
+# The RUN_COLUMNS holding text: str, or None when unknown (see text_or_none).
+RUN_TEXT_COLUMNS: tuple[str, ...] = ("invocation", "rootdir", "malloc")
+# The state glibc's malloc ran a session's tests in (the plugin's session `malloc`): its mmap and
+# trim thresholds fixed by the plugin ("pinned") or the user's environment ("environment"),
+# glibc's dynamic defaults ("dynamic": a test's allocation cost depends on what ran before it
+# in the process), or not glibc ("other": nothing to pin). docs/laptime-json.md.
+MALLOC_STATES: tuple[str, ...] = ("pinned", "environment", "dynamic", "other")
 # The RUN_COLUMNS a JUnit-only history lacks, and their unknown values.
 RUN_MEASURE_DEFAULTS: dict[str, Any] = {
     "cpu_s": np.nan,
@@ -97,6 +105,7 @@ RUN_MEASURE_DEFAULTS: dict[str, Any] = {
     "heap_objects_collected": np.nan,
     "heap_objects_end": np.nan,
     "cpu_wait_s": np.nan,
+    "malloc": None,
 }
 
 FACT_KEY_COLUMNS: tuple[str, ...] = (
@@ -160,6 +169,13 @@ def numeric_column(frame: pd.DataFrame, name: str) -> pd.Series:
     if name not in frame.columns:
         return pd.Series(np.nan, index=frame.index, dtype="float64")
     return pd.to_numeric(frame[name], errors="coerce").astype("float64")
+
+
+def text_or_none(values: pd.Series) -> pd.Series:
+    """A text column as Python objects, None where unknown: pandas builds text with missing
+    values as a str dtype holding NaN, which is neither a string nor None."""
+    objects = values.astype(object)
+    return objects.where(objects.notna(), None)
 
 
 # Labels that say which planned job a run was (#18), not where it ran: a shard of a cell is

@@ -37,6 +37,11 @@ where C is the cores per process of the history machine. Amdahl with the test's 
 following the machine's cores: p = (1 - 1/u) / (1 - 1/C), serial time T1 = quiet x u, and on
 c cores T1 x ((1 - p) + p / min(c, C)). Summed over a job's tests this is S + P / min(c, C)
 (`ParallelProfile`); without cpu data P = 0 and vCPUs change nothing.
+
+Allocator. Under glibc's dynamic mmap threshold a long history process serves large blocks
+from its heap that a fresh job process maps and faults in each time; which earlier tests
+warmed it is not in the history, so nothing is corrected: `malloc` is listed missing unless
+every run's allocator was fixed (`MALLOC_FIXED`).
 """
 
 from __future__ import annotations
@@ -50,7 +55,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.estimate import result_durations
-from analysis.frames import numeric_column
+from analysis.frames import MALLOC_STATES, numeric_column
 from analysis.heap_model import HeapHistory, fit_heap_profile
 
 # The inputs the model reads beyond JUnit's per-test wall; each absent one is named.
@@ -63,7 +68,11 @@ MODEL_INPUTS: tuple[str, ...] = (
     "cpu_s",
     "cpu_wait_s",
     "heap_objects",
+    "malloc",
 )
+# Allocator states under which a fresh job process allocates as the history process did: glibc's
+# thresholds fixed (by the plugin or the environment), or not glibc. Not "dynamic".
+MALLOC_FIXED: frozenset[str] = frozenset(MALLOC_STATES) - {"dynamic"}
 SHARE_QUANTILE = 0.9
 MIN_SHARE = 0.05  # below this the history is noise, not a measurement
 
@@ -318,6 +327,14 @@ def _files_collect_sum(runs: pd.DataFrame) -> pd.Series:
     )
 
 
+def malloc_unknown(runs: pd.DataFrame) -> bool:
+    """True unless every run says its allocator was fixed (MALLOC_FIXED): under glibc's dynamic
+    thresholds, or unsaid, what a fresh job process's allocations cost is not in the history."""
+    if "malloc" not in runs.columns or runs.empty:
+        return True
+    return not bool(runs["malloc"].isin(MALLOC_FIXED).all())
+
+
 def fit_job_model(
     results: pd.DataFrame,
     runs: pd.DataFrame,
@@ -367,6 +384,8 @@ def fit_job_model(
         missing.append("collect_s")
     if numeric_column(runs, "heap_objects_collected").isna().all():
         missing.append("heap_objects")
+    if malloc_unknown(runs):
+        missing.append("malloc")
     test_sum = wall.groupby(results["run_id"]).sum()
     n_tests = results.groupby("run_id").size()
     run_ids = runs["run_id"].to_numpy()

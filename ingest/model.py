@@ -67,6 +67,8 @@ class SessionInfo:
     heap_objects_end: int | None = None  # after the last test
     # Seconds the tests' thread(s) were runnable but waiting for a CPU (#18 follow-up)
     cpu_wait_s: float | None = None
+    # The state glibc's malloc ran the tests in: analysis.frames.MALLOC_STATES (#18 follow-up)
+    malloc: str | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from analysis.frames import RUN_COLUMNS
+from analysis.frames import RUN_COLUMNS, RUN_TEXT_COLUMNS, text_or_none
 from analysis.pytest_selection import Invocation, recorded_invocation
 from app.cli.options import chosen_runner
 from ingest.model import ParsedReport, ReportParseError, SessionInfo
@@ -79,6 +79,8 @@ def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
         )
     results = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
+    for column in RUN_TEXT_COLUMNS:
+        runs[column] = text_or_none(runs[column])
     return LocalData(results=results, runs=runs, reports=reports)
 
 
@@ -102,6 +104,7 @@ def run_measures(session: SessionInfo) -> dict[str, object]:
         "heap_objects_collected": number(session.heap_objects_collected),
         "heap_objects_end": number(session.heap_objects_end),
         "cpu_wait_s": number(session.cpu_wait_s),
+        "malloc": session.malloc,
     }
 
 

@@ -211,6 +211,16 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
             markup=False,
             highlight=False,
         )
+    # A plugin history (it has the run order) that still lacks the allocator state: no overhead
+    # stands in for this one, so say what to change. JUnit-only history is told above.
+    if "malloc" in result.inputs_missing and "seq" not in result.inputs_missing:
+        console.print(
+            "model: a history run had glibc's dynamic malloc thresholds (or did not say): a "
+            "fresh job process may pay allocation costs the history did not; pin them "
+            "(the laptime plugin does unless --laptime-malloc=dynamic, docs/planner.md)",
+            markup=False,
+            highlight=False,
+        )
 
     totals = Table(title="Pipeline", title_justify="left")
     for col in ("", "jobs", "wait", "machine time", "cost"):

@@ -17,7 +17,14 @@ import pandas as pd
 from sqlalchemy import Connection, text
 
 from analysis.filters import Filters, filter_facts
-from analysis.frames import OUTCOMES, RUN_COLUMNS, label_pair, parse_labels_key
+from analysis.frames import (
+    OUTCOMES,
+    RUN_COLUMNS,
+    RUN_TEXT_COLUMNS,
+    label_pair,
+    parse_labels_key,
+    text_or_none,
+)
 from app.db.copy_frames import copy_frame, copy_numeric_frame
 from pgcodec.binary_copy import PgType
 
@@ -160,7 +167,7 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 collected_files::float8 AS collected_files, collect_by_file, invocation, rootdir,
                 heap_objects_start::float8 AS heap_objects_start,
                 heap_objects_collected::float8 AS heap_objects_collected,
-                heap_objects_end::float8 AS heap_objects_end, cpu_wait_s
+                heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc
             FROM run WHERE {where} ORDER BY started_at
             """
         ),
@@ -177,9 +184,8 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
     frame["collect_by_file"] = frame["collect_by_file"].map(
         lambda v: v if isinstance(v, dict) else json.loads(v) if isinstance(v, str) else None
     )
-    for column in ("invocation", "rootdir"):
-        values = frame[column].astype(object)
-        frame[column] = values.where(values.notna(), None)
+    for column in RUN_TEXT_COLUMNS:
+        frame[column] = text_or_none(frame[column])
     return frame[[*RUN_COLUMNS, "labels_key", "test_s", "tests", "missing", "upload_id"]]
 
 

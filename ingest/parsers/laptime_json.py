@@ -31,6 +31,7 @@ from ingest.parsers.laptime_json_schema import (
     INVOCATIONS,
     JOB_WALL_MAX_S,
     LENIENT_FIELDS,
+    MALLOC_STATES,
     SCHEMA_VERSION,
     SESSION_FIELDS,
     TEST_FIELDS,
@@ -40,6 +41,8 @@ from ingest.parsers.laptime_json_schema import (
 __all__ = ["MESSAGE_MAX_CHARS", "parse_laptime_json"]
 
 MESSAGE_MAX_CHARS = 4000
+# Session strings with a closed vocabulary: anything else is unknown (lenient, with a warning).
+_SESSION_CHOICES: dict[str, tuple[str, ...]] = {"invocation": INVOCATIONS, "malloc": MALLOC_STATES}
 # Integers go into int64 columns; anything near the edge is nonsense, not a test count.
 _INT_MAX = 2**31 - 1
 _PY_TYPES: dict[str, tuple[type, ...]] = {
@@ -185,8 +188,9 @@ def _session_problem(key: str, value: Any, kind: str, minimum: float | None) -> 
         return _expected(value, kind, minimum)
     if key == "job_wall_s" and value > JOB_WALL_MAX_S:
         return f"expected at most a week ({JOB_WALL_MAX_S:g} s), got {value}"
-    if key == "invocation" and value not in INVOCATIONS:
-        return f"expected one of {', '.join(INVOCATIONS)}, got {_describe(value)}"
+    allowed = _SESSION_CHOICES.get(key)
+    if allowed is not None and value not in allowed:
+        return f"expected one of {', '.join(allowed)}, got {_describe(value)}"
     if key == "rootdir" and len(value) > PATH_MAX_CHARS:
         return f"expected at most {PATH_MAX_CHARS} characters, got {len(value)}"
     if kind == "number-map":

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from analysis.frames import OUTCOMES
+from analysis.frames import MALLOC_STATES, OUTCOMES
 
 __all__ = [
     "FORMAT_NAME",
     "JSON_SCHEMA",
     "LENIENT_FIELDS",
+    "MALLOC_STATES",
     "SCHEMA_VERSION",
     "SESSION_FIELDS",
     "TEST_FIELDS",
@@ -34,6 +35,7 @@ JOB_WALL_MAX_S: Final = 7 * 24 * 3600.0
 # Files in collect_by_file: beyond this the object is not a test suite's collection.
 COLLECT_BY_FILE_MAX: Final = 100_000
 INVOCATIONS: Final = ("paths", "pyargs")
+# The session's malloc is one of MALLOC_STATES (analysis.frames, which the job model reads).
 
 SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "started_at": ("timestamp", None),
@@ -68,6 +70,9 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     # Run-queue delay (#18 follow-up): seconds the tests' thread(s) were runnable but waiting
     # for a CPU over the session (schedstat), so a busy machine's history can be made quiet.
     "cpu_wait_s": ("number", 0),
+    # The state glibc's malloc ran the tests in, one of MALLOC_STATES (#18 follow-up): under
+    # glibc's dynamic thresholds a fresh job process may page-fault what the history served.
+    "malloc": ("string", None),
 }
 
 TEST_FIELDS: Final[dict[str, FieldSpec]] = {
@@ -121,6 +126,7 @@ LENIENT_FIELDS: Final = frozenset(
         "heap_objects_collected",
         "heap_objects_end",
         "cpu_wait_s",
+        "malloc",
     }
 )
 

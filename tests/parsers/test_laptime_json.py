@@ -49,6 +49,7 @@ SESSION: dict[str, Any] = {
     "heap_objects_collected": 150_000,
     "heap_objects_end": 420_000,
     "cpu_wait_s": 1.75,
+    "malloc": "pinned",
 }
 TEST: dict[str, Any] = {
     "nodeid": "tests/test_x.py::TestC::test_y[a-1]",

@@ -1,7 +1,8 @@
 """The job model's keys in laptime JSON (#18): read when valid; a bad value is dropped with a
 warning and never costs the report; reports without them (old plugins, JUnit) read as unknown.
 The heap measures (gc_s, heap_scans, heap_objects and the session's heap_objects_*) and the
-run-queue wait (cpu_wait_s per test and per session) follow the same rules as cpu_s and seq."""
+run-queue wait (cpu_wait_s per test and per session) follow the same rules as cpu_s and seq,
+and so does the session's allocator state (malloc: one of MALLOC_STATES, like invocation)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from ingest.model import MEASURE_COLUMNS
 from ingest.parsers.junit import parse_junit
 from ingest.parsers.laptime_json import parse_laptime_json
+from ingest.parsers.laptime_json_schema import MALLOC_STATES
 from tests.parsers.test_laptime_json import SESSION, TEST, document
 
 
@@ -42,6 +44,7 @@ def test_valid_measures_are_read() -> None:
     assert report.results[list(HEAP_RESULT_COLUMNS)].dtypes.eq("float64").all()
     assert (session.cpu_wait_s, row["cpu_wait_s"]) == (1.75, 0.02)
     assert report.results["cpu_wait_s"].dtype == "float64"
+    assert session.malloc == "pinned"
 
 
 def test_a_measured_zero_wait_is_known_and_a_null_wait_unknown() -> None:
@@ -54,6 +57,18 @@ def test_a_measured_zero_wait_is_known_and_a_null_wait_unknown() -> None:
     waits = report.results.set_index("nodeid")["cpu_wait_s"]
     assert waits["t.py::idle"] == 0.0
     assert math.isnan(waits["t.py::elsewhere"])
+
+
+@pytest.mark.parametrize("state", MALLOC_STATES)
+def test_every_allocator_state_is_read(state: str) -> None:
+    report = parse(document(session=dict(SESSION, malloc=state)))
+    assert report.warnings == []
+    assert report.session.malloc == state
+
+
+def test_the_allocator_states_are_the_plugins_four() -> None:
+    # The plugin's vocabulary (client/, docs/laptime-json.md): the job model reads it.
+    assert MALLOC_STATES == ("pinned", "environment", "dynamic", "other")
 
 
 HEAP_RESULT_COLUMNS = ("gc_s", "heap_scans", "heap_objects")
@@ -91,6 +106,10 @@ def test_a_test_without_a_heap_walk_has_unknown_heap_objects() -> None:
         ("cpu_wait_s", -0.25, "expected number >= 0"),
         ("cpu_wait_s", "idle", "expected number"),
         ("cpu_wait_s", False, "expected number, got false"),
+        ("malloc", "tcmalloc", "expected one of pinned, environment, dynamic, other"),
+        ("malloc", "PINNED", "expected one of pinned, environment, dynamic, other"),
+        ("malloc", 1, "expected string, got 1"),
+        ("malloc", {"mmap_threshold": 65536}, "expected string, got object"),
     ],
 )
 def test_a_bad_session_measure_is_dropped_with_a_warning(key: str, value: Any, says: str) -> None:
@@ -144,6 +163,7 @@ def test_reports_without_the_keys_read_as_unknown() -> None:
     old = copy.deepcopy(document())
     for key in ("cpu_s", "startup_s", "collect_by_file", "job_wall_s", "invocation", "cpu_wait_s"):
         del old["session"][key]
+    del old["session"]["malloc"]
     for key in HEAP_SESSION_KEYS:
         del old["session"][key]
     for test in old["tests"]:
@@ -155,6 +175,7 @@ def test_reports_without_the_keys_read_as_unknown() -> None:
     assert (report.session.cpu_s, report.session.collect_by_file) == (None, None)
     assert [getattr(report.session, key) for key in HEAP_SESSION_KEYS] == [None] * 3
     assert report.session.cpu_wait_s is None
+    assert report.session.malloc is None
     measures = report.results[["cpu_s", "seq", *HEAP_RESULT_COLUMNS, "cpu_wait_s"]]
     assert measures.isna().all().all()
     assert measures.dtypes.eq("float64").all()
@@ -170,6 +191,7 @@ def test_junit_results_have_the_columns_unknown() -> None:
     assert report.session.collect_s is None
     assert report.session.heap_objects_end is None
     assert report.session.cpu_wait_s is None
+    assert report.session.malloc is None
 
 
 def test_junit_first_keeps_its_row_and_gains_the_plugins_cpu_and_order() -> None:
@@ -193,3 +215,4 @@ def test_junit_first_keeps_its_row_and_gains_the_plugins_cpu_and_order() -> None
     assert merged.session.cpu_s == SESSION["cpu_s"]
     assert merged.session.heap_objects_end == SESSION["heap_objects_end"]
     assert merged.session.cpu_wait_s == SESSION["cpu_wait_s"]
+    assert merged.session.malloc == SESSION["malloc"]

@@ -111,3 +111,11 @@ def test_offline_plan_says_its_runs_cannot_be_matched(report: Path) -> None:
     assert "no server stored this plan" in result.output
     assert "LAPTIME_LABELS:" not in result.output
     assert "plan=" not in result.output
+
+
+def test_a_junit_history_is_not_told_about_the_allocator(report: Path) -> None:
+    # It lacks every plugin measure, malloc too: the one line above says so, no second one.
+    result = CliRunner().invoke(cli, ["plan", str(report), "--overhead", "100s"])
+    said = " ".join(result.output.split())
+    assert "malloc" in said
+    assert "dynamic malloc thresholds" not in said

@@ -1,6 +1,7 @@
 """`laptime plan --history a.json b.json` builds its frames from local files (load_local): the
 heap measures and the run-queue wait (cpu_wait_s) of laptime JSON reach them as float64, NaN where
-a report did not say (an older plugin, a bad value, a JUnit file), never 0."""
+a report did not say (an older plugin, a bad value, a JUnit file), never 0. The allocator
+state (malloc) reaches the runs frame as a string, None where a report did not say."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import json
 import math
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from app.cli.local_reports import load_local
+from app.cli.main import cli
+from ingest.parsers.laptime_json_schema import MALLOC_STATES
 from tests.parsers.test_laptime_json import SESSION, TEST, document
 
 HEAP_RESULTS = ("gc_s", "heap_scans", "heap_objects")
@@ -80,3 +85,45 @@ def test_local_reports_carry_the_run_queue_wait_into_the_frames(tmp_path: Path) 
     assert any("cpu_wait_s" in warning for warning in data.reports[1].warnings)
     assert math.isnan(results.loc[(3, "t.py::queued")])
     assert math.isnan(results.loc[(4, "t.py::idle")])
+
+
+def test_local_reports_carry_the_allocator_state_into_the_runs_frame(tmp_path: Path) -> None:
+    docs = [document(TEST, session=dict(SESSION, malloc=state)) for state in MALLOC_STATES]
+    older = document(TEST)
+    del older["session"]["malloc"]
+    docs += [older, document(TEST, session=dict(SESSION, malloc="jemalloc"))]
+    paths = [tmp_path / f"r{i}.json" for i in range(len(docs))]
+    for path, doc in zip(paths, docs, strict=True):
+        path.write_text(json.dumps(doc))
+    junit = tmp_path / "j.xml"
+    junit.write_bytes(b'<testsuite><testcase classname="t" name="a" time="1.0"/></testsuite>')
+
+    data = load_local([*paths, junit])
+
+    # Absent, invalid (dropped with a warning), JUnit: unknown, None (never NaN or a guess).
+    assert data.runs.sort_values("run_id")["malloc"].tolist() == [*MALLOC_STATES, None, None, None]
+    assert any("malloc" in warning for warning in data.reports[5].warnings)
+
+
+def _plan_history(tmp_path: Path, states: tuple[str | None, ...], *args: str) -> str:
+    """`laptime plan --history` over one laptime JSON report per allocator state."""
+    paths = []
+    for index, state in enumerate(states):
+        doc = document(TEST, dict(TEST, nodeid="tests/test_z.py::test_z", file="tests/test_z.py"))
+        doc["session"]["malloc"] = state
+        paths.append(tmp_path / f"r{index}.json")
+        paths[-1].write_text(json.dumps(doc))
+    result = CliRunner().invoke(cli, ["plan", "--history", "--jobs", "2", *map(str, paths), *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_plan_names_malloc_missing_when_a_history_run_was_dynamic(tmp_path: Path) -> None:
+    pinned = json.loads(_plan_history(tmp_path, ("pinned", "environment"), "--json"))
+    assert "malloc" not in pinned["inputs_missing"]
+    dynamic = json.loads(_plan_history(tmp_path, ("pinned", "dynamic"), "--json"))
+    assert "malloc" in dynamic["inputs_missing"]
+    assert all("malloc" in job["parts"]["inputs_missing"] for job in dynamic["jobs"])
+    said = " ".join(_plan_history(tmp_path, ("pinned", None)).split())
+    assert "history lacks malloc" in said
+    assert "glibc's dynamic malloc thresholds" in said

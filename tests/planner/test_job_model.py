@@ -31,6 +31,7 @@ def measured(
     ci_setup_s: float | None = 30.0,
     workers: int = 1,
     machine: str = "linux",
+    malloc: str | None = "pinned",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One plugin run: walls are the quiet times slowed by `share` (CPU part only)."""
     walls = []
@@ -70,6 +71,8 @@ def measured(
         float("nan") if ci_setup_s is None else ci_setup_s + (startup_s or 0.0) + wall
     )
     row["invocation"] = "paths"
+    # The plugin fixed glibc's thresholds: a fresh job process allocates as the history did.
+    row["malloc"] = malloc
     # A heap census whose tests leave nothing behind: no test here walks the heap.
     heap = {"heap_objects_start": 1e4, "heap_objects_collected": 2e4, "heap_objects_end": 2e4}
     row.update(heap)
@@ -282,6 +285,49 @@ def test_run_queue_wait_is_taken_out_even_where_threads_hide_contention() -> Non
     assert blind.results["duration_s"].tolist() == pytest.approx([3.0, 3.0])
     assert blind.cpu_share == pytest.approx(1.0)
     assert "cpu_wait_s" in blind.inputs_missing
+
+
+def _malloc_history(*states: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One run per allocator state, each the same PARTS history."""
+    pairs = [
+        measured(i, PARTS, collect_by_file=COLLECT, malloc=state)
+        for i, state in enumerate(states, start=1)
+    ]
+    results = pd.concat([r for r, _ in pairs], ignore_index=True)
+    return results, pd.concat([runs for _, runs in pairs], ignore_index=True)
+
+
+@pytest.mark.parametrize(
+    "states",
+    [("pinned", "pinned"), ("pinned", "environment"), ("other",), ("environment", "other")],
+)
+def test_allocator_fixed_in_every_run_is_not_missing(states: tuple[str, ...]) -> None:
+    """Thresholds fixed (by the plugin or the environment) or no glibc: a fresh job process's
+    allocations cost what they cost in the history."""
+    results, runs = _malloc_history(*states)
+    assert "malloc" not in fit_job_model(results, runs).inputs_missing
+
+
+@pytest.mark.parametrize(
+    "states", [("pinned", "dynamic"), ("dynamic",), ("pinned", None), (None, None)]
+)
+def test_a_run_under_dynamic_or_unknown_malloc_makes_it_missing(
+    states: tuple[str | None, ...],
+) -> None:
+    """glibc's dynamic mmap threshold: what a fresh process page-faults the history process may
+    have served from its heap (docs/benchmarks.md), so the model names the input it lacks."""
+    results, runs = _malloc_history(*states)
+    model = fit_job_model(results, runs)
+    assert "malloc" in model.inputs_missing
+    assert model.inputs_missing == ("malloc",)  # everything else was measured
+    plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2), min_gain_frac=0.0))
+    assert plan.to_dict()["inputs_missing"] == ["malloc"]
+    assert all(job.parts and job.parts.inputs_missing == ("malloc",) for job in plan.jobs)
+
+
+def test_a_history_without_the_malloc_column_lacks_it() -> None:
+    results, runs = _malloc_history("pinned")
+    assert "malloc" in fit_job_model(results, runs.drop(columns=["malloc"])).inputs_missing
 
 
 def test_collection_outside_any_file_is_paid_by_every_job() -> None:

@@ -2,7 +2,8 @@
 client with the job's wall, lands in the run and test_result columns and in the frames the
 planner reads, with the same sums as the JSON; a JUnit upload beside it reads as unknown.
 The heap measures (gc_s, heap_scans, heap_objects; the session's heap_objects_*) and the
-run-queue wait (cpu_wait_s per test and per session) likewise."""
+run-queue wait (cpu_wait_s per test and per session) and the allocator state (the session's
+malloc, a string) likewise."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from sqlalchemy import Engine, text
 from analysis.filters import Filters
 from app.db.projects import get_project
 from app.services.recommendations import load_history
+from ingest.parsers.laptime_json_schema import MALLOC_STATES
 from laptime_ci.upload import metadata_from_env, upload_reports
 from tests.conftest import LiveServer, ProjectFixture
 from tests.server.test_upload_flow import upload, wait_done
@@ -78,6 +80,14 @@ def with_wait_measures(data: bytes) -> bytes:
     return json.dumps(doc).encode()
 
 
+def with_malloc_state(data: bytes) -> bytes:
+    """The report with the allocator state a plugin on glibc writes by default: the plugin's
+    own where it wrote it, else "pinned", so the storage path is checked either way."""
+    doc = json.loads(data)
+    doc["session"].setdefault("malloc", "pinned")
+    return json.dumps(doc).encode()
+
+
 def plugin_report(path: Path) -> bytes:
     (path / "test_rt.py").write_text(SUITE)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAPTIME_")}
@@ -96,7 +106,7 @@ def plugin_report(path: Path) -> bytes:
 def test_plugin_measures_round_trip_to_the_planner_frames(
     live_server: LiveServer, project: ProjectFixture, engine: Engine, tmp_path: Path
 ) -> None:
-    data = with_wait_measures(with_heap_measures(plugin_report(tmp_path)))
+    data = with_malloc_state(with_wait_measures(with_heap_measures(plugin_report(tmp_path))))
     doc: dict[str, Any] = json.loads(data)
     session = doc["session"]
     # The client sends the job's wall from an early CI step's LAPTIME_JOB_STARTED_AT.
@@ -119,7 +129,8 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
                 text(
                     "SELECT cpu_s, startup_s, collect_s, job_wall_s, collected_tests, "
                     "collected_files, collect_by_file, invocation, heap_objects_start, "
-                    "heap_objects_collected, heap_objects_end, cpu_wait_s FROM run WHERE id = :r"
+                    "heap_objects_collected, heap_objects_end, cpu_wait_s, malloc "
+                    "FROM run WHERE id = :r"
                 ),
                 {"r": done["run_id"]},
             )
@@ -148,6 +159,8 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
     assert run["collect_by_file"] == session["collect_by_file"] == run["collect_by_file"]
     assert set(run["collect_by_file"]) == {"test_rt.py"}
     assert run["invocation"] == "paths"
+    assert run["malloc"] == session["malloc"]
+    assert session["malloc"] in MALLOC_STATES
     assert run["job_wall_s"] == metadata.job_wall_s  # the client's, over the report's null
     # Differential: the database holds what the JSON said, test by test.
     tests = doc["tests"]
@@ -168,6 +181,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
         assert plugin_run[key] == session[key], key
     assert plugin_run["collect_by_file"] == session["collect_by_file"]
     assert plugin_run["job_wall_s"] == metadata.job_wall_s
+    assert plugin_run["malloc"] == session["malloc"]
     mine = results[results["run_id"] == plugin_run["run_id"]]
     assert math.isclose(mine["cpu_s"].sum(), sums[0], rel_tol=1e-12)
     assert sorted(mine["seq"]) == [0.0, 1.0, 2.0, 3.0]
@@ -195,6 +209,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
     junit_rows = history.runs[history.runs["job"] == "junit-only"]
     assert junit_rows["collect_by_file"].tolist() == [None]
     assert junit_rows["invocation"].tolist() == [None]
+    assert junit_rows["malloc"].tolist() == [None]
     theirs = results[results["run_id"] == junit_run["run_id"]]
     assert theirs[["cpu_s", "seq", *RESULT_MEASURES]].isna().all().all()
 
