@@ -28,18 +28,29 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.bench_plan_accuracy import FULL_TARGET
+
 ALLOCATOR_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
 
 
 def _tests_s(report: Path, file: str) -> float:
-    tests = json.loads(report.read_text())["tests"]
-    return float(sum(t["duration_s"] or 0.0 for t in tests if t["nodeid"].startswith(file)))
+    return _by_file(report).get(file, 0.0)
+
+
+def _by_file(report: Path) -> dict[str, float]:
+    """Seconds per test file in a plugin report."""
+    seconds: dict[str, float] = {}
+    for test in json.loads(report.read_text())["tests"]:
+        file = test["nodeid"].split("::", 1)[0]
+        seconds[file] = seconds.get(file, 0.0) + (test["duration_s"] or 0.0)
+    return seconds
 
 
 def run_once(
     python: Path, work: Path, args: list[str], env: dict[str, str], file: str
-) -> dict[str, float]:
-    """One fresh pytest process of the job: wall, CPU, page faults and the file's seconds."""
+) -> tuple[dict[str, float], dict[str, float]]:
+    """One fresh pytest process of the job: wall, CPU, page faults and the file's seconds;
+    and the seconds of every file it ran."""
     report = work / "allocator_state.json"
     report.unlink(missing_ok=True)
     command = [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", *args]
@@ -50,13 +61,15 @@ def run_once(
     wall = time.perf_counter() - started
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"the job did not run: {' '.join(command)}")
-    return {
+    by_file = _by_file(report)
+    measures = {
         "wall_s": wall,
         "user_s": usage.ru_utime,
         "system_s": usage.ru_stime,
         "minor_faults": float(usage.ru_minflt),
-        "file_tests_s": _tests_s(report, file),
+        "file_tests_s": by_file.get(file, 0.0),
     }
+    return measures, by_file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--file", default="drawing/tests/test_layout.py")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--alone", action="store_true", help="only the file's own tests")
+    parser.add_argument(
+        "--whole", action="store_true", help="the whole suite, as the history runs it"
+    )
     args = parser.parse_args(argv)
     work = args.venv / "work"
     plan = json.loads((work / f"plan{args.jobs}.json").read_text())
@@ -78,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     if not holding:
         raise SystemExit(f"no job of plan{args.jobs}.json holds {args.file}")
     index, job = holding[0]
+    if args.whole:
+        index, job = 0, {"pytest_args": ["--pyargs", FULL_TARGET], "n_tests": "all"}
     history = [
         _tests_s(work / f"history{i}.json", args.file)
         for i in (1, 2)
@@ -95,13 +113,22 @@ def main(argv: list[str] | None = None) -> int:
         "glibc's dynamic thresholds": ("dynamic", []),
         "the plugin's fixed thresholds": ("pinned", []),
     }
+    files: dict[str, list[dict[str, float]]] = {name: [] for name in arms}
     for round_ in range(1, args.rounds + 1):
         for name, (mode, runs) in arms.items():
-            runs.append(
-                run_once(python, work, [*job_args, f"--laptime-malloc={mode}"], env, args.file)
+            measures, by_file = run_once(
+                python, work, [*job_args, f"--laptime-malloc={mode}"], env, args.file
             )
+            runs.append(measures)
+            files[name].append(by_file)
             print(f"  round {round_} {name}: {runs[-1]['wall_s']:.1f}s wall", flush=True)
-    what = "alone" if args.alone else f"N={args.jobs} job {index} ({job['n_tests']} tests)"
+    what = (
+        "alone"
+        if args.alone
+        else "the whole suite"
+        if args.whole
+        else f"N={args.jobs} job {index} ({job['n_tests']} tests)"
+    )
     print(f"{what}, {args.file}: {' / '.join(f'{s:.2f}' for s in history)} s in the history runs")
     print("| arm | wall s | user s | system s | minor faults | the file's tests s |")
     print("|---|---|---|---|---|---|")
@@ -111,7 +138,28 @@ def main(argv: list[str] | None = None) -> int:
             f"| {name} | {med['wall_s']:.1f} | {med['user_s']:.1f} | {med['system_s']:.2f} | "
             f"{med['minor_faults']:,.0f} | {med['file_tests_s']:.2f} |"
         )
+    print(differing_files(files))
     return 0
+
+
+def differing_files(files: dict[str, list[dict[str, float]]], top: int = 8) -> str:
+    """The files whose median seconds differ most between the arms (first arm minus second)."""
+    (first, first_runs), (second, second_runs) = files.items()
+    names = set().union(*first_runs, *second_runs)
+
+    def median(runs: list[dict[str, float]], name: str) -> float:
+        return statistics.median(run.get(name, 0.0) for run in runs)
+
+    deltas = sorted(
+        ((median(first_runs, n), median(second_runs, n), n) for n in names),
+        key=lambda row: -abs(row[0] - row[1]),
+    )
+    lines = [f"| file | {first} s | {second} s | difference s |", "|---|---|---|---|"]
+    lines += [f"| {n} | {a:.2f} | {b:.2f} | {a - b:+.2f} |" for a, b, n in deltas[:top]]
+    total_a = sum(a for a, _, _ in deltas)
+    total_b = sum(b for _, b, _ in deltas)
+    lines.append(f"| all files | {total_a:.1f} | {total_b:.1f} | {total_a - total_b:+.1f} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
