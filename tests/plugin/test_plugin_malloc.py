@@ -56,7 +56,7 @@ def test_reuse():
 
 def _run(pytester: pytest.Pytester, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
     pytester.makepyfile(test_alloc=SUITE)
-    result = pytester.runpytest_subprocess("--laptime-report=r.json", "-p", "no:xdist", *args)
+    result = pytester.runpytest_subprocess("--laptime-report=r.json", *args)
     result.assert_outcomes(passed=1)
     report = json.loads(Path(pytester.path, "r.json").read_text())
     inner = json.loads(Path(pytester.path, "inner.json").read_text())
@@ -66,14 +66,14 @@ def _run(pytester: pytest.Pytester, *args: str) -> tuple[dict[str, Any], dict[st
 @pytest.mark.skipif(not GLIBC, reason="glibc's allocator is the one with dynamic thresholds")
 def test_pinned_thresholds_serve_a_freed_block_again(clean_pytester: pytest.Pytester) -> None:
     pages = BLOCKS * BLOCK // 4096  # one round's
-    session, inner = _run(clean_pytester)
+    session, inner = _run(clean_pytester, "-p", "no:xdist")
     assert session["malloc"] == PINNED
     # Children inherit the thresholds (xdist workers, a test's subprocesses).
     assert inner["env"] == THRESHOLD_ENV
     # The blocks' first touch, not one per round.
     assert inner["faults"] < 2 * pages
 
-    session, inner = _run(clean_pytester, "--laptime-malloc=dynamic")
+    session, inner = _run(clean_pytester, "-p", "no:xdist", "--laptime-malloc=dynamic")
     assert session["malloc"] == DYNAMIC
     assert inner["env"] == dict.fromkeys(THRESHOLD_ENV)
     assert inner["faults"] > (ROUNDS // 2) * pages
@@ -84,7 +84,7 @@ def test_ini_chooses_dynamic_and_a_bad_value_is_a_usage_error(
     clean_pytester: pytest.Pytester,
 ) -> None:
     clean_pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\nlaptime_malloc = dynamic\n")
-    session, _ = _run(clean_pytester)
+    session, _ = _run(clean_pytester, "-p", "no:xdist")
     assert session["malloc"] == DYNAMIC
     clean_pytester.makeini("[pytest]\nlaptime_malloc = jemalloc\n")
     result = clean_pytester.runpytest_subprocess("--laptime-report=r.json", "-p", "no:xdist")
@@ -118,3 +118,14 @@ def test_an_in_process_session_leaves_the_environment_as_it_was(
     )
     clean_pytester.inline_run("--laptime-report=r.json", "-p", "no:xdist").assertoutcome(passed=1)
     assert not any(key in os.environ for key in THRESHOLD_ENV)
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's allocator is the one with dynamic thresholds")
+def test_xdist_workers_run_with_the_controllers_thresholds(clean_pytester: pytest.Pytester) -> None:
+    pages = BLOCKS * BLOCK // 4096
+    session, inner = _run(clean_pytester, "-n", "2")
+    assert session["malloc"] == PINNED
+    assert session["xdist_workers"] == 2
+    assert inner["env"] == THRESHOLD_ENV
+    # The worker's glibc read them at its start: the blocks are faulted in once there too.
+    assert inner["faults"] < 2 * pages
