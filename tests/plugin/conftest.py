@@ -22,6 +22,17 @@ LAPTIME_VARS = (
 ALLOCATOR_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
 
 
+@pytest.fixture(autouse=True)
+def _outer_allocator_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session run in-process (pytester's inline runs) must not fix the malloc thresholds
+    of this test process: it also hosts the live server and ingest worker of later tests, and
+    with the thresholds fixed mid-session a server test failed intermittently (not yet
+    understood). Subprocess runs, where every allocator assertion is made, are unaffected."""
+    import laptime_ci.plugin_malloc as plugin_malloc
+
+    monkeypatch.setattr(plugin_malloc, "_mallopt_thresholds", lambda: True)
+
+
 @pytest.fixture
 def clean_pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A pytester whose runs do not inherit this session's laptime settings."""
