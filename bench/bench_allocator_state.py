@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bench_plan_accuracy import FULL_TARGET
-
-ALLOCATOR_ENV = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
+from laptime_ci.plugin_malloc import ALLOCATOR_ENV
 
 
 def _tests_s(report: Path, file: str) -> float:

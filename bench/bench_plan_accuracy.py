@@ -359,7 +359,9 @@ def main(argv: list[str] | None = None) -> int:
         help="the plugin's --laptime-malloc in every pytest process (default: its own)",
     )
     args = parser.parse_args(argv)
-    for key in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"):
+    from laptime_ci.plugin_malloc import ALLOCATOR_ENV
+
+    for key in ALLOCATOR_ENV:
         os.environ.pop(key, None)  # the plugin's mode decides, not this shell's
     counts = [int(x) for x in (args.jobs or ("2" if args.quick else "2,3,4")).split(",")]
     repeats = args.repeats or (1 if args.quick else 2)

@@ -41,6 +41,8 @@ THRESHOLD_ENV = {
     "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD),
 }
 _TUNABLES = ("glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold")
+# Every variable through which the environment can fix the thresholds.
+ALLOCATOR_ENV = (*THRESHOLD_ENV, "GLIBC_TUNABLES")
 _M_TRIM_THRESHOLD = -1  # <malloc.h>
 _M_MMAP_THRESHOLD = -3
 # Allocators preloaded in glibc's place: its mallopt would tune an allocator nobody uses.

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+# The allocator thresholds the plugin sets for its children (plugin_malloc): an inline run
+# sets them in this process, and a subprocess would inherit them from an earlier one.
+from laptime_ci.plugin_malloc import ALLOCATOR_ENV as ALLOCATOR_VARS
+
 LAPTIME_VARS = (
     "LAPTIME_REPORT",
     "LAPTIME_URL",
@@ -17,9 +21,6 @@ LAPTIME_VARS = (
     "LAPTIME_SHARD_CACHE",
     "LAPTIME_UPLOAD_MAX_TIME_S",
 )
-# The allocator thresholds the plugin sets for its children (plugin_malloc): an inline run
-# sets them in this process, and a subprocess would inherit them from an earlier one.
-ALLOCATOR_VARS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES")
 
 
 @pytest.fixture(autouse=True)
