@@ -15,7 +15,7 @@ import psycopg
 from analysis.synthetic import SyntheticHistory, iter_history_chunks
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
-from ingest.store import RunMetadata, store_run
+from ingest.store import KnownTests, RunMetadata, store_run
 
 
 @dataclass(frozen=True)
@@ -67,12 +67,13 @@ def load_demo(
     """Store every run of the synthetic history; returns the number of results stored."""
     stored = 0
     with psycopg.connect(dsn) as conn:
+        known = KnownTests()  # any failure ends the load, so nothing remembered rolls back
         for chunk in demo_chunks(size, until=until):
             results = _plain(chunk.results)
             by_run = results.groupby("run_id", sort=True)
             for run in chunk.runs.itertuples(index=False):
                 frame = by_run.get_group(run.run_id).drop(columns=["run_id"])
-                stored += _store_one(conn, project_id, run, frame.reset_index(drop=True))
+                stored += _store_one(conn, project_id, run, frame.reset_index(drop=True), known)
                 conn.commit()
                 if progress is not None:
                     progress(len(frame))
@@ -80,7 +81,11 @@ def load_demo(
 
 
 def _store_one(
-    conn: psycopg.Connection[Any], project_id: int, run: Any, frame: pd.DataFrame
+    conn: psycopg.Connection[Any],
+    project_id: int,
+    run: Any,
+    frame: pd.DataFrame,
+    known: KnownTests,
 ) -> int:
     metadata = {
         "job": run.job,
@@ -118,6 +123,7 @@ def _store_one(
             peak_rss_mib=float(run.peak_rss_mib),
         ),
         merged=merged,
+        known_tests=known,
     )
     conn.execute(
         "UPDATE upload SET run_id = %s, counts = %s WHERE id = %s",

@@ -91,11 +91,12 @@ _ROLLUP_SPEC: tuple[tuple[str, PgType], ...] = (
 
 
 class KnownTests:
-    """Per-process memo of the test cases a worker has already written, per project.
+    """Memo of the test cases one database connection has already written, per project.
 
     It only saves work: a test it does not know is upserted (ON CONFLICT makes that safe when
     another worker wrote it first). Attribute changes are detected by a hash of the markers and
-    whether parametrize values are present.
+    whether parametrize values are present. One per connection, never per process: project ids
+    and test ids repeat across databases, and another thread's writes may still roll back.
     """
 
     def __init__(self) -> None:
@@ -126,9 +127,6 @@ class KnownTests:
     def clear(self) -> None:
         """Forget everything: after a rollback, the remembered writes did not happen."""
         self._known.clear()
-
-
-KNOWN_TESTS = KnownTests()
 
 
 @dataclass(frozen=True)
@@ -254,9 +252,11 @@ def store_run(
     upload_id: int,
     meta: RunMetadata,
     merged: MergedRun,
-    known_tests: KnownTests = KNOWN_TESTS,
+    known_tests: KnownTests | None = None,
 ) -> StoreResult:
-    """Insert the run, its results, new test cases and the daily rollups."""
+    """Insert the run, its results, new test cases and the daily rollups. `known_tests` is the
+    memo of this connection (cleared by the caller when its transaction rolls back); without
+    one every test case is upserted."""
     results, warnings = storable_results(merged.results)
     meta = storable_metadata(meta)
     if meta.received_at is None:
@@ -317,7 +317,8 @@ def store_run(
         )
 
     ids = compute_test_ids(project_id, results["nodeid"])
-    new_tests = _upsert_test_cases(conn, project_id, day, results, ids, known_tests)
+    memo = KnownTests() if known_tests is None else known_tests
+    new_tests = _upsert_test_cases(conn, project_id, day, results, ids, memo)
     _copy_results(conn, project_id=project_id, day=day, run_id=run_id, results=results, ids=ids)
     _store_rollups(conn, project_id=project_id, day=day, cell_id=cell_id, results=results, ids=ids)
     return StoreResult(

@@ -40,7 +40,7 @@ from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
 from ingest.parsers.errors import ERROR_CODES
 from ingest.parsers.limits import ParseLimits
-from ingest.store import KNOWN_TESTS, RunMetadata, store_run
+from ingest.store import KnownTests, RunMetadata, store_run
 
 log = logging.getLogger("laptime.worker")
 
@@ -165,8 +165,10 @@ def process_next(
     config: WorkerConfig,
     *,
     heartbeat: Heartbeat | None = None,
+    known_tests: KnownTests | None = None,
 ) -> int | None:
     """Claim and ingest one queued upload; returns its id, or None when the queue is empty.
+    `known_tests` is `conn`'s memo of written test cases (see store_run).
 
     Raises ClaimFailed (the cause chained) when the ingest fails after its attempt was recorded.
     """
@@ -196,7 +198,15 @@ def process_next(
                 if heartbeat is not None:
                     heartbeat.set("ingesting", upload_id=upload_id)
                 outcome = _ingest(
-                    conn, upload_id, project_id, metadata, job, received_at, attempt[1], config
+                    conn,
+                    upload_id,
+                    project_id,
+                    metadata,
+                    job,
+                    received_at,
+                    attempt[1],
+                    config,
+                    known_tests,
                 )
     except ShutdownRequested:
         if attempt is not None:
@@ -252,6 +262,7 @@ def _ingest(
     received_at: datetime,
     attempts: int,
     config: WorkerConfig,
+    known_tests: KnownTests | None,
 ) -> Outcome:
     """Parse, store and mark done, inside the claim's transaction."""
     try:
@@ -267,7 +278,14 @@ def _ingest(
         return Outcome("failed", code="no-report-files")
     merged = merge_reports(reports)
     meta = metadata_from_json(metadata, job or "default", received_at=received_at)
-    stored = store_run(conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged)
+    stored = store_run(
+        conn,
+        project_id=project_id,
+        upload_id=upload_id,
+        meta=meta,
+        merged=merged,
+        known_tests=known_tests,
+    )
     counts = {
         "results": stored.results,
         "new_tests": stored.new_tests,
@@ -377,20 +395,23 @@ def drain(
     heartbeat: Heartbeat | None = None,
     stop: threading.Event | None = None,
     shortages: Counter[int] | None = None,
+    known_tests: KnownTests | None = None,
 ) -> int:
     """Process uploads until the queue is empty (or `stop`); returns how many were processed.
+    `known_tests` is `conn`'s memo of written test cases (a new one when not given).
 
     Raises TransientFailure when the database fails for a reason of the moment: the claim
     rolled back, its attempt is given back (or listed for later if the database is gone),
     unless `shortages` counts more than `resource_retries` of them for that upload.
     """
+    known = KnownTests() if known_tests is None else known_tests
     processed = 0
     while stop is None or not stop.is_set():
         try:
-            upload_id = process_next(conn, side, config, heartbeat=heartbeat)
+            upload_id = process_next(conn, side, config, heartbeat=heartbeat, known_tests=known)
         except ClaimFailed as failed:
             exc = failed.__cause__ or failed
-            KNOWN_TESTS.clear()  # the rollback undid what it remembers
+            known.clear()  # the rollback undid what it remembers
             if is_transient(exc):
                 if _spends_attempt(failed.upload_id, exc, shortages, config):
                     _record_error(side, failed.attempt_id, describe(exc))
@@ -504,8 +525,17 @@ def _serve_queue(
         heartbeat.attach(conn)
         listener.execute(f"LISTEN {CHANNEL}")
         _forget_attempts(side, given_back)
+        known = KnownTests()  # this connection's, so this database's, written test cases
         while not stop.is_set():
-            drain(conn, side, config, heartbeat=heartbeat, stop=stop, shortages=shortages)
+            drain(
+                conn,
+                side,
+                config,
+                heartbeat=heartbeat,
+                stop=stop,
+                shortages=shortages,
+                known_tests=known,
+            )
             backoff.reset()
             if take_over_stale_claims(side, me=name, lease_s=config.lease_s):
                 continue

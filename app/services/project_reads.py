@@ -6,6 +6,7 @@ Both edges call these functions, so a number on a page and in the API cannot dis
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 import pandas as pd
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 
 from analysis.filters import Filters
 from analysis.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
@@ -129,8 +130,21 @@ def _approx_bytes(value: object) -> int:
     return 1024
 
 
-SHARED_FRAMES = SharedFrames()
 T = TypeVar("T")
+
+# Per engine, so per database: project, run and test ids repeat across databases, and one
+# process may read several (a test suite, an operator's tools).
+_FRAMES_OF_ENGINE: weakref.WeakKeyDictionary[Engine, SharedFrames] = weakref.WeakKeyDictionary()
+_FRAMES_LOCK = threading.Lock()
+
+
+def shared_frames(conn: Connection) -> SharedFrames:
+    """The frames kept between requests for the database `conn` reads."""
+    with _FRAMES_LOCK:
+        frames = _FRAMES_OF_ENGINE.get(conn.engine)
+        if frames is None:
+            frames = _FRAMES_OF_ENGINE[conn.engine] = SharedFrames()
+        return frames
 
 
 def data_version(
@@ -151,12 +165,12 @@ def kept_test_dictionary(
     project_id: int,
     *,
     param_values: bool = False,
-    shared: SharedFrames = SHARED_FRAMES,
+    shared: SharedFrames | None = None,
 ) -> pd.DataFrame:
     """load_test_dictionary, kept until a test case of the project is added or changed
     (uploads of known tests leave it as it is). Callers must not change the frame."""
     version = tests_version(conn, project_id)
-    return shared.get(
+    return (shared_frames(conn) if shared is None else shared).get(
         ("tests", version, param_values),
         lambda: load_test_dictionary(conn, project_id, param_values=param_values),
     )
@@ -166,7 +180,7 @@ def run_results(
     conn: Connection,
     project_id: int,
     run_ids: Sequence[int],
-    shared: SharedFrames = SHARED_FRAMES,
+    shared: SharedFrames | None = None,
 ) -> pd.DataFrame:
     """The results of runs (load_run_results rows), kept per run: a stored run never changes,
     so after an upload only the new run is read, whatever the data version."""
@@ -181,7 +195,8 @@ def run_results(
             for key, run_id in zip(keys, ids, strict=True)
         }
 
-    frames = shared.get_many([("run-results", project_id, run_id) for run_id in run_ids], load)
+    keys = [("run-results", project_id, run_id) for run_id in run_ids]
+    frames = (shared_frames(conn) if shared is None else shared).get_many(keys, load)
     kept = [frame for frame in frames if len(frame)]
     if not kept:
         return frames[0] if frames else load_run_results(conn, project_id, [])
@@ -202,10 +217,12 @@ class FrameCache:
 
     @classmethod
     def for_project(
-        cls, conn: Connection, project_id: int, shared: SharedFrames = SHARED_FRAMES
+        cls, conn: Connection, project_id: int, shared: SharedFrames | None = None
     ) -> FrameCache:
-        """A cache backed by `shared` under the project's current data version."""
-        return cls(shared, data_version(conn, project_id))
+        """A cache backed by `shared` (default: the database's) under the project's current
+        data version."""
+        frames = shared_frames(conn) if shared is None else shared
+        return cls(frames, data_version(conn, project_id))
 
     def get(
         self,

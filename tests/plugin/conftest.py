@@ -26,9 +26,8 @@ LAPTIME_VARS = (
 @pytest.fixture(autouse=True)
 def _outer_allocator_untouched(monkeypatch: pytest.MonkeyPatch) -> None:
     """A session run in-process (pytester's inline runs) must not fix the malloc thresholds
-    of this test process: it also hosts the live server and ingest worker of later tests, and
-    with the thresholds fixed mid-session a server test failed intermittently (not yet
-    understood). Subprocess runs, where every allocator assertion is made, are unaffected."""
+    of this test process, which also hosts the live server and ingest worker of later tests.
+    Subprocess runs, where every allocator assertion is made, are unaffected."""
     import laptime_ci.plugin_malloc as plugin_malloc
 
     monkeypatch.setattr(plugin_malloc, "_mallopt_thresholds", lambda: True)

@@ -29,6 +29,11 @@ LAPTIME = [sys.executable, "-c", "from app.cli.main import main; main()"]
 def private_db(database: Database) -> str:
     """A migrated database of its own (SQLAlchemy URL), so no other test's worker takes its
     uploads and a fault installed in it (a trigger) touches no other test."""
+    return make_private_db(database)
+
+
+def make_private_db(database: Database) -> str:
+    """Create and migrate a new database on the session's server; its SQLAlchemy URL."""
     name = f"w_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(database.dsn, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")

@@ -142,9 +142,6 @@ def test_every_page_shows_and_filters_by_such_labels(
     assert f"long={LONG}" in page.text
 
 
-# Known intermittent failure (empty by=test rollup although the rows are stored), root cause
-# not yet found: see the #18 stop-16 note. Reruns keep CI usable; the assertion stays.
-@pytest.mark.flaky(reruns=2)
 def test_test_page_and_split_plan_of_a_labelled_cell(
     live_server: LiveServer, labelled: ProjectFixture
 ) -> None:
