@@ -33,7 +33,9 @@ single-threaded process got (I/O and startup dilute them), so the larger is take
 threads (cpu/wall > 1) cap it at 1, i.e. no correction where contention cannot be told apart.
 
 Parallelism (machine sizing). A test's cores used u = cpu / quiet wall, clipped to [1, C]
-where C is the cores per process of the history machine. Amdahl with the test's threads
+where C is the cores per process of the history machine (unknown: the fewest that fit the
+largest u, allowing 10% tick error). Tests under 50 ms count as serial: CPU time comes in
+scheduler ticks (4 ms at HZ=250), so their ratio is chance. Amdahl with the test's threads
 following the machine's cores: p = (1 - 1/u) / (1 - 1/C), serial time T1 = quiet x u, and on
 c cores T1 x ((1 - p) + p / min(c, C)). Summed over a job's tests this is S + P / min(c, C)
 (`ParallelProfile`); without cpu data P = 0 and vCPUs change nothing.
@@ -446,13 +448,25 @@ class ParallelProfile:
         return (self.serial_s + self.parallel_s / c) / at_history
 
 
+# CPU time is accounted in scheduler ticks (4 ms at HZ=250): a 0.3 ms test that a tick lands
+# in reads 13x its wall. Only tests this long show their cores; at this length one tick is
+# up to 8% of the reading (CPU_TICK_ERROR), which a ratio above the core count can only be.
+MEASURABLE_CORES_S = 0.05
+CPU_TICK_ERROR = 0.1
+
+
 def parallel_profile(
     quiet_s: pd.Series, cpu_s: pd.Series, history_cores: float | None
 ) -> ParallelProfile:
-    """Amdahl parts of tests (quiet wall and CPU seconds per test) fitted on `history_cores`."""
-    used = (cpu_s / quiet_s).where(quiet_s > 0).fillna(1.0).clip(lower=1.0)
+    """Amdahl parts of tests (quiet wall and CPU seconds per test) fitted on `history_cores`
+    (unknown: the fewest cores the measurable tests' CPU / wall fits, within tick error)."""
+    measurable = quiet_s >= MEASURABLE_CORES_S
+    used = (cpu_s / quiet_s).where(measurable).fillna(1.0).clip(lower=1.0)
     top = float(used.max()) if len(used) else 1.0
-    cores = float(history_cores) if history_cores and history_cores >= 1 else math.ceil(top)
+    if history_cores and history_cores >= 1:
+        cores = float(history_cores)
+    else:
+        cores = float(math.ceil(top / (1.0 + CPU_TICK_ERROR)))
     cores = max(cores, 1.0)
     used = used.clip(upper=cores)
     if cores <= 1.0:

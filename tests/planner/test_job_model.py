@@ -344,3 +344,33 @@ def test_collection_outside_any_file_is_paid_by_every_job() -> None:
     assert whole.wall_s == pytest.approx(runs["job_wall_s"].iloc[0])
     only_a = model.predict(files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0)
     assert only_a.collect_s == pytest.approx(0.5 + 0.4)
+
+
+def test_short_tests_do_not_show_cores_their_cpu_ticks_invent() -> None:
+    # Linux accounts CPU time in scheduler ticks (4 ms at HZ=250): in a real networkx history
+    # 245 of 6,841 tests read 2-85x their wall (0.3 ms of wall, 4.4 ms of CPU) and the sizing
+    # believed an 86-core history machine, so it sent a serial job to a 96-vCPU runner.
+    ticks = [(f"a.py::t{i}", 0.0, 0.0003, 0.0044 * (i % 2)) for i in range(200)]
+    serial = [("b.py::slow", 0.0, 20.0, 19.9)]
+    results, runs = measured(
+        1, [*ticks, *serial], machine="unknown", collect_by_file={"a.py": 0.0, "b.py": 0.0}
+    )
+    results["peak_rss_mib"] = 100.0
+    profile = parallel_profile(results["call_s"], results["cpu_s"], None)
+    assert not profile.parallel
+    assert profile.max_cores_used == 1.0
+    fit = fit_machines(runs, results, CATALOGUE).jobs[0]
+    walls = {p.machine: p.wall_s for p in fit.predictions}
+    assert walls["two"] == pytest.approx(walls["eight"])
+    assert fit.recommended is not None
+    assert fit.recommended.name == "two"
+
+
+def test_a_long_threaded_test_still_shows_its_cores_beside_short_ones() -> None:
+    ticks = [(f"a.py::t{i}", 0.0, 0.0003, 0.0044) for i in range(50)]
+    blas = [("b.py::blas", 0.0, 10.0, 19.8)]
+    results, _ = measured(1, [*ticks, *blas], collect_by_file={"a.py": 0.0, "b.py": 0.0})
+    profile = parallel_profile(results["call_s"], results["cpu_s"], None)
+    assert profile.parallel
+    assert profile.max_cores_used == pytest.approx(1.98)
+    assert profile.history_cores == 2.0
