@@ -82,9 +82,10 @@ RUN_COLUMNS: tuple[str, ...] = (
     "heap_objects_end",  # after the last test
     "cpu_wait_s",  # float: run-queue delay of the tests' thread(s) (under xdist the workers' sum)
     "malloc",  # str | None: one of MALLOC_STATES, the state glibc's malloc ran the tests in
+    "platform",  # str | None: Python's platform.platform() where the tests ran
 )
 # The RUN_COLUMNS holding text: str, or None when unknown (see text_or_none).
-RUN_TEXT_COLUMNS: tuple[str, ...] = ("invocation", "rootdir", "malloc")
+RUN_TEXT_COLUMNS: tuple[str, ...] = ("invocation", "rootdir", "malloc", "platform")
 # The state glibc's malloc ran a session's tests in (the plugin's session `malloc`): its mmap and
 # trim thresholds fixed by the plugin ("pinned") or the user's environment ("environment"),
 # glibc's dynamic defaults ("dynamic": a test's allocation cost depends on what ran before it
@@ -106,6 +107,7 @@ RUN_MEASURE_DEFAULTS: dict[str, Any] = {
     "heap_objects_end": np.nan,
     "cpu_wait_s": np.nan,
     "malloc": None,
+    "platform": None,
 }
 
 FACT_KEY_COLUMNS: tuple[str, ...] = (

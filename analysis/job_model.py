@@ -32,7 +32,8 @@ wall-weighted 90th percentile of its tests' cpu/wall)): both are lower bounds of
 single-threaded process got (I/O and startup dilute them), so the larger is taken; tests with
 threads (cpu/wall > 1) cap it at 1, i.e. no correction where contention cannot be told apart.
 
-Parallelism (machine sizing). A test's cores used u = cpu / quiet wall, clipped to [1, C]
+Parallelism (machine sizing). A test's cores used u = cpu / its history wall (not the quiet
+one: threads filling every core make the main thread wait), clipped to [1, C]
 where C is the cores per process of the history machine (unknown: the fewest that fit the
 largest u, allowing 10% tick error). Tests under 50 ms count as serial: CPU time comes in
 scheduler ticks (4 ms at HZ=250), so their ratio is chance. Amdahl with the test's threads
@@ -456,12 +457,19 @@ CPU_TICK_ERROR = 0.1
 
 
 def parallel_profile(
-    quiet_s: pd.Series, cpu_s: pd.Series, history_cores: float | None
+    quiet_s: pd.Series,
+    cpu_s: pd.Series,
+    history_cores: float | None,
+    wall_s: pd.Series | None = None,
 ) -> ParallelProfile:
     """Amdahl parts of tests (quiet wall and CPU seconds per test) fitted on `history_cores`
-    (unknown: the fewest cores the measurable tests' CPU / wall fits, within tick error)."""
-    measurable = quiet_s >= MEASURABLE_CORES_S
-    used = (cpu_s / quiet_s).where(measurable).fillna(1.0).clip(lower=1.0)
+    (unknown: the fewest cores the measurable tests' CPU / wall fits, within tick error).
+    Cores used are CPU / `wall_s` (the history's wall, default the quiet one)."""
+    # Against the history's own wall: a test whose threads fill every core keeps its main
+    # thread waiting for one, and quiet = wall - wait would count those cores twice.
+    wall = quiet_s if wall_s is None else wall_s
+    measurable = wall >= MEASURABLE_CORES_S
+    used = (cpu_s / wall).where(measurable).fillna(1.0).clip(lower=1.0)
     top = float(used.max()) if len(used) else 1.0
     if history_cores and history_cores >= 1:
         cores = float(history_cores)

@@ -372,7 +372,7 @@ def fit_machines(
             runs_per_day=rate,
             headroom=headroom,
             target_s=target,
-            labels_os=_labels_os(runs),
+            history_platform=history_platform(runs),
         )
         for spec, own, test_s, workers, machine, chain_s, overhead_s, job_peak, rate in prepared
     )
@@ -410,14 +410,17 @@ def _fit_job(
     runs_per_day: float | None,
     headroom: float,
     target_s: float,
-    labels_os: str | None,
+    history_platform: tuple[str | None, str | None],
 ) -> MachineFit:
     notes: list[str] = []
     current = catalogue.match(machine)
     parallel = workers > 1
     auto = parallel and current is not None and workers >= current.vcpus
     profile = parallel_profile(
-        own["quiet_s"], own["cpu_s"], None if current is None else current.vcpus / workers
+        own["quiet_s"],
+        own["cpu_s"],
+        None if current is None else current.vcpus / workers,
+        wall_s=own["wall_s"],
     )
     peaks = own["peak_rss_mib"].dropna()
     source: MemorySource | None
@@ -438,6 +441,9 @@ def _fit_job(
     )
     if machine is not None and current is None:
         notes.append(f"machine type {machine!r} is not in catalogue {catalogue.name!r}")
+    if current is None and any(history_platform):
+        kept = " ".join(part for part in history_platform if part)
+        notes.append(f"candidates: {kept} machine types, what the history ran on")
     if profile.parallel:
         notes.append(
             f"tests use up to {profile.max_cores_used:.1f} cores each (CPU time / wall: "
@@ -464,7 +470,7 @@ def _fit_job(
             target_s,
             profile,
         )
-        for m in _candidates(catalogue, current, labels_os)
+        for m in _candidates(catalogue, current, history_platform)
     )
     cost_today = None
     if current is not None:
@@ -568,13 +574,19 @@ def _advice(rec: Prediction, current: MachineType | None, cost_today: float | No
 
 
 def _candidates(
-    catalogue: Catalogue, current: MachineType | None, labels_os: str | None
+    catalogue: Catalogue,
+    current: MachineType | None,
+    history_platform: tuple[str | None, str | None],
 ) -> list[MachineType]:
-    """Entries comparable to today's machine: same OS, arch, executor and GPU-ness."""
+    """Entries comparable to today's machine: same OS, arch, executor and GPU-ness; without
+    it, the OS and arch the history ran on, where known."""
     if current is None:
-        if labels_os is None:
-            return list(catalogue.machines)
-        return [m for m in catalogue.machines if m.os == labels_os]
+        os_name, arch = history_platform
+        return [
+            m
+            for m in catalogue.machines
+            if (os_name is None or m.os == os_name) and (arch is None or m.arch == arch)
+        ]
     return [
         m
         for m in catalogue.machines
@@ -591,8 +603,8 @@ def _candidates(
 def _test_table(
     results: pd.DataFrame, runs: pd.DataFrame, estimates: pd.DataFrame, quiet: pd.Series
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per test: file, class key, estimated and quiet duration, CPU seconds (median) and peak
-    RSS; plus (job, nodeid) pairs."""
+    """Per test: file, class key, estimated, quiet and measured duration, CPU seconds (median)
+    and peak RSS; plus (job, nodeid) pairs."""
     job_of_run = runs.set_index("run_id")["job"].astype(str)
     frame = pd.DataFrame(
         {
@@ -602,12 +614,16 @@ def _test_table(
             "cpu_s": pd.to_numeric(results["cpu_s"], errors="coerce").to_numpy()
             if "cpu_s" in results.columns
             else np.nan,
+            "wall_s": pd.to_numeric(results["duration_s"], errors="coerce").to_numpy(),
         }
     )
-    table = frame.groupby("nodeid", sort=True)[["peak_rss_mib"]].max()
-    table["cpu_s"] = frame.groupby("nodeid", sort=True)["cpu_s"].median()
+    by_test = frame.groupby("nodeid", sort=True)
+    table = by_test[["peak_rss_mib"]].max()
+    table["cpu_s"] = by_test["cpu_s"].median()
     table["duration_s"] = estimates["duration_s"].reindex(table.index).fillna(0.0)
     table["quiet_s"] = quiet.reindex(table.index).fillna(table["duration_s"])
+    # The history's own wall (median over runs), which the cores a test used are read against.
+    table["wall_s"] = by_test["wall_s"].median().fillna(table["quiet_s"])
     table["file"] = estimates["file"].reindex(table.index).astype(str)
     parts = table.index.to_series().str.split("::", n=2, expand=True)
     if parts.shape[1] >= 3:
@@ -673,6 +689,37 @@ def _labels_os(runs: pd.DataFrame) -> str | None:
         if isinstance(labels, dict) and labels.get("os")
     }
     return values.pop() if len(values) == 1 else None
+
+
+# Python's platform.platform() names: "Linux-6.1.0-x86_64-with-glibc2.36",
+# "macOS-14.5-arm64-arm-64bit", "Windows-10-10.0.19045-SP0" (no architecture there).
+_PLATFORM_OS = {"linux": "linux", "macos": "macos", "darwin": "macos", "windows": "windows"}
+_PLATFORM_ARCH = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}
+
+
+def platform_os_arch(platform: str) -> tuple[str | None, str | None]:
+    """(catalogue OS, catalogue arch) of a platform.platform() text; None where it is silent."""
+    parts = platform.lower().split("-")
+    os_name = _PLATFORM_OS.get(parts[0]) if parts else None
+    arches = {_PLATFORM_ARCH[p] for p in parts if p in _PLATFORM_ARCH}
+    return os_name, arches.pop() if len(arches) == 1 else None
+
+
+def history_platform(runs: pd.DataFrame) -> tuple[str | None, str | None]:
+    """The OS and arch every run of the history agrees on (the `os` label, else the reported
+    platform); None for either where runs differ or do not say."""
+    known = (
+        runs["platform"].dropna().astype(str)
+        if "platform" in runs.columns
+        else pd.Series([], dtype=str)
+    )
+    found = {platform_os_arch(text) for text in known.unique()}
+    oses = {os_name for os_name, _ in found}
+    arches = {arch for _, arch in found}
+    all_said = len(known) == len(runs) and len(runs) > 0
+    os_name = _labels_os(runs) or (oses.pop() if all_said and len(oses) == 1 else None)
+    arch = arches.pop() if all_said and len(arches) == 1 else None
+    return os_name, arch
 
 
 def _monthly(per_run: float | None, per_day: float | None) -> float | None:

@@ -367,6 +367,7 @@ def _session_measures(session: SessionInfo, meta: RunMetadata) -> dict[str, Any]
         "heap_objects_end": session.heap_objects_end,
         "cpu_wait_s": session.cpu_wait_s,
         "malloc": session.malloc,  # one of MALLOC_STATES: the parser drops anything else
+        "platform": None if session.platform is None else storable_text(session.platform),
     }
 
 
@@ -419,7 +420,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id, cpu_s,
             startup_s, collect_s, job_wall_s, collected_tests, collected_files, collect_by_file,
             invocation, rootdir, heap_objects_start, heap_objects_collected, heap_objects_end,
-            cpu_wait_s, malloc)
+            cpu_wait_s, malloc, platform)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
@@ -427,7 +428,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             %(collect_s)s, %(job_wall_s)s, %(collected_tests)s, %(collected_files)s,
             %(collect_by_file)s, %(invocation)s, %(rootdir)s, %(heap_objects_start)s,
             %(heap_objects_collected)s, %(heap_objects_end)s, %(cpu_wait_s)s,
-            %(malloc)s)
+            %(malloc)s, %(platform)s)
         RETURNING id
         """,
         values,

@@ -167,7 +167,7 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 collected_files::float8 AS collected_files, collect_by_file, invocation, rootdir,
                 heap_objects_start::float8 AS heap_objects_start,
                 heap_objects_collected::float8 AS heap_objects_collected,
-                heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc
+                heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc, platform
             FROM run WHERE {where} ORDER BY started_at
             """
         ),

@@ -10,7 +10,7 @@ import pytest
 
 from analysis.catalogue import load_catalogue_text
 from analysis.job_model import MODEL_INPUTS, fit_job_model, parallel_profile, quiet_wall
-from analysis.machine_fit import fit_machines
+from analysis.machine_fit import fit_machines, platform_os_arch
 from analysis.split_plan import SplitOptions, plan_splits
 from ingest.model import results_frame
 from tests.planner.history import one_job, run_row, runs_frame
@@ -374,3 +374,65 @@ def test_a_long_threaded_test_still_shows_its_cores_beside_short_ones() -> None:
     assert profile.parallel
     assert profile.max_cores_used == pytest.approx(1.98)
     assert profile.history_cores == 2.0
+
+
+def test_an_unnamed_machine_is_replaced_on_the_os_and_arch_the_history_ran_on() -> None:
+    # Without today's machine type every entry was a candidate: an x86_64 Linux history got a
+    # cheaper arm64 (or another OS's) runner recommended.
+    catalogue = load_catalogue_text(
+        user_text(
+            ENTRY.format(name="x64small", vcpus=2),
+            ENTRY.format(name="armsmall", vcpus=2)
+            .replace('arch = "x64"', 'arch = "arm64"')
+            .replace("usd_per_min = 0.01", "usd_per_min = 0.005"),
+        ),
+        source="test",
+    )
+    arm = catalogue.get("armsmall")
+    assert arm.arch == "arm64"
+    results, runs = measured(1, [("a.py::t", 0.0, 10.0, 9.9)], machine="unnamed")
+    results["peak_rss_mib"] = 100.0
+    runs["platform"] = "Linux-6.1.0-28-cloud-amd64-x86_64-with-glibc2.36"
+    fit = fit_machines(runs, results, catalogue).jobs[0]
+    assert [p.machine for p in fit.predictions] == ["x64small"]
+    assert fit.recommended is not None
+    assert fit.recommended.name == "x64small"
+    assert any("linux x64" in note for note in fit.notes)
+    runs["platform"] = None
+    fit = fit_machines(runs, results, catalogue).jobs[0]
+    assert {p.machine for p in fit.predictions} == {"x64small", "armsmall"}
+    assert fit.recommended is not None
+    assert fit.recommended.name == "armsmall"  # cheaper, and nothing says it may not be
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Linux-6.1.0-28-cloud-amd64-x86_64-with-glibc2.36", ("linux", "x64")),
+        ("Linux-5.15.0-1057-aws-aarch64-with-glibc2.35", ("linux", "arm64")),
+        ("macOS-14.5-arm64-arm-64bit", ("macos", "arm64")),
+        ("macOS-13.6-x86_64-i386-64bit", ("macos", "x64")),
+        ("Windows-10-10.0.19045-SP0", ("windows", None)),
+        ("FreeBSD-14.0-RELEASE-amd64-64bit-ELF", (None, "x64")),
+        ("", (None, None)),
+    ],
+)
+def test_platform_names_map_to_catalogue_os_and_arch(
+    text: str, expected: tuple[str | None, str | None]
+) -> None:
+    assert platform_os_arch(text) == expected
+
+
+def test_cores_used_are_read_against_the_wall_the_history_measured() -> None:
+    # A BLAS test filling both cores of a 2-core history keeps its main thread waiting 3 of
+    # its 10 s: CPU / quiet wall read 2.9 cores, the sizing took a 3-core history machine and
+    # predicted the 2-vCPU machine slower than the history it ran on.
+    results, runs = measured(1, [("a.py::blas", 0.0, 10.0, 20.0)], machine="unnamed")
+    results["cpu_wait_s"] = 3.0
+    results["peak_rss_mib"] = 100.0
+    fit = fit_machines(runs, results, CATALOGUE).jobs[0]
+    assert fit.max_cores_used == pytest.approx(2.0)
+    walls = {p.machine: p.wall_s for p in fit.predictions}
+    assert walls["two"] == pytest.approx(walls["eight"])
+    assert fit.recommended is not None
+    assert fit.recommended.name == "two"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
 import subprocess
 import sys
 import time
@@ -129,7 +130,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
                 text(
                     "SELECT cpu_s, startup_s, collect_s, job_wall_s, collected_tests, "
                     "collected_files, collect_by_file, invocation, heap_objects_start, "
-                    "heap_objects_collected, heap_objects_end, cpu_wait_s, malloc "
+                    "heap_objects_collected, heap_objects_end, cpu_wait_s, malloc, platform "
                     "FROM run WHERE id = :r"
                 ),
                 {"r": done["run_id"]},
@@ -160,6 +161,7 @@ def test_plugin_measures_round_trip_to_the_planner_frames(
     assert set(run["collect_by_file"]) == {"test_rt.py"}
     assert run["invocation"] == "paths"
     assert run["malloc"] == session["malloc"]
+    assert run["platform"] == session["platform"] == platform.platform()
     assert session["malloc"] in MALLOC_STATES
     assert run["job_wall_s"] == metadata.job_wall_s  # the client's, over the report's null
     # Differential: the database holds what the JSON said, test by test.
