@@ -420,7 +420,7 @@ def _fit_job(
         own["quiet_s"],
         own["cpu_s"],
         None if current is None else current.vcpus / workers,
-        wall_s=own["wall_s"],
+        wall_s=own["duration_s"],  # the history's wall: the estimate, a median of its results
     )
     peaks = own["peak_rss_mib"].dropna()
     source: MemorySource | None
@@ -603,8 +603,8 @@ def _candidates(
 def _test_table(
     results: pd.DataFrame, runs: pd.DataFrame, estimates: pd.DataFrame, quiet: pd.Series
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per test: file, class key, estimated, quiet and measured duration, CPU seconds (median)
-    and peak RSS; plus (job, nodeid) pairs."""
+    """Per test: file, class key, estimated and quiet duration, CPU seconds (median) and peak
+    RSS; plus (job, nodeid) pairs."""
     job_of_run = runs.set_index("run_id")["job"].astype(str)
     frame = pd.DataFrame(
         {
@@ -614,7 +614,6 @@ def _test_table(
             "cpu_s": pd.to_numeric(results["cpu_s"], errors="coerce").to_numpy()
             if "cpu_s" in results.columns
             else np.nan,
-            "wall_s": pd.to_numeric(results["duration_s"], errors="coerce").to_numpy(),
         }
     )
     by_test = frame.groupby("nodeid", sort=True)
@@ -622,8 +621,6 @@ def _test_table(
     table["cpu_s"] = by_test["cpu_s"].median()
     table["duration_s"] = estimates["duration_s"].reindex(table.index).fillna(0.0)
     table["quiet_s"] = quiet.reindex(table.index).fillna(table["duration_s"])
-    # The history's own wall (median over runs), which the cores a test used are read against.
-    table["wall_s"] = by_test["wall_s"].median().fillna(table["quiet_s"])
     table["file"] = estimates["file"].reindex(table.index).astype(str)
     parts = table.index.to_series().str.split("::", n=2, expand=True)
     if parts.shape[1] >= 3:

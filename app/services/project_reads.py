@@ -138,8 +138,10 @@ _FRAMES_OF_ENGINE: weakref.WeakKeyDictionary[Engine, SharedFrames] = weakref.Wea
 _FRAMES_LOCK = threading.Lock()
 
 
-def shared_frames(conn: Connection) -> SharedFrames:
-    """The frames kept between requests for the database `conn` reads."""
+def shared_frames(conn: Connection, shared: SharedFrames | None = None) -> SharedFrames:
+    """The frames kept between requests for the database `conn` reads (`shared` when given)."""
+    if shared is not None:
+        return shared
     with _FRAMES_LOCK:
         frames = _FRAMES_OF_ENGINE.get(conn.engine)
         if frames is None:
@@ -170,7 +172,7 @@ def kept_test_dictionary(
     """load_test_dictionary, kept until a test case of the project is added or changed
     (uploads of known tests leave it as it is). Callers must not change the frame."""
     version = tests_version(conn, project_id)
-    return (shared_frames(conn) if shared is None else shared).get(
+    return shared_frames(conn, shared).get(
         ("tests", version, param_values),
         lambda: load_test_dictionary(conn, project_id, param_values=param_values),
     )
@@ -196,7 +198,7 @@ def run_results(
         }
 
     keys = [("run-results", project_id, run_id) for run_id in run_ids]
-    frames = (shared_frames(conn) if shared is None else shared).get_many(keys, load)
+    frames = shared_frames(conn, shared).get_many(keys, load)
     kept = [frame for frame in frames if len(frame)]
     if not kept:
         return frames[0] if frames else load_run_results(conn, project_id, [])
@@ -221,8 +223,7 @@ class FrameCache:
     ) -> FrameCache:
         """A cache backed by `shared` (default: the database's) under the project's current
         data version."""
-        frames = shared_frames(conn) if shared is None else shared
-        return cls(frames, data_version(conn, project_id))
+        return cls(shared_frames(conn, shared), data_version(conn, project_id))
 
     def get(
         self,
