@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any
 
+from analysis.errors import AnswerError
+
 SHIPPED: tuple[str, ...] = ("circleci", "github", "gitlab")
 OSES: tuple[str, ...] = ("linux", "windows", "macos")
 ARCHES: tuple[str, ...] = ("x64", "arm64")
@@ -67,7 +69,7 @@ _CATALOGUE_KEYS = frozenset(
 )
 
 
-class CatalogueError(ValueError):
+class CatalogueError(AnswerError):
     """A catalogue file is malformed; the message names the file, the entry and the field."""
 
 

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations, product
 
+from analysis.errors import AnswerError
+
 Row = tuple[int, ...]
 PartialRow = list[int | None]
 
@@ -109,9 +111,9 @@ class _TupleSpace:
 def effective_strength(levels: Sequence[int], strength: int) -> int:
     """The strength actually required: pairs of a single argument are just its values."""
     if strength not in STRENGTHS:
-        raise ValueError(f"strength must be one of {STRENGTHS}, got {strength}")
+        raise AnswerError(f"strength must be one of {STRENGTHS}, got {strength}")
     if not levels or any(n < 1 for n in levels):
-        raise ValueError(f"every argument needs at least one value, got levels {list(levels)}")
+        raise AnswerError(f"every argument needs at least one value, got levels {list(levels)}")
     return min(strength, len(levels))
 
 
@@ -129,7 +131,7 @@ def uncovered_tuples(
     covered = 0
     for row in rows:
         if len(row) != len(levels) or any(not 0 <= v < n for v, n in zip(row, levels, strict=True)):
-            raise ValueError(f"row {tuple(row)} does not fit levels {tuple(levels)}")
+            raise AnswerError(f"row {tuple(row)} does not fit levels {tuple(levels)}")
         covered |= space.mask(row)
     missing = space.full & ~covered
     out = []

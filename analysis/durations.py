@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+from analysis.errors import AnswerError
+
 MISSING = "–"
 # Longest duration text accepted (`12h30m15.5s` is 11): longer input is a typo or an attack.
 MAX_DURATION_CHARS = 32
@@ -21,24 +23,24 @@ def parse_duration_s(text: str, *, units: str = "hms", max_s: float | None = Non
     """Seconds from `300`, `90s`, `5m`, `1h30m`, `1.5h`, `2m30s` (with `units`, e.g. `dwh`
     for ages: `90d`); ValueError when malformed or beyond `max_s`."""
     if len(text) > MAX_DURATION_CHARS:
-        raise ValueError(f"not a duration: longer than {MAX_DURATION_CHARS} characters")
+        raise AnswerError(f"not a duration: longer than {MAX_DURATION_CHARS} characters")
     cleaned = text.strip().lower().replace(" ", "")
     if not cleaned:
-        raise ValueError("empty duration")
+        raise AnswerError("empty duration")
     example = "e.g. " + ", ".join(f"5{unit}" for unit in units)
     if re.fullmatch(r"\d+(\.\d+)?", cleaned) and "s" in units:
         seconds = float(cleaned)
     else:
         parts = _PART_RE.findall(cleaned)
         if "".join(num + unit for num, unit in parts) != cleaned or not parts:
-            raise ValueError(f"not a duration: {text!r} (use {example})")
+            raise AnswerError(f"not a duration: {text!r} (use {example})")
         found = [unit for _, unit in parts]
         order = [unit for unit in UNIT_S if unit in units]
         if any(unit not in units for unit in found) or found != sorted(set(found), key=order.index):
-            raise ValueError(f"not a duration: {text!r} (units {', '.join(order)} in that order)")
+            raise AnswerError(f"not a duration: {text!r} (units {', '.join(order)} in that order)")
         seconds = sum(float(num) * UNIT_S[unit] for num, unit in parts)
     if max_s is not None and seconds > max_s:
-        raise ValueError(f"duration {text!r} is over the limit of {format_duration(max_s)}")
+        raise AnswerError(f"duration {text!r} is over the limit of {format_duration(max_s)}")
     return seconds
 
 

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.errors import AnswerError
+
 DEFAULT_WINDOW_RUNS = 20
 # Columns of an estimates frame (index: nodeid).
 ESTIMATE_COLUMNS: tuple[str, ...] = ("file", "classname", "duration_s", "samples", "source")
@@ -39,7 +41,7 @@ def estimate_durations(
 ) -> pd.DataFrame:
     """One row per test seen: median duration over its last `window_runs` results, flagged."""
     if window_runs < 1:
-        raise ValueError("window_runs must be at least 1")
+        raise AnswerError("window_runs must be at least 1")
     # Integer codes: grouping 100k strings several times is what would cost here.
     codes, names = pd.factorize(results["nodeid"].astype(str).to_numpy(), sort=True)
     frame = pd.DataFrame(

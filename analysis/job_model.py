@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.errors import AnswerError
 from analysis.estimate import result_durations
 from analysis.frames import MALLOC_STATES, numeric_column
 from analysis.heap_model import HeapHistory, fit_heap_profile
@@ -348,7 +349,7 @@ def fit_job_model(
     """Read the parts the history measured (NaN columns or absent ones = unknown, listed)."""
     for name, factor in (("setup_factor", setup_factor), ("test_factor", test_factor)):
         if not math.isfinite(factor) or factor <= 0:
-            raise ValueError(f"{name} must be a positive number, got {factor}")
+            raise AnswerError(f"{name} must be a positive number, got {factor}")
     missing: list[str] = []
     wall = result_durations(results)
     cpu = numeric_column(results, "cpu_s")

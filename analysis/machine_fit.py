@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.catalogue import Catalogue, MachineType
+from analysis.errors import AnswerError
 from analysis.estimate import estimate_durations
 from analysis.job_model import ParallelProfile, fit_job_model, parallel_profile
 from analysis.split_plan import current_layout
@@ -312,12 +313,12 @@ def fit_machines(
 ) -> SizingReport:
     """Size every job of one cell (today's, or `jobs` from a split plan) against a catalogue."""
     if not math.isfinite(headroom) or headroom < 1.0:
-        raise ValueError(f"headroom must be a number >= 1, got {headroom}")
+        raise AnswerError(f"headroom must be a number >= 1, got {headroom}")
     if wait_target_s is not None and (not math.isfinite(wait_target_s) or wait_target_s <= 0):
-        raise ValueError("wait target must be a positive number of seconds")
+        raise AnswerError("wait target must be a positive number of seconds")
     runs = runs[runs["run_id"].isin(results["run_id"].unique())]
     if results.empty or runs.empty:
-        raise ValueError("no results to size from")
+        raise AnswerError("no results to size from")
     estimates = estimate_durations(results, runs)
     today, _ref, warnings = current_layout(results, runs, estimates)
     # Quiet-machine test times (analysis/job_model.py): what cores used are read against.

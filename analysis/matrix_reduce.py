@@ -15,6 +15,7 @@ from typing import Any, Literal, cast
 
 import pandas as pd
 
+from analysis.errors import AnswerError
 from analysis.frames import labels_key
 
 GroupBy = Literal["file", "marker"]
@@ -147,9 +148,9 @@ def reduce_matrix(
     fastest's and at least `min_delta_s` longer (millisecond tests jitter by 2x).
     """
     if group_by not in GROUP_BYS:
-        raise ValueError(f"group_by must be one of {GROUP_BYS}, got {group_by!r}")
+        raise AnswerError(f"group_by must be one of {GROUP_BYS}, got {group_by!r}")
     if threshold < 1:
-        raise ValueError(f"threshold must be >= 1, got {threshold}")
+        raise AnswerError(f"threshold must be >= 1, got {threshold}")
     if results.empty or runs.empty:
         return []
     run_info = _run_info(runs)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.covering import Row, build_covering
+from analysis.errors import AnswerError
 
 ValuesSource = Literal["plugin", "inferred-from-ids"]
 # The plugin names a value without a stable repr like pytest's automatic ids: "argname0".
@@ -239,7 +240,7 @@ def propose_covering(explosion: Explosion, strength: int) -> CoveringProposal:
     Raises ValueError when the explosion's values are unknown (ambiguous ids).
     """
     if explosion.values_source is None:
-        raise ValueError(f"{explosion.test}: parameter values unknown: {explosion.values_note}")
+        raise AnswerError(f"{explosion.test}: parameter values unknown: {explosion.values_note}")
     index = [{v: i for i, v in enumerate(vals)} for vals in explosion.values]
     levels = [len(vals) for vals in explosion.values]
     costs: dict[Row, float] = {}

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from analysis.errors import AnswerError
+
 LABELS_VAR = "LAPTIME_LABELS"
 # A plan id is a short hex hash (analysis/plan_record.py); anything else could end a YAML
 # scalar, a shell word or a label, so it is refused rather than escaped three ways.
@@ -25,5 +27,5 @@ def plan_labels(plan_id: str, shard: str) -> str:
     """LAPTIME_LABELS of one job: `plan=<id>,shard=<shard>` (`shard` is `I/N` or the CI's
     expression for it); raises ValueError for an id that is not a plain token."""
     if not _PLAN_ID.fullmatch(plan_id):
-        raise ValueError(f"plan id {plan_id!r} is not 1-64 letters, digits, '-' or '_'")
+        raise AnswerError(f"plan id {plan_id!r} is not 1-64 letters, digits, '-' or '_'")
     return f"plan={plan_id},shard={shard}"

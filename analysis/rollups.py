@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.errors import AnswerError
 from analysis.filters import UNKNOWN_MARKERS, UNMARKED, marker_sets
 from analysis.frames import label_values
 
@@ -153,7 +154,7 @@ def check_dimension(name: str) -> None:
     if name.startswith(LABEL_PREFIX) and len(name) > len(LABEL_PREFIX):
         return
     valid = ", ".join(ROLLUP_DIMENSIONS)
-    raise ValueError(f"unknown dimension {name!r}; choose one of: {valid}")
+    raise AnswerError(f"unknown dimension {name!r}; choose one of: {valid}")
 
 
 @dataclass(frozen=True)
@@ -338,9 +339,9 @@ def rollup(
     if parent_dim is not None:
         check_dimension(parent_dim)
         if parent_dim == by:
-            raise ValueError(f"cannot take shares of {by!r} within itself")
+            raise AnswerError(f"cannot take shares of {by!r} within itself")
     if sort not in ROW_COLUMNS:
-        raise ValueError(f"cannot sort by {sort!r}; choose one of: {', '.join(ROW_COLUMNS)}")
+        raise AnswerError(f"cannot sort by {sort!r}; choose one of: {', '.join(ROW_COLUMNS)}")
     grand_total = float(facts["total_s"].sum())
     keyer = _Keyer(facts)
     child = keyer.keys(by)

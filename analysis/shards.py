@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.ci_snippets import pytest_commands
+from analysis.errors import AnswerError
 from analysis.estimate import estimate_new_tests
 from analysis.partition import partition_items
 from analysis.pytest_selection import Invocation, job_args
@@ -79,7 +80,7 @@ def assign_shards(
     only keeps every file whole, so no test runs in two shards. With an `invocation`, pytest
     shards get arguments too: their coarsest members, as that invocation names them (#18)."""
     if total < 1:
-        raise ValueError(f"total must be at least 1, got {total}")
+        raise AnswerError(f"total must be at least 1, got {total}")
     if collected is None:
         ids = sorted({str(x) for x in estimates.index})
     else:

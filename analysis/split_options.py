@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from analysis.durations import parse_duration_s
+from analysis.errors import AnswerError
 from analysis.estimate import DEFAULT_WINDOW_RUNS
 from analysis.pytest_selection import Invocation
 
@@ -35,7 +36,7 @@ def parse_job_range(text: str) -> tuple[int, int]:
     """`4` -> (4, 4); `2-6` -> (2, 6); ValueError unless 1 <= min <= max <= MAX_JOBS."""
     match = _JOB_RANGE_RE.fullmatch(text)
     if not match:
-        raise ValueError(f"{text[:40]!r} is not a job count like 4 or a range like 2-6")
+        raise AnswerError(f"{text[:40]!r} is not a job count like 4 or a range like 2-6")
     lo = int(match.group(1))
     hi = int(match.group(2)) if match.group(2) else lo
     check_job_range(lo, hi)
@@ -45,9 +46,9 @@ def parse_job_range(text: str) -> tuple[int, int]:
 def check_job_range(lo: int, hi: int) -> None:
     """ValueError unless 1 <= lo <= hi <= MAX_JOBS."""
     if lo < 1 or hi < lo:
-        raise ValueError(f"job range must be 1 <= min <= max, got {lo}-{hi}")
+        raise AnswerError(f"job range must be 1 <= min <= max, got {lo}-{hi}")
     if hi > MAX_JOBS:
-        raise ValueError(f"job range {lo}-{hi} is over the limit: at most {MAX_JOBS} jobs")
+        raise AnswerError(f"job range {lo}-{hi} is over the limit: at most {MAX_JOBS} jobs")
 
 
 def parse_plan_duration_s(text: str | None) -> float | None:
@@ -89,22 +90,22 @@ class SplitOptions:
     def __post_init__(self) -> None:
         check_job_range(*self.jobs)
         if self.runner != "pytest" and self.granularity == "marker":
-            raise ValueError("granularity 'marker' writes pytest markers: pytest only")
+            raise AnswerError("granularity 'marker' writes pytest markers: pytest only")
         if self.granularity not in GRANULARITIES:
-            raise ValueError(f"granularity must be one of {', '.join(GRANULARITIES)}")
+            raise AnswerError(f"granularity must be one of {', '.join(GRANULARITIES)}")
         if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}")
+            raise AnswerError(f"objective must be one of {', '.join(OBJECTIVES)}")
         for name in ("overhead_s", "budget_s", "wait_target_s"):
             value = getattr(self, name)
             if value is not None and (
                 not math.isfinite(value) or not 0 <= value <= MAX_PLAN_DURATION_S
             ):
-                raise ValueError(f"{name} must be between 0 and {MAX_PLAN_DURATION_S:.0f} seconds")
+                raise AnswerError(f"{name} must be between 0 and {MAX_PLAN_DURATION_S:.0f} seconds")
         for name in ("setup_factor", "test_factor"):
             value = getattr(self, name)
             if not math.isfinite(value) or not 0 < value <= MAX_MODEL_FACTOR:
-                raise ValueError(f"{name} must be above 0 and at most {MAX_MODEL_FACTOR:g}")
+                raise AnswerError(f"{name} must be above 0 and at most {MAX_MODEL_FACTOR:g}")
         if not 1 <= self.window_runs <= MAX_WINDOW_RUNS:
-            raise ValueError(f"window_runs must be between 1 and {MAX_WINDOW_RUNS}")
+            raise AnswerError(f"window_runs must be between 1 and {MAX_WINDOW_RUNS}")
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,99}", self.marker):
-            raise ValueError(f"marker {self.marker[:40]!r} is not a valid Python identifier")
+            raise AnswerError(f"marker {self.marker[:40]!r} is not a valid Python identifier")

@@ -25,6 +25,7 @@ import pandas as pd
 from analysis.ci_snippets import pytest_commands, runner_snippets
 from analysis.durations import format_duration
 from analysis.durations import parse_duration_s as parse_duration_s  # app.pages imports it here
+from analysis.errors import AnswerError
 from analysis.estimate import estimate_durations, result_durations
 from analysis.frames import cell_key
 from analysis.heap_model import HeapProfile, align_heap_profile
@@ -233,7 +234,7 @@ def current_layout(
             )
         )
     if not jobs:
-        raise ValueError("no runs to plan from")
+        raise AnswerError("no runs to plan from")
     heaviest = max(jobs, key=lambda job: (job.test_s, job.name))
     if overhead_s is not None:
         new_overhead = overhead_s
@@ -270,10 +271,10 @@ def plan_splits(
     `should_stop` is asked before each further job count once one asked-for count is planned;
     when it says stop, the plan is made of the counts done and says so (`complete` False)."""
     if options.objective == "cost" and price_per_min is None:
-        raise ValueError("objective 'cost' needs a price per minute for the machine type")
+        raise AnswerError("objective 'cost' needs a price per minute for the machine type")
     runs = runs[runs["run_id"].isin(results["run_id"].unique())]
     if results.empty or runs.empty:
-        raise ValueError("no results to plan from")
+        raise AnswerError("no results to plan from")
     model = fit_job_model(
         results, runs, setup_factor=options.setup_factor, test_factor=options.test_factor
     )
@@ -293,7 +294,7 @@ def plan_splits(
         model=model,
     )
     if options.objective == "cost" and _price(price_per_min, ref.machine) is None:
-        raise ValueError(f"objective 'cost' needs a price for machine type {ref.machine!r}")
+        raise AnswerError(f"objective 'cost' needs a price for machine type {ref.machine!r}")
     warnings = forced + warnings
     before = _totals(before_jobs)
     missing = int((estimates["source"] != "history").sum())

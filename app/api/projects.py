@@ -10,6 +10,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+from analysis.errors import AnswerError
 from analysis.rollups import records_from_frame
 from app.api.deps import AdminProject, ConnDep, ReadProject
 from app.api.errors import ApiError
@@ -52,7 +53,7 @@ def rollups(
         result = project_rollup(
             conn, project.id, filters, by=by, within=within, sort=sort, descending=desc, limit=limit
         )
-    except ValueError as exc:
+    except AnswerError as exc:
         raise ApiError(422, "request-unprocessable", str(exc)) from exc
     if format == "csv":
         buffer = io.StringIO()

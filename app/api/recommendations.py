@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Query
 
 from analysis.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
+from analysis.errors import AnswerError
 from analysis.split_options import MAX_JOBS, SplitOptions
 from app.api.deps import AdminProject, ConnDep, ReadProject
 from app.api.errors import ApiError
@@ -101,19 +102,21 @@ def split(
             ),
             keep=_complete,
         )
-    except (RecommendationError, ValueError) as exc:
+    except AnswerError as exc:
         raise unprocessable(exc) from exc
 
 
-def unprocessable(exc: Exception) -> ApiError:
-    """422 `request-unprocessable`: the question is well-formed, the data cannot answer it."""
+def unprocessable(exc: AnswerError) -> ApiError:
+    """422 `request-unprocessable`: the question is well-formed, the data cannot answer it.
+
+    Only an AnswerError becomes a 422: any other exception is ours, a logged 500."""
     return ApiError(422, "request-unprocessable", str(exc))
 
 
 def _options(**kwargs: Any) -> SplitOptions:
     try:
         return SplitOptions(**kwargs)
-    except ValueError as exc:
+    except AnswerError as exc:
         raise unprocessable(exc) from exc
 
 
@@ -130,7 +133,7 @@ def _shards(
         return shard_assignment(
             conn, project, filters, total=total, index=index, collected=collected
         )
-    except (RecommendationError, ValueError) as exc:
+    except AnswerError as exc:
         raise unprocessable(exc) from exc
 
 
@@ -175,7 +178,7 @@ def parametrize(
     """The costliest parametrize explosions and covering sets that keep their coverage."""
     try:
         return parametrize_recommendation(conn, project, filters, strength=strength, top=top)
-    except RecommendationError as exc:
+    except AnswerError as exc:
         raise unprocessable(exc) from exc
 
 
@@ -190,7 +193,7 @@ def matrix(
     """Per file or marker and label dimension: keep all values, or one per PR and all on main."""
     try:
         return matrix_recommendation(conn, project, filters, group_by=by, threshold=threshold)
-    except RecommendationError as exc:
+    except AnswerError as exc:
         raise unprocessable(exc) from exc
 
 
@@ -237,7 +240,7 @@ def machines(
             ),
             keep=_complete,
         )
-    except (RecommendationError, CatalogueError, ValueError) as exc:
+    except AnswerError as exc:
         raise unprocessable(exc) from exc
 
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy import Connection
 
+from analysis.errors import AnswerError
 from analysis.filters import Filters
 from analysis.split_options import SplitOptions, parse_job_range, parse_plan_duration_s
 from app.api.deps import ConnDep
@@ -49,7 +50,7 @@ def recommendations_page(
             budget_s=parse_plan_duration_s(budget),
             objective=objective,  # type: ignore[arg-type]
         )
-    except ValueError as exc:
+    except AnswerError as exc:
         error = str(exc)
     else:
         # The answer only changes with the data, the question and the project's catalogue.
@@ -98,7 +99,7 @@ def _plan_and_machines(
         plan = split_recommendation(
             conn, project, filters, options=options, cell=cell, history=history
         )
-    except ValueError as exc:  # RecommendationError and CatalogueError are ValueErrors
+    except AnswerError as exc:  # anything else is ours: a logged 500
         return None, str(exc), None, None
     try:
         # Sizing the proposed jobs re-plans the split: only worth it when there is one.
@@ -110,6 +111,6 @@ def _plan_and_machines(
             split_options=options if plan["verdict"] == "split" else None,
             history=history,
         )
-    except ValueError as exc:
+    except AnswerError as exc:
         return plan, None, None, str(exc)
     return plan, None, machines, None

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy import Connection
 
+from analysis.errors import AnswerError
 from analysis.filters import Filters
 from app.api.deps import ConnDep
 from app.api.params import FiltersDep
@@ -57,15 +58,15 @@ def _reduction_options(top: str, by: str, threshold: str) -> tuple[int, str, flo
     try:
         top_n, ratio = int(top), float(threshold)
     except ValueError:
-        raise ValueError(
+        raise AnswerError(
             f"top must be a whole number and threshold a number, got {top!r}, {threshold!r}"
         ) from None
     if not 1 <= top_n <= 100:
-        raise ValueError(f"top must be between 1 and 100, got {top_n}")
+        raise AnswerError(f"top must be between 1 and 100, got {top_n}")
     if by not in ("file", "marker"):
-        raise ValueError(f"group by must be file or marker, got {by!r}")
+        raise AnswerError(f"group by must be file or marker, got {by!r}")
     if not ratio > 1:
-        raise ValueError(f"threshold must be above 1, got {threshold}")
+        raise AnswerError(f"threshold must be above 1, got {threshold}")
     return top_n, by, ratio
 
 
@@ -91,7 +92,7 @@ def reductions_page(
         all_explosions = _explosions_by_strength(conn, project, filters, top_n)
         explosions = all_explosions if show == "all" else saving_rows(all_explosions)
         matrix = matrix_recommendation(conn, project, filters, group_by=group_by, threshold=ratio)
-    except ValueError as exc:  # RecommendationError (no data) is a ValueError
+    except AnswerError as exc:  # anything else is ours: a logged 500
         error = str(exc)
     context = project_context(
         request,

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy import Connection
 
+from analysis.errors import AnswerError
 from analysis.filters import Filters
 from analysis.rollups import Rollup, check_dimension
 from app.api.deps import ConnDep
@@ -55,7 +56,7 @@ def time_page(
     every rollup figure of one dimension (`by`) as a table."""
     try:
         check_dimension(by)
-    except ValueError as exc:
+    except AnswerError as exc:
         raise PageError(422, str(exc)) from exc
     cache = FrameCache.for_project(conn, project.id)
     files = project_rollup(conn, project.id, filters, by="file", cache=cache)

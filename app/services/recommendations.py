@@ -19,6 +19,7 @@ from analysis.catalogue import (
     resolve_catalogues,
 )
 from analysis.ci_snippets import with_plan_labels
+from analysis.errors import AnswerError
 from analysis.estimate import estimate_durations
 from analysis.filters import Filters
 from analysis.frames import cell_key as labels_cell
@@ -45,7 +46,7 @@ from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 RUNS_PER_JOB = 10
 
 
-class RecommendationError(ValueError):
+class RecommendationError(AnswerError):
     """The data cannot answer the question (no runs in the window, unknown cell...)."""
 
 

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ingest.model import ParsedReport, ReportParseError, results_frame
+from ingest.parsers.row_checks import durations_in_range, keep_named
 
 __all__ = [
     "LEGACY_HIDDEN_THRESHOLD_S",
@@ -207,7 +209,15 @@ def parse_durations(data: bytes, *, filename: str | None = None) -> ParsedReport
         durations, phases, nodeids = (
             [r for section in sections for r in section[i]] for i in range(3)
         )
-    results, repeated = _results_from_rows(durations, phases, nodeids)
+    rows = keep_named(
+        {"nodeid": nodeids, "duration": durations, "phase": phases},
+        lambda row: f"row {nodeids[row]!r} ({durations[row]}s {phases[row]})",
+        warnings,
+    )
+    seconds = durations_in_range(
+        np.array(rows["duration"], dtype=np.float64), warnings, what="durations row time"
+    )
+    results, repeated = _results_from_rows(seconds, rows["phase"], rows["nodeid"])
     if repeated:
         warnings.append(
             f"{repeated} durations rows repeat a nodeid and phase (rerun attempts, e.g. "
@@ -281,7 +291,7 @@ def _section_rows(
 
 
 def _results_from_rows(
-    durations: list[str], phases: list[str], nodeids: list[str]
+    seconds: np.ndarray[Any, np.dtype[np.float64]], phases: list[str], nodeids: list[str]
 ) -> tuple[pd.DataFrame, int]:
     """One result per nodeid from (duration, phase, nodeid) rows, plus the repeated-row count.
 
@@ -293,13 +303,16 @@ def _results_from_rows(
     letter_codes, letters = pd.factorize(np.array(phases, dtype=object))
     phase_index = np.array([_PHASE_LETTERS.index(letter) for letter in letters], dtype=np.int64)
     phase_of_row = phase_index[letter_codes] if len(phases) else np.zeros(0, np.int64)
-    seconds = np.array(durations, dtype=np.float64)
     n = len(uniques)
     key = codes.astype(np.int64) * len(PHASES) + phase_of_row
-    sums = np.bincount(key, weights=seconds, minlength=n * len(PHASES)).reshape(n, len(PHASES))
-    counts = np.bincount(key, minlength=n * len(PHASES)).reshape(n, len(PHASES))
+    # A row whose time is unknown (out of range) counts as an attempt but adds no time.
+    timed = ~np.isnan(seconds)
+    shape = (n, len(PHASES))
+    sums = np.bincount(key, weights=np.where(timed, seconds, 0.0), minlength=shape[0] * shape[1])
+    sums = sums.reshape(shape)
+    counts = np.bincount(key, minlength=n * len(PHASES)).reshape(shape)
     repeated = int(len(key) - np.count_nonzero(counts))
-    known = counts > 0
+    known = np.bincount(key, weights=timed, minlength=n * len(PHASES)).reshape(shape) > 0
     stacked = np.where(known, sums, np.nan).T if n else np.zeros((3, 0))
     columns = {f"{phase}_s": stacked[index] for index, phase in enumerate(PHASES)}
     total = np.where(known.any(axis=1), np.nansum(stacked, axis=0), np.nan) if n else np.zeros(0)

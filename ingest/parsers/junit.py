@@ -47,6 +47,7 @@ from ingest.parsers.junit_expat import (
 from ingest.parsers.junit_fast import collect_fast
 from ingest.parsers.junit_times import durations_s, wall_s
 from ingest.parsers.nodeid import pytest_nodeid, split_pytest_classname
+from ingest.parsers.row_checks import keep_named
 
 _STATUS_OUTCOME = {
     "disabled": "skipped",
@@ -266,7 +267,14 @@ def _build_report(cols: Columns) -> ParsedReport:
         "suite": suite_names,
         "message": messages,
     }
-    if n and len(set(nodeids.tolist())) != n:
+    columns = keep_named(
+        {**columns, "_pytest": pytest_rows, "_flaky_marks": flaky_marks},
+        lambda row: f'testcase {row + 1} (time="{times[row] or ""}")',
+        warnings,
+    )
+    pytest_rows, flaky_marks = columns.pop("_pytest"), columns.pop("_flaky_marks")
+    n = len(columns["nodeid"])
+    if n and len(set(columns["nodeid"].tolist())) != n:
         columns = _executions(columns, pytest_rows, flaky_marks, warnings)
     session = SessionInfo(
         started_at=cols.timestamp or None,

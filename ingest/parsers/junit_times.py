@@ -3,7 +3,8 @@
 `time` (or `duration`): empty/missing is unknown; "1,234.5" and "0,5" are understood;
 negative or unparseable values become NaN with a warning. When every time is an integer and
 one is above 1e6 s (11.6 days, not a plausible test), the report is in nanoseconds
-(container-structure-test): times are divided by 1e9, with a warning.
+(container-structure-test): times are divided by 1e9, with a warning. Any time still outside
+0 s .. 7 days (inf, 1e308) is unknown, with a warning (ingest.parsers.row_checks).
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from ingest.parsers.row_checks import MAX_DURATION_S, durations_in_range
+
 NANOSECOND_THRESHOLD_S = 1e6
+_UNKNOWN = ("nan", "inf", "+inf", "-inf", "infinity")
 _THOUSANDS = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?$")
 
 
@@ -47,19 +51,20 @@ def durations_s(
     if negative.any():
         warnings.append(f"{int(negative.sum())} testcase time(s) are negative; treated as unknown")
         values[negative] = np.nan
-    known = values[~np.isnan(values)]
+    known = values[np.isfinite(values)]
     if (
         known.size
         and known.max() > NANOSECOND_THRESHOLD_S
+        and known.max() / 1e9 <= MAX_DURATION_S  # else not nanoseconds either
         and np.all(known == np.floor(known))
-        and all("." not in s for s in raw if s)
+        and all(s.strip().isdigit() for s in raw if s and s.strip().lower() not in _UNKNOWN)
     ):
         warnings.append(
             f"testcase times are integers up to {known.max():.0f}: read as nanoseconds "
             "(container-structure-test writes nanoseconds) and divided by 1e9"
         )
         values = values / 1e9
-    return values
+    return durations_in_range(values, warnings, what="testcase time")
 
 
 def _floats(raw: list[str | None]) -> np.ndarray[Any, np.dtype[np.float64]]:

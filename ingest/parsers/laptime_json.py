@@ -37,6 +37,7 @@ from ingest.parsers.laptime_json_schema import (
     TEST_FIELDS,
     TEST_REQUIRED,
 )
+from ingest.parsers.row_checks import durations_in_range, keep_named
 
 __all__ = ["MESSAGE_MAX_CHARS", "parse_laptime_json"]
 
@@ -375,6 +376,11 @@ def _build(
     columns: dict[str, list[Any]], session: SessionInfo, warnings: list[str]
 ) -> ParsedReport:
     """The results frame from validated columns, deriving what the report left out."""
+    given = columns["nodeid"]
+    columns = keep_named(columns, lambda row: f"tests[{row}] nodeid {given[row]!r}", warnings)
+    for key in ("duration_s", "setup_s", "call_s", "teardown_s", "cpu_s", "gc_s", "cpu_wait_s"):
+        seconds = np.array(columns[key], dtype=np.float64)
+        columns[key] = durations_in_range(seconds, warnings, what=f"tests[].{key}").tolist()
     nodeids: list[str] = columns["nodeid"]
     parts = split_nodeids(nodeids)
     derived = {key: parts[key].tolist() for key in ("file", "classname", "function", "params")}
