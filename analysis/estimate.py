@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import AnswerError
+from analysis.frames import named_results
 
 DEFAULT_WINDOW_RUNS = 20
 # Columns of an estimates frame (index: nodeid).
@@ -42,6 +43,9 @@ def estimate_durations(
     """One row per test seen: median duration over its last `window_runs` results, flagged."""
     if window_runs < 1:
         raise AnswerError("window_runs must be at least 1")
+    # Keyed by nodeid: a row without one (a nameless testcase) has no test to estimate, and
+    # left in it would be a group of its own beside the names (frames of different lengths).
+    results, _ = named_results(results)
     # Integer codes: grouping 100k strings several times is what would cost here.
     codes, names = pd.factorize(results["nodeid"].astype(str).to_numpy(), sort=True)
     frame = pd.DataFrame(

@@ -173,6 +173,27 @@ def numeric_column(frame: pd.DataFrame, name: str) -> pd.Series:
     return pd.to_numeric(frame[name], errors="coerce").astype("float64")
 
 
+def unnamed(nodeids: pd.Series) -> pd.Series:
+    """True where a result has no test name: a missing or blank nodeid, or one ending in `::`
+    (a class and no test; pytest writes a nameless testcase when SIGINT stops a run).
+
+    The one rule for parsers and readers: such a row can be neither planned nor shown."""
+    text = (
+        nodeids.astype(object)
+        .where(nodeids.notna(), "")
+        .map(lambda v: v.strip() if isinstance(v, str) else "")
+    )
+    return (text == "") | text.str.endswith("::")
+
+
+def named_results(results: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """`results` without the rows that have no test name (see `unnamed`), and how many went."""
+    drop = unnamed(results["nodeid"])
+    if not drop.any():
+        return results, 0
+    return results[~drop.to_numpy()].reset_index(drop=True), int(drop.sum())
+
+
 def text_or_none(values: pd.Series) -> pd.Series:
     """A text column as Python objects, None where unknown: pandas builds text with missing
     values as a str dtype holding NaN, which is neither a string nor None."""

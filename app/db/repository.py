@@ -24,6 +24,7 @@ from analysis.frames import (
     label_pair,
     parse_labels_key,
     text_or_none,
+    unnamed,
 )
 from app.db.copy_frames import copy_frame, copy_numeric_frame
 from pgcodec.binary_copy import PgType
@@ -86,6 +87,8 @@ def load_test_dictionary(
             "object",
         ),
     )
+    # Nameless test cases stored before parsers left them out: nothing can plan or show them.
+    frame = frame[~unnamed(frame["nodeid"]).to_numpy()]
     frame = frame.replace({np.nan: None})
     # Decoded once per distinct marker set; the last slot (code -1) is "markers unknown".
     codes, sets = pd.factorize(frame["markers"], use_na_sentinel=True)

@@ -12,6 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
+
+from analysis.frames import unnamed
 
 __all__ = ["MAX_DURATION_S", "durations_in_range", "keep_named", "nameless"]
 
@@ -25,12 +28,8 @@ _BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
 
 def nameless(nodeids: Sequence[Any]) -> _BoolArray:
-    """Rows with no test name: a blank nodeid, or one ending in `::` (a class, no test)."""
-    out = np.zeros(len(nodeids), dtype=bool)
-    for row, nodeid in enumerate(nodeids):
-        text = nodeid.strip() if isinstance(nodeid, str) else ""
-        out[row] = not text or text.endswith("::") or text == "::"
-    return out
+    """Rows with no test name (analysis.frames.unnamed: the one rule readers apply too)."""
+    return unnamed(pd.Series(list(nodeids), dtype=object)).to_numpy(dtype=bool)
 
 
 def keep_named(

@@ -66,7 +66,7 @@ def interrupted(live_server: LiveServer, engine: Engine) -> tuple[ProjectFixture
     for index, body in enumerate(bodies):
         response = upload(
             live_server, project.upload_token, [("junit.xml", body)], job="unit",
-            commit=f"c{index}", pipeline=f"p{index}",
+            commit=f"c{index}", pipeline=f"p{index}", machine="ubuntu-latest",
         )  # fmt: skip
         assert response.status_code == 202, response.text
         doc = wait_done(live_server, project.upload_token, response.json()["id"])
@@ -82,8 +82,10 @@ def test_the_upload_names_the_rows_it_left_out(
 ) -> None:
     project, doc = interrupted
     warnings = " ".join(str(w) for w in doc.get("warnings") or [])
-    assert "no name" in warnings, doc
-    assert 'time="0.001"' in warnings or "0.001" in warnings, warnings
+    assert "4 result(s) with no test name left out" in warnings, doc
+    # The warning names the rows, so the user can find them in the report.
+    assert 'testcase 13 (time="0.001")' in warnings, warnings
+    assert 'testcase 16 (time="0.004")' in warnings, warnings
     with engine.connect() as conn:
         odd = conn.execute(
             text(
@@ -146,8 +148,9 @@ def test_shards_cover_every_named_test_exactly_once(
         )
         assert response.status_code == 200, response.text[:800]
         doc = response.json()
-        seen += [u for shard in doc["shards"] for u in shard.get("files", shard.get("units", []))]
-    expected = {f"tests/test_m{f:02d}.py" for f in range(FILES)}
+        (shard,) = doc["shards"]
+        seen += shard["nodeids"]
+    expected = [f"tests/test_m{f:02d}.py::test_{t}" for f in range(FILES) for t in range(6)]
     assert sorted(seen) == sorted(expected)
 
 
