@@ -20,9 +20,10 @@ import pandas as pd
 import psycopg
 from pandas.util import hash_array
 
-from analysis.frames import fact_values, labels_key, sum_fact_values
+from analysis.frames import fact_values, labels_key, named_results, sum_fact_values
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
+from ingest.parsers.row_checks import durations_in_range
 from ingest.run_time import RunStart, run_start
 from pgcodec.binary_copy import PgType, encode_binary_copy
 from pgcodec.text_values import MAX_NAME_BYTES, cut_name, cut_names, storable_column, storable_text
@@ -178,12 +179,18 @@ _TEXT_COLUMNS = (*_NAME_COLUMNS, "outcome", "worker", "suite", "message")
 def storable_results(results: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """The results with every text storable and every name within MAX_NAME_BYTES, and a
     warning per column that had names cut. A report never fails for one row's text."""
-    fixed = results.copy(deep=False)
-    warnings = []
+    warnings: list[str] = []
+    # Parsers leave these out already (ingest.parsers.row_checks); a report built any other
+    # way meets the same rules before a row reaches a table or a sum.
+    fixed, dropped = named_results(results)
+    if dropped:
+        warnings.append(f"{dropped} result(s) with no test name left out")
+    fixed = fixed.copy(deep=False)
+    for column in ("duration_s", "setup_s", "call_s", "teardown_s", "last_attempt_s"):
+        fixed[column] = durations_in_range(fixed[column].to_numpy(), warnings, what=column)
     for column in _TEXT_COLUMNS:
         fixed[column] = storable_column(fixed[column])
-    # NOT NULL in test_case: a report that names no test still stores it, as "".
-    fixed["nodeid"] = fixed["nodeid"].fillna("")
+    # NOT NULL in test_case: a named test whose function is unknown stores it as "".
     fixed["function"] = fixed["function"].fillna("")
     for column in _NAME_COLUMNS:
         fixed[column], cut = cut_names(fixed[column])

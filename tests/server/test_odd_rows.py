@@ -184,3 +184,57 @@ def test_every_page_still_shows(
     assert page.status_code == 200, page.text[:800]
     assert "Length of values" not in page.text
     assert "does not match length" not in page.text
+
+
+@pytest.fixture(scope="module")
+def stored_before(live_server: LiveServer, engine: Engine) -> ProjectFixture:
+    """A project whose tables hold nameless test cases, as stored before parsers left them out
+    (test cases renamed to "" and to a class with no test, in place)."""
+    project = make_project(engine, public=True)
+    for index in range(3):
+        response = upload(
+            live_server, project.upload_token, [("junit.xml", complete_run(index))],
+            job="unit", commit=f"c{index}", pipeline=f"p{index}", machine="ubuntu-latest",
+        )  # fmt: skip
+        assert response.status_code == 202, response.text
+        assert wait_done(live_server, project.upload_token, response.json()["id"])["status"] == (
+            "done"
+        )
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "UPDATE test_case SET nodeid = CASE nodeid "
+                "WHEN 'tests/test_m03.py::test_1' THEN '' "
+                "WHEN 'tests/test_m04.py::test_2' THEN 'tests/test_m04.py::' END "
+                "WHERE project_id = :p AND nodeid IN "
+                "('tests/test_m03.py::test_1', 'tests/test_m04.py::test_2')"
+            ),
+            {"p": project.id},
+        )
+    return project
+
+
+@pytest.mark.parametrize(("route", "params"), API, ids=[f"{r}{p}" for r, p in API])
+def test_nameless_rows_stored_before_are_left_out_of_every_answer(
+    live_server: LiveServer, stored_before: ProjectFixture, route: str, params: dict[str, str]
+) -> None:
+    response = httpx.get(
+        f"{live_server.url}/api/v1/projects/{stored_before.slug}/{route}",
+        params={"days": "3650", **params},
+        headers={"Authorization": f"Bearer {stored_before.read_token}"},
+        timeout=120,
+    )
+    assert response.status_code == 200, response.text[:800]
+    if route == "shards" and "index" not in params:
+        nodeids = [n for shard in response.json()["shards"] for n in shard["nodeids"]]
+        assert len(nodeids) == len(set(nodeids)) == FILES * TESTS_PER_FILE - 2
+        assert all(n.startswith("tests/test_m") and not n.endswith("::") for n in nodeids)
+
+
+@pytest.mark.parametrize("tab", PAGES)
+def test_pages_of_a_project_with_nameless_rows_stored_before(
+    live_server: LiveServer, stored_before: ProjectFixture, tab: str
+) -> None:
+    page = httpx.get(f"{live_server.url}/p/{stored_before.slug}{tab}?days=3650", timeout=120)
+    assert page.status_code == 200, page.text[:800]
+    assert "does not match length" not in page.text
