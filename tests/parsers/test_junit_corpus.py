@@ -291,7 +291,10 @@ def test_corpus_file(rel: str) -> None:
     assert set(frame["outcome"]) <= {"passed", "failed", "error", "skipped"}
     assert not (frame["duration_s"] < 0).any()
     # The differential part: an independent reading of the same file.
-    testcases = list(ET.parse(path).getroot().iter("testcase"))
+    # A testcase with no name (jest writes one for a failing suite) is left out with a warning.
+    testcases = [
+        t for t in ET.parse(path).getroot().iter("testcase") if (t.get("name") or "").strip()
+    ]
     lines = printed(path)
     assert len(lines) == len(testcases) - MERGED.get(rel, 0)
     assert sum(int(line["attempts"]) for line in lines) >= len(testcases)  # type: ignore[call-overload]

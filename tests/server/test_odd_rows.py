@@ -238,3 +238,37 @@ def test_pages_of_a_project_with_nameless_rows_stored_before(
     page = httpx.get(f"{live_server.url}/p/{stored_before.slug}{tab}?days=3650", timeout=120)
     assert page.status_code == 200, page.text[:800]
     assert "does not match length" not in page.text
+
+
+def test_infinite_and_huge_times_never_blank_the_project_figures(
+    live_server: LiveServer, engine: Engine
+) -> None:
+    """Issue 27 item 12: `time="inf"` or `"1e308"` was stored as 1.8e308 s; grand_total_s
+    became null and every share 0.0. Out of range is unknown and left out of every sum."""
+    project = make_project(engine)
+    cases = [
+        _case("tests.test_a", "test_ok", 2.0),
+        '<testcase classname="tests.test_a" name="test_inf" time="inf"/>',
+        '<testcase classname="tests.test_a" name="test_huge" time="1e308"/>',
+        '<testcase classname="tests.test_b" name="test_week" time="700000"/>',
+        _case("tests.test_b", "test_ok", 1.0),
+    ]
+    response = upload(live_server, project.upload_token, [("junit.xml", _suite(cases))])
+    assert response.status_code == 202, response.text
+    doc = wait_done(live_server, project.upload_token, response.json()["id"])
+    assert doc["status"] == "done", doc
+    (warning,) = [w for w in doc["warnings"] if "outside" in str(w)]
+    assert "testcase time: 3 value(s) outside 0 s .. 7 days (inf s, 1e+308 s, 700000 s)" in str(
+        warning
+    )
+    rollup = httpx.get(
+        f"{live_server.url}/api/v1/projects/{project.slug}/rollups",
+        params={"by": "file", "days": "3650"},
+        headers={"Authorization": f"Bearer {project.read_token}"},
+    ).json()
+    assert rollup["grand_total_s"] == pytest.approx(3.0)
+    shares = {row["key"]: row["share"] for row in rollup["rows"]}
+    assert shares == {
+        "tests/test_a.py": pytest.approx(2 / 3),
+        "tests/test_b.py": pytest.approx(1 / 3),
+    }
