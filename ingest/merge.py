@@ -1,7 +1,9 @@
 """Merge the reports of one CI job into one results frame (pure).
 
 A job may upload a JUnit file and a `--durations` log together: outcomes come from JUnit (or
-laptime JSON), per-phase times from the durations report. Identity is the nodeid.
+laptime JSON), per-phase times from the durations report. Identity is the nodeid. Such an
+outcome report covers what the durations report lacks: its "no outcomes" warning and its
+hidden rows (partial data) no longer apply. Which files are one run: ingest.run_files.
 
 Executions, not names: two reports of one format in one job are two runs (two tox
 environments, two pytest invocations), so a nodeid already seen in an earlier report of that
@@ -19,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ingest.model import MEASURE_COLUMNS, ParsedReport, SessionInfo, empty_results
+from ingest.parsers.durations import OUTCOMES_UNKNOWN_WARNING
 from ingest.parsers.executions import number_executions
 
 PHASES = ("setup_s", "call_s", "teardown_s")
@@ -38,7 +41,16 @@ class MergedRun:
 
 def merge_reports(reports: list[ParsedReport]) -> MergedRun:
     """Combine reports of one job: outcome reports first, durations fill in the phases."""
-    warnings = [w for r in reports for w in r.warnings]
+    outcome_reports = [r for r in reports if r.format != "durations"]
+    # A durations report lacks outcomes and hides its fastest phases; an outcome report of
+    # the same run (JUnit, laptime JSON) gives both: nothing is missing then.
+    covered = any(not r.results.empty for r in outcome_reports)
+    warnings = [
+        w
+        for r in reports
+        for w in r.warnings
+        if not (covered and r.format == "durations" and w == OUTCOMES_UNKNOWN_WARNING)
+    ]
     outcome_frames = _executions_by_format([r for r in reports if r.format != "durations"])
     duration_frames = [r.results for r in reports if r.format == "durations"]
     base = _concat(outcome_frames)
@@ -66,8 +78,8 @@ def merge_reports(reports: list[ParsedReport]) -> MergedRun:
         results=merged,
         session=session,
         warnings=warnings,
-        partial=any(r.partial for r in reports),
-        hidden_rows=sum(r.hidden_rows or 0 for r in reports),
+        partial=any(r.partial for r in (outcome_reports if covered else reports)),
+        hidden_rows=sum(r.hidden_rows or 0 for r in (outcome_reports if covered else reports)),
         file_derived=any(r.file_derived for r in reports),
     )
 

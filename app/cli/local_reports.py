@@ -13,8 +13,10 @@ import pandas as pd
 from analysis.frames import RUN_COLUMNS, RUN_TEXT_COLUMNS, text_or_none
 from analysis.pytest_selection import Invocation, recorded_invocation
 from app.cli.options import chosen_runner
+from ingest.merge import merge_reports
 from ingest.model import ParsedReport, ReportParseError, SessionInfo
 from ingest.parsers import parse_report
+from ingest.run_files import run_groups
 
 # The job name `--history` gives every run (`laptime plan`, `laptime size`): the files are
 # repeated runs of one job, so they are one job, not the jobs of one pipeline.
@@ -23,7 +25,8 @@ HISTORY_JOB = "tests"
 
 @dataclass(frozen=True)
 class LocalData:
-    """Results and runs frames built from local files: one file is one run."""
+    """Results and runs frames built from local files: one run per group of files that
+    belong to one run (ingest.run_files), usually one file."""
 
     results: pd.DataFrame
     runs: pd.DataFrame
@@ -43,23 +46,20 @@ def read_report_file(path: Path, fmt: str = "auto") -> ParsedReport:
 
 
 def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
-    """Parse every file and join them into one results frame and one runs frame."""
-    reports: list[ParsedReport] = []
+    """Parse every file and join them into one results frame and one runs frame: files of one
+    run (ingest.run_files, the server's rule too) are merged as the server merges them."""
+    reports = [read_report_file(Path(raw), fmt) for raw in paths]
     frames: list[pd.DataFrame] = []
     run_rows: list[dict[str, object]] = []
-    for run_id, raw in enumerate(paths, start=1):
-        path = Path(raw)
-        report = read_report_file(path, fmt)
-        reports.append(report)
-        frame = report.results.copy()
-        frame["run_id"] = run_id
-        frames.append(frame)
-        session = report.session
+    for run_id, members in enumerate(run_groups(reports), start=1):
+        merged = merge_reports([reports[i] for i in members])
+        frames.append(merged.results.assign(run_id=run_id))
+        session = merged.session
         run_rows.append(
             {
                 "run_id": run_id,
                 "pipeline": "local",
-                "job": path.stem,
+                "job": Path(paths[members[0]]).stem,
                 "branch": None,
                 "commit": None,
                 "machine": None,
@@ -72,8 +72,8 @@ def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
                 else np.nan,
                 "xdist_workers": session.xdist_workers or 1,
                 "labels": {},
-                "partial": report.partial,
-                "hidden_rows": report.hidden_rows or 0,
+                "partial": merged.partial,
+                "hidden_rows": merged.hidden_rows,
                 **run_measures(session),
             }
         )
