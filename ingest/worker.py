@@ -40,6 +40,7 @@ from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
 from ingest.parsers.errors import ERROR_CODES
 from ingest.parsers.limits import ParseLimits
+from ingest.run_files import run_groups
 from ingest.store import KnownTests, RunMetadata, store_run
 
 log = logging.getLogger("laptime.worker")
@@ -277,6 +278,14 @@ def _ingest(
         )
         return Outcome("failed", code="no-report-files")
     merged = merge_reports(reports)
+    groups = run_groups(reports)
+    if len(groups) > 1:
+        # The offline CLI would count these files as len(groups) runs: say how they differ.
+        merged.warnings.append(
+            f"the upload's {len(reports)} files hold {len(groups)} runs by laptime's rule "
+            "(files of one format are separate runs): stored as one run, a test they repeat "
+            "numbered as another execution"
+        )
     meta = metadata_from_json(metadata, job or "default", received_at=received_at)
     stored = store_run(
         conn,

@@ -33,9 +33,13 @@ def test_answer_edges_catch_only_answer_errors() -> None:
     for name in ANSWER_EDGES:
         tree = ast.parse((ROOT / name).read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.ExceptHandler) and node.type is not None:
-                if "ValueError" in ast.unparse(node.type) and not _parses_input(node):
-                    caught.append(f"{name}:{node.lineno}")
+            if (
+                isinstance(node, ast.ExceptHandler)
+                and node.type is not None
+                and "ValueError" in ast.unparse(node.type)
+                and not _parses_input(node)
+            ):
+                caught.append(f"{name}:{node.lineno}")
     assert caught == []
 
 
