@@ -49,7 +49,8 @@ def analyze(
     exclude_markers: tuple[str, ...],
     file_globs: tuple[str, ...],
 ) -> None:
-    """Split the test time in report FILES by a dimension (one file = one job run)."""
+    """Split the test time in report FILES by a dimension (one file = one job run; a JUnit
+    report and the --durations output of the same run are merged into one)."""
     try:
         check_dimension(by)
         if within is not None:

@@ -30,7 +30,9 @@ class LocalData:
 
     results: pd.DataFrame
     runs: pd.DataFrame
-    reports: list[ParsedReport]
+    reports: list[ParsedReport]  # one per file, in the order given
+    # Per run (the runs frame's rows, in order): the indices of its files in `reports`.
+    members: list[list[int]]
 
 
 def read_report_file(path: Path, fmt: str = "auto") -> ParsedReport:
@@ -51,7 +53,8 @@ def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
     reports = [read_report_file(Path(raw), fmt) for raw in paths]
     frames: list[pd.DataFrame] = []
     run_rows: list[dict[str, object]] = []
-    for run_id, members in enumerate(run_groups(reports, [str(p) for p in paths]), start=1):
+    groups = run_groups(reports, [str(p) for p in paths])
+    for run_id, members in enumerate(groups, start=1):
         merged = merge_reports([reports[i] for i in members])
         frames.append(merged.results.assign(run_id=run_id))
         session = merged.session
@@ -81,7 +84,7 @@ def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
     runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
     for column in RUN_TEXT_COLUMNS:
         runs[column] = text_or_none(runs[column])
-    return LocalData(results=results, runs=runs, reports=reports)
+    return LocalData(results=results, runs=runs, reports=reports, members=groups)
 
 
 def run_measures(session: SessionInfo) -> dict[str, object]:

@@ -173,17 +173,20 @@ def label_runs(
     runs = data.runs.copy()
     labels_col: list[dict[str, str]] = []
     commits: list[str | None] = []
-    for spec, report in zip(specs, data.reports, strict=True):
+    # Per run, not per file: the files of one run (a JUnit and its durations) share its labels.
+    for members in data.members:
         labels: dict[str, str] = {}
-        if report.session.python:
-            labels["python"] = report.session.python
-        if report.session.platform:
-            labels["platform"] = report.session.platform
-        if pattern is not None:
-            match = pattern.search(Path(spec.path).name)
-            if match:
-                labels.update({k: v for k, v in match.groupdict().items() if v is not None})
-        labels.update(spec.labels)
+        for index in members:
+            spec, report = specs[index], data.reports[index]
+            if report.session.python:
+                labels["python"] = report.session.python
+            if report.session.platform:
+                labels["platform"] = report.session.platform
+            if pattern is not None:
+                match = pattern.search(Path(spec.path).name)
+                if match:
+                    labels.update({k: v for k, v in match.groupdict().items() if v is not None})
+            labels.update(spec.labels)
         commits.append(labels.pop(COMMIT_KEY, None))
         labels_col.append(labels)
     runs["labels"] = pd.Series(labels_col, index=runs.index, dtype=object)

@@ -137,3 +137,13 @@ def test_two_runs_of_one_format_stay_two_runs_offline(tmp_path: Path) -> None:
     second.write_text(junit())
     rows = _offline([first, second], "test")
     assert sum(r["runs"] for r in rows) == 2 * len(TESTS)  # type: ignore[misc]
+
+
+def test_reduce_matrix_labels_a_pair_as_one_run(tmp_path: Path, pair: list[Path]) -> None:
+    """Labels are per run: a pair of files is one labelled run, not two frames' rows apart."""
+    mac = tmp_path / "mac.xml"
+    mac.write_text(junit())
+    args = [f"{pair[0]}@os=linux", f"{pair[1]}@os=linux", f"{mac}@os=mac", "--json"]
+    result = CliRunner().invoke(cli, ["reduce", "matrix", *args])
+    assert result.exit_code == 0, result.output
+    assert "verdicts" in json.loads(result.output)
