@@ -9,8 +9,10 @@ Each pytest job of a snippet, whatever its CI flavour (GitHub, GitLab, CircleCI,
    or an index is passed the same way, see integrations/README.md);
 3. runs `python -m pytest --laptime-upload` with either the plan's own arguments (a stored plan
    whose arguments fit in the snippet: LAPTIME_LABELS names plan and shard) or
-   `--laptime-shard=I/N` (the plugin asks the server for shard I of N of the collected tests;
-   the plan the server hands out is stored and its id travels with the upload).
+   `--laptime-shard=I/N` (a server's unstored plan, or too many arguments to list: the plugin
+   asks the server for shard I of N of the collected tests; the plan it hands out is stored
+   and its id travels with the upload). Offline (`laptime plan`, no server) the plan's own
+   arguments are listed under a note that their runs cannot be matched.
 
 No pytest-split and no `.test_durations` file: the groups another tool cuts are not the plan
 whose predictions "Did it come true?" compares with what ran. Pure: strings in, strings out.
@@ -23,7 +25,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analysis.plan_labels import LABELS_VAR, plan_labels
+from analysis.plan_labels import LABELS_VAR, UNSTORED_NOTE, plan_labels
 
 JOB_STARTED_VAR = "LAPTIME_JOB_STARTED_AT"
 CLIENT_SPEC_VAR = "LAPTIME_CI_SPEC"
@@ -59,23 +61,27 @@ class LoopJob:
         return shlex.join([*PYTEST, *self.pytest_args])
 
 
-def listed(args_per_job: Sequence[Sequence[str]], plan_id: str | None) -> bool:
-    """True when the snippet lists each job's own arguments: a stored plan (its runs can be
-    matched by label) whose arguments fit; else every job asks the server for its shard."""
+def listed(args_per_job: Sequence[Sequence[str]], plan_id: str | None, *, server: bool) -> bool:
+    """True when the snippet lists each job's own arguments: they fit, and either the plan is
+    stored (its runs are matched by label) or no server hands out plans (`laptime plan`
+    offline, whose snippet says its runs cannot be matched). A server's unstored plan lets
+    each job ask for its shard instead, so its runs are matched to the plan they ran."""
     fits = sum(len(args) for args in args_per_job) <= LISTED_MAX_ARGS
-    return plan_id is not None and fits and len(args_per_job) > 1
+    return fits and (plan_id is not None or not server)
 
 
-def loop_jobs(args_per_job: Sequence[Sequence[str]], plan_id: str | None) -> list[LoopJob]:
+def loop_jobs(
+    args_per_job: Sequence[Sequence[str]], plan_id: str | None, *, server: bool = False
+) -> list[LoopJob]:
     """How each of the plan's jobs runs and uploads (see the module docstring)."""
     total = len(args_per_job)
-    if plan_id is not None and listed(args_per_job, plan_id):
+    if total <= 1 or listed(args_per_job, plan_id, server=server):
         return [
-            LoopJob(i, total, tuple(args), plan_labels(plan_id, f"{i}/{total}"))
+            LoopJob(
+                i, total, tuple(args), plan_labels(plan_id, f"{i}/{total}") if plan_id else None
+            )
             for i, args in enumerate(args_per_job, start=1)
         ]
-    if total <= 1:
-        return [LoopJob(1, 1, (), None)] if total else []
     return [LoopJob(i, total, (f"--laptime-shard={i}/{total}",), None) for i in range(1, total + 1)]
 
 
@@ -128,9 +134,11 @@ def github_env(labels: bool) -> list[str]:
     return lines
 
 
-def github_actions(args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = None) -> str:
+def github_actions(
+    args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = None, server: bool = False
+) -> str:
     """A GitHub Actions job, one matrix entry per planned job, that runs and uploads it."""
-    jobs = loop_jobs(args_per_job, plan_id)
+    jobs = loop_jobs(args_per_job, plan_id, server=server)
     lines = [
         "jobs:",
         "  test:",
@@ -158,11 +166,21 @@ def github_actions(args_per_job: Sequence[Sequence[str]], *, plan_id: str | None
     return _header(jobs) + "\n".join(lines) + "\n"
 
 
+def _labelled(jobs: Sequence[LoopJob]) -> bool:
+    return any(job.labels is not None for job in jobs)
+
+
+def _sharded(jobs: Sequence[LoopJob]) -> bool:
+    return any(arg.startswith("--laptime-shard=") for job in jobs for arg in job.pytest_args)
+
+
 def _header(jobs: Sequence[LoopJob]) -> str:
     """Why the snippet reads as it does: where the jobs' tests come from and what to set."""
+    if not _labelled(jobs) and not _sharded(jobs):
+        return UNSTORED_NOTE  # offline: nothing can match these runs to the plan
     how = (
         "each job runs the plan's own tests and its upload names plan and shard"
-        if any(job.labels is not None for job in jobs)
+        if _labelled(jobs)
         else "each job asks the server for its shard of the collected tests and uploads"
     )
     return (
@@ -181,11 +199,13 @@ def _case(variable: str, commands: Sequence[str], first: int, indent: str) -> li
     return lines
 
 
-def gitlab_ci(args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = None) -> str:
+def gitlab_ci(
+    args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = None, server: bool = False
+) -> str:
     """A GitLab CI job run `parallel: N` times; CI_NODE_INDEX (1..N) picks its job."""
-    jobs = loop_jobs(args_per_job, plan_id)
+    jobs = loop_jobs(args_per_job, plan_id, server=server)
     lines = ["test:", '  image: "python:3.12"', f"  parallel: {len(jobs)}"]
-    if any(job.labels is not None for job in jobs) and plan_id is not None:
+    if _labelled(jobs) and plan_id is not None:
         # GitLab expands the predefined CI_NODE_INDEX and CI_NODE_TOTAL inside job variables.
         labels = plan_labels(plan_id, "${CI_NODE_INDEX}/${CI_NODE_TOTAL}")
         lines += ["  variables:", f"    {LABELS_VAR}: {_json(labels)}"]
@@ -197,7 +217,7 @@ def gitlab_ci(args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = No
         f"    - {_json(INSTALL_CLIENT)}",
         "  script:",
     ]
-    if any(job.labels is not None for job in jobs):
+    if not _sharded(jobs):
         lines.append("    - |")
         lines += _case("CI_NODE_INDEX", [job.command for job in jobs], 1, "      ")
     else:
@@ -205,13 +225,15 @@ def gitlab_ci(args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = No
     return _header(jobs) + "\n".join(lines) + "\n"
 
 
-def circleci(args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = None) -> str:
+def circleci(
+    args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = None, server: bool = False
+) -> str:
     """A CircleCI job with `parallelism: N`; CIRCLE_NODE_INDEX (0..N-1) picks its job."""
-    jobs = loop_jobs(args_per_job, plan_id)
+    jobs = loop_jobs(args_per_job, plan_id, server=server)
     # `environment:` is not expanded and nodes count from 0: values the shell computes go
     # through BASH_ENV, which every later step sources.
     exports = [f'echo "export {JOB_STARTED_VAR}=$(date +%s)" >> "$BASH_ENV"']
-    if any(job.labels is not None for job in jobs) and plan_id is not None:
+    if _labelled(jobs) and plan_id is not None:
         labels = plan_labels(plan_id, "$((CIRCLE_NODE_INDEX + 1))/$CIRCLE_NODE_TOTAL")
         exports.append(f'echo "export {LABELS_VAR}={labels}" >> "$BASH_ENV"')
     lines = [
@@ -232,7 +254,7 @@ def circleci(args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = Non
         "          name: tests",
         "          command: |",
     ]
-    if any(job.labels is not None for job in jobs):
+    if not _sharded(jobs):
         lines += _case("CIRCLE_NODE_INDEX", [job.command for job in jobs], 0, "            ")
     else:
         shard = shard_command("$((CIRCLE_NODE_INDEX + 1))/$CIRCLE_NODE_TOTAL")

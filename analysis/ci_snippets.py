@@ -213,16 +213,19 @@ def runner_snippets(
     pytest_args: Sequence[Sequence[str]],
     *,
     plan_id: str | None = None,
+    server: bool = False,
 ) -> dict[str, str]:
-    """Every CI snippet of a plan's jobs: pytest's GitHub matrix from the jobs' pytest
-    arguments, the runner's own command elsewhere; none for a runner laptime cannot set up."""
+    """Every CI snippet of a plan's jobs: pytest's from the jobs' pytest arguments (closing
+    the loop, `server` when a server hands the plan out), the runner's own command elsewhere;
+    none for a runner laptime cannot set up."""
     out: dict[str, str] = {}
     if runner == "pytest":
         # Every pytest snippet installs the client, runs and uploads (analysis/ci_loop.py).
+        loop = {"plan_id": plan_id, "server": server}
         return {
-            "github_actions": ci_loop.github_actions(pytest_args, plan_id=plan_id),
-            "gitlab_ci": ci_loop.gitlab_ci(pytest_args, plan_id=plan_id),
-            "circleci": ci_loop.circleci(pytest_args, plan_id=plan_id),
+            "github_actions": ci_loop.github_actions(pytest_args, **loop),
+            "gitlab_ci": ci_loop.gitlab_ci(pytest_args, **loop),
+            "circleci": ci_loop.circleci(pytest_args, **loop),
             "shell": ci_loop.shell_script(len(pytest_args)),
         }
     if runner in SETUPS:
@@ -234,10 +237,11 @@ def runner_snippets(
 
 
 def with_plan_labels(
-    config: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]], plan_id: str
+    config: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]], plan_id: str | None
 ) -> dict[str, Any]:
-    """A split answer's `config` with its snippets remade for the stored plan `plan_id` (from
-    the answer's `selections` and each job's `pytest_args`); other keys are kept."""
+    """A split answer's `config` with its snippets remade as the server hands them out: for
+    the stored plan `plan_id`, or (None) with pytest jobs asking for their shard; from the
+    answer's `selections` and each job's `pytest_args`; other keys are kept."""
     if not any(key in config for key in SNIPPET_KEYS):
         return dict(config)
     selections = [
@@ -245,7 +249,9 @@ def with_plan_labels(
         for s in config["selections"]
     ]
     pytest_args = [tuple(job.get("pytest_args") or ()) for job in jobs]
-    remade = runner_snippets(str(config["runner"]), selections, pytest_args, plan_id=plan_id)
+    remade = runner_snippets(
+        str(config["runner"]), selections, pytest_args, plan_id=plan_id, server=True
+    )
     return {**config, **{key: text for key, text in remade.items() if key in config}}
 
 

@@ -16,6 +16,7 @@ import yaml
 
 from analysis import ci_loop
 from analysis.ci_snippets import pytest_commands, runner_snippets
+from analysis.plan_labels import UNSTORED_NOTE
 from analysis.split_options import SplitOptions
 from analysis.split_plan import plan_splits
 from laptime_ci.shards import parse_shard_spec
@@ -158,3 +159,17 @@ def test_the_job_start_is_exported_before_anything_is_installed() -> None:
             continue
         first = jobs[0].scripts[0]
         assert clock[name](first.splitlines()[0]), (name, first)
+
+
+def test_a_servers_unstored_plan_asks_for_shards_and_an_offline_one_lists_its_args() -> None:
+    served = github_jobs(
+        runner_snippets("pytest", pytest_commands(SMALL), SMALL, server=True)["github_actions"],
+        SETTINGS,
+    )
+    assert [job.scripts[-1] for job in served] == [
+        f"python -m pytest --laptime-upload --laptime-shard={i}/3" for i in (1, 2, 3)
+    ]
+    offline = runner_snippets("pytest", pytest_commands(SMALL), SMALL)["github_actions"]
+    assert offline.startswith(UNSTORED_NOTE)
+    entries = yaml.safe_load(offline)["jobs"]["test"]["strategy"]["matrix"]["include"]
+    assert [tuple(shlex.split(e["pytest-args"])) for e in entries] == SMALL
