@@ -221,11 +221,10 @@ def runner_snippets(
     out: dict[str, str] = {}
     if runner == "pytest":
         # Every pytest snippet installs the client, runs and uploads (analysis/ci_loop.py).
-        loop = {"plan_id": plan_id, "server": server}
         return {
-            "github_actions": ci_loop.github_actions(pytest_args, **loop),
-            "gitlab_ci": ci_loop.gitlab_ci(pytest_args, **loop),
-            "circleci": ci_loop.circleci(pytest_args, **loop),
+            "github_actions": ci_loop.github_actions(pytest_args, plan_id=plan_id, server=server),
+            "gitlab_ci": ci_loop.gitlab_ci(pytest_args, plan_id=plan_id, server=server),
+            "circleci": ci_loop.circleci(pytest_args, plan_id=plan_id, server=server),
             "shell": ci_loop.shell_script(len(pytest_args)),
         }
     if runner in SETUPS:

@@ -54,7 +54,9 @@ NOT_JOBS = {"Mark the moved files", "Run each job with"}
 
 def small_project() -> dict[str, float]:
     """Four files, one test each: a file split."""
-    return {f"tests/test_{n}.py::test_one": s for n, s in zip("abcd", (40, 30, 20, 10), strict=True)}
+    return {
+        f"tests/test_{n}.py::test_one": s for n, s in zip("abcd", (40, 30, 20, 10), strict=True)
+    }
 
 
 def large_project() -> dict[str, float]:
