@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis import ci_loop
+from analysis.ci_loop import MATRIX_LABELS_KEY
 from analysis.plan_labels import LABELS_VAR, plan_labels
 from analysis.runner_commands import JobSelection
 from analysis.split_config import (
     GITHUB_MATRIX_HEAD,
-    MATRIX_LABELS_KEY,
     github_job_env,
     github_matrix_entry,
     unstored_note,
