@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import lxml.html  # type: ignore[import-untyped]
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from tests.client.conftest import ROOT
 from tests.conftest import LiveServer, make_project
@@ -190,3 +190,10 @@ def test_every_snippet_on_the_page_runs_and_closes_the_loop(
         pipeline = accuracy_pipeline(live_server, project.slug, project.read_token, len(jobs))
         assert all(j["wall_s"]["measured"] is not None for j in pipeline["jobs"]), pipeline
         assert pipeline["complete"] is True
+        # The job clock the snippet starts first reached every upload (GitHub has no own).
+        with engine.connect() as conn:
+            walls = conn.execute(
+                text("SELECT job_wall_s FROM run WHERE project_id = :p AND pipeline LIKE :r"),
+                {"p": project.id, "r": f"{RUN_ID}%"},
+            ).scalars()
+            assert [w is not None for w in walls] == [True] * len(jobs)
