@@ -138,6 +138,16 @@ _FRAMES_OF_ENGINE: weakref.WeakKeyDictionary[Engine, SharedFrames] = weakref.Wea
 _FRAMES_LOCK = threading.Lock()
 
 
+def budget_frames(engine: Engine, max_bytes: int) -> SharedFrames:
+    """Keep at most `max_bytes` of frames for the database of `engine` in this process."""
+    with _FRAMES_LOCK:
+        frames = _FRAMES_OF_ENGINE.get(engine)
+        if frames is None:
+            frames = _FRAMES_OF_ENGINE[engine] = SharedFrames(max_bytes=max_bytes)
+        frames.max_bytes = max_bytes
+        return frames
+
+
 def shared_frames(conn: Connection, shared: SharedFrames | None = None) -> SharedFrames:
     """The frames kept between requests for the database `conn` reads (`shared` when given)."""
     if shared is not None:
