@@ -4,7 +4,9 @@ and the kept-frames budget is the deployment's, divided among the web processes.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import os
 import re
 import signal
 import socket
@@ -16,8 +18,8 @@ import pytest
 
 from app.db.engine import make_engine
 from tests.conftest import make_project
-from tests.server.conftest import start_serve
-from tests.server.test_scale_out import _descendants, _is_web_process, _owner_of_connection
+from tests.server.conftest import start_serve, wait_for
+from tests.server.test_scale_out import _descendants, _is_web_process
 
 WINDOW_S = 60
 
@@ -55,10 +57,24 @@ def _guess(port: int, path: str, i: int, pids: set[int]) -> tuple[int, str | Non
         conn.request("GET", path, headers={"Authorization": f"Bearer lt_read_guess{i}"})
         answer = conn.getresponse()
         answer.read()
-        owner = _owner_of_connection(port, conn.sock.getsockname()[1], pids)
+        owner = _owner(port, conn.sock.getsockname()[1], pids)
         return answer.status, answer.getheader("retry-after"), owner
     finally:
         conn.close()
+
+
+def _owner(server_port: int, client_port: int, pids: set[int]) -> int | None:
+    """Which process holds the server side of the connection from 127.0.0.3:`client_port`."""
+    local, remote = f"0100007F:{server_port:04X}", f"0300007F:{client_port:04X}"
+    with open("/proc/net/tcp") as table:
+        inodes = [f[9] for f in (line.split() for line in table) if f[1:3] == [local, remote]]
+    wanted = {f"socket:[{inode}]" for inode in inodes}
+    for pid in pids:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in wanted:
+                    return pid
+    return None
 
 
 def test_failed_auth_budget_is_one_for_every_web_process(
@@ -105,15 +121,20 @@ def test_frame_budget_is_divided_among_web_processes(
     two_web_processes: tuple[int, set[int]],
 ) -> None:
     port, pids = two_web_processes
-    scrape = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
-    budgets = {
-        int(pid): float(value)
-        for pid, value in re.findall(
-            r'^laptime_frame_cache_budget_bytes\{pid="(\d+)"\} (\S+)$', scrape, re.MULTILINE
-        )
-    }
+
+    def budgets() -> dict[int, float]:
+        scrape = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
+        return {
+            int(pid): float(value)
+            for pid, value in re.findall(
+                r'^laptime_frame_cache_budget_bytes\{pid="(\d+)"\} (\S+)$', scrape, re.MULTILINE
+            )
+        }
+
+    # The first process to answer /healthz may be the only one started yet.
+    wait_for(lambda: len(budgets()) == len(pids), 60, "every web process built its app")
     # LAPTIME_FRAME_CACHE_MIB=64 for the deployment: 32 MiB in each of the two processes.
-    assert budgets == {pid: 32.0 * 1024 * 1024 for pid in pids}, scrape[:2000]
+    assert budgets() == {pid: 32.0 * 1024 * 1024 for pid in pids}
 
 
 def test_serve_gives_its_web_processes_the_header_deadline(
