@@ -82,9 +82,7 @@ class DeadlineH11Protocol(H11Protocol):
             return
         cycle = self.cycle
         answered = (
-            cycle is not None
-            and cycle.response_started
-            and self.conn.their_state is not h11.IDLE
+            cycle is not None and cycle.response_started and self.conn.their_state is not h11.IDLE
         )
         if cycle is not None and not cycle.response_complete:
             # The app's receive() sees a disconnect, and its late answer goes nowhere.

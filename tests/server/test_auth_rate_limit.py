@@ -14,7 +14,6 @@ from app.db.auth_failures import record_failure, refusal_wait_s
 from tests.conftest import LiveServer, ProjectFixture
 from tests.pages.conftest import sign_in_form
 
-
 T0 = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
 

@@ -46,7 +46,8 @@ def strict_server(engine: Engine) -> Iterator[int]:
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        assert thread.is_alive(), "uvicorn stopped"
         time.sleep(0.02)  # waiting for start-up, not timing anything
     yield port
     server.should_exit = True

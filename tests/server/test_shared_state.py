@@ -52,7 +52,9 @@ def two_web_processes(private_db: str) -> Iterator[tuple[int, set[int]]]:
 
 def _guess(port: int, path: str, i: int, pids: set[int]) -> tuple[int, str | None, int | None]:
     """One wrong token on a new connection from 127.0.0.3: (status, Retry-After, process)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=("127.0.0.3", 0))
+    conn = http.client.HTTPConnection(
+        "127.0.0.1", port, timeout=30, source_address=("127.0.0.3", 0)
+    )
     try:
         conn.request("GET", path, headers={"Authorization": f"Bearer lt_read_guess{i}"})
         answer = conn.getresponse()
@@ -134,7 +136,7 @@ def test_frame_budget_is_divided_among_web_processes(
     # The first process to answer /healthz may be the only one started yet.
     wait_for(lambda: len(budgets()) == len(pids), 60, "every web process built its app")
     # LAPTIME_FRAME_CACHE_MIB=64 for the deployment: 32 MiB in each of the two processes.
-    assert budgets() == {pid: 32.0 * 1024 * 1024 for pid in pids}
+    assert budgets() == dict.fromkeys(pids, 32.0 * 1024 * 1024)
 
 
 def test_serve_gives_its_web_processes_the_header_deadline(
