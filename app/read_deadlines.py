@@ -13,20 +13,31 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 from typing import Any
 
 import h11
+from fastapi.responses import JSONResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-_TIMEOUT_BODY = json.dumps(
-    {"code": "request-timeout", "detail": "the request did not arrive in time"},
-    separators=(",", ":"),
-).encode()
-_TIMEOUT_ANSWER = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-    b"connection: close\r\ncontent-length: " + str(len(_TIMEOUT_BODY)).encode() + b"\r\n\r\n"
-) + _TIMEOUT_BODY
+from app.api.errors import error_response
+
+
+
+def _raw_answer(status_line: bytes, response: JSONResponse) -> bytes:
+    """`response` as bytes on the wire (this answer is written below the ASGI app)."""
+    head = b"".join(name + b": " + value + b"\r\n" for name, value in response.raw_headers)
+    return status_line + b"\r\n" + head + b"\r\n" + bytes(response.body)
+
+
+_TIMEOUT_ANSWER = _raw_answer(
+    b"HTTP/1.1 408 Request Timeout",
+    error_response(
+        408,
+        "request-timeout",
+        "the request did not arrive in time",
+        headers={"Connection": "close"},
+    ),
+)
 
 
 class DeadlineH11Protocol(H11Protocol):
