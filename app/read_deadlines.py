@@ -22,7 +22,6 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from app.api.errors import error_response
 
 
-
 def _raw_answer(status_line: bytes, response: JSONResponse) -> bytes:
     """`response` as bytes on the wire (this answer is written below the ASGI app)."""
     head = b"".join(name + b": " + value + b"\r\n" for name, value in response.raw_headers)
