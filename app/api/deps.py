@@ -21,10 +21,14 @@ def get_settings(request: Request) -> Settings:
 
 
 def get_conn(request: Request) -> Iterator[Connection]:
-    """One transaction per request: committed when the route returns, rolled back on error."""
+    """One transaction per request: committed when the route returns, rolled back on error.
+    A failed authentication noted meanwhile is recorded once the connection is back."""
     engine: Engine = request.app.state.engine
-    with engine.begin() as conn:
-        yield conn
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        record_noted_auth_failure(request)
 
 
 # scope="function": the commit runs when the route returns, BEFORE the response is sent, so a
@@ -77,9 +81,17 @@ def refuse_if_limited(request: Request, conn: Connection) -> None:
         )
 
 
-def record_auth_failure(request: Request) -> None:
-    """Count one failed authentication against this request's address, in a transaction of
-    its own: the request's is rolled back by the 401 (and may be read-only)."""
+_AUTH_FAILED = "laptime_auth_failed"
+
+
+def record_noted_auth_failure(request: Request) -> None:
+    """Count the failed authentication `check_token` noted on this request, if any, in a
+    transaction of its own: the request's is rolled back by the 401 (and may be read-only).
+    Called once the request's connection is released, so a burst of wrong tokens never holds
+    one pooled connection while waiting for another (a pool deadlock)."""
+    if not getattr(request.state, _AUTH_FAILED, False):
+        return
+    setattr(request.state, _AUTH_FAILED, False)
     settings: Settings = request.app.state.settings
     engine: Engine = request.app.state.engine
     with engine.begin() as conn:
@@ -92,7 +104,8 @@ def check_token(request: Request, conn: Connection, token: str) -> TokenGrant | 
     refuse_if_limited(request, conn)
     grant = resolve_token(conn, token)
     if grant is None:
-        record_auth_failure(request)
+        # Recorded by whoever holds `conn` once it is released (get_conn, the upload guard).
+        setattr(request.state, _AUTH_FAILED, True)
     return grant
 
 

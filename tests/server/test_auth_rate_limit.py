@@ -8,11 +8,14 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import httpx
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, create_engine, text
 
+from app.api.app import create_app
 from app.db.auth_failures import record_failure, refusal_wait_s
-from tests.conftest import LiveServer, ProjectFixture
+from app.settings import Settings
+from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.pages.conftest import sign_in_form
+from tests.server.app_server import serve
 
 T0 = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 
@@ -108,3 +111,28 @@ def test_bad_tokens_from_one_address_get_429_and_good_tokens_still_work(
         assert "retry-after" in signin.headers
     good = httpx.get(url, headers={"Authorization": f"Bearer {project.read_token}"})
     assert good.status_code == 200
+
+
+def test_a_failure_is_counted_with_one_pooled_connection(database: Database) -> None:
+    # The failure is written in a transaction of its own: taken while the request still held
+    # its connection, a pool of one would wait for itself (503 after the pool timeout).
+    engine = create_engine(database.url, pool_size=1, max_overflow=0, pool_timeout=5)
+    settings = Settings(home=database.home, database_url=database.url, auth_failures=2)
+    try:
+        project = make_project(engine)
+        with serve(create_app(settings, engine)) as url, httpx.Client(base_url=url) as client:
+            wrong = {"Authorization": "Bearer lt_read_wrong"}
+            jobs = f"/api/v1/projects/{project.slug}/jobs"
+            assert client.get(jobs, headers=wrong).status_code == 401
+            upload = client.post(
+                "/api/v1/uploads", headers=wrong, files=[("file", ("r.xml", b"<testsuite/>"))]
+            )
+            assert upload.status_code == 401
+            # Both failures were counted: the budget of 2 is spent, for every route.
+            assert client.get(jobs, headers=wrong).status_code == 429
+            form = sign_in_form(client)
+            assert client.post("/signin", data={**form, "token": "x"}).status_code == 429
+    finally:
+        with engine.begin() as conn:
+            conn.execute(text("DELETE FROM auth_failure WHERE client = '127.0.0.1'"))
+        engine.dispose()
