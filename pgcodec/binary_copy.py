@@ -145,3 +145,52 @@ def decode_binary_array(payload: bytes | None, pg_type: PgType) -> np.ndarray:
     if pg_type == "bool":
         return values.astype(bool)
     return values.astype(values.dtype.newbyteorder("="))
+
+
+# Binary COPY's header is the signature, 32 bits of flags and the length of an extension area.
+_HEADER_FIXED = len(HEADER) - 4
+
+
+def decode_binary_copy(
+    payload: bytes | bytearray, spec: Sequence[tuple[str, PgType]]
+) -> dict[str, np.ndarray]:
+    """Columns of a binary COPY payload whose fields are all fixed-width and non-NULL.
+
+    Every row then has one layout, so one structured numpy view reads them all.
+    """
+    if any(pg_type == "text" for _, pg_type in spec):
+        raise ValueError("text fields have no fixed width")
+    if payload[: len(HEADER) - 8] != HEADER[: len(HEADER) - 8]:
+        raise ValueError("not a binary COPY payload")
+    start = len(HEADER) + int.from_bytes(payload[_HEADER_FIXED : len(HEADER)], "big")
+    end = len(payload) - len(TRAILER)
+    if payload[end:] != TRAILER:
+        raise ValueError("binary COPY payload without its trailer")
+    fields: list[tuple[str, str]] = [("count", ">i2")]
+    for j, (_, pg_type) in enumerate(spec):
+        fields += [(f"len{j}", ">i4"), (f"val{j}", _NUMPY[pg_type])]
+    row = np.dtype(fields)
+    rows = np.frombuffer(payload, dtype=row, count=(end - start) // row.itemsize, offset=start)
+    bad = rows["count"] != len(spec)
+    for j, (_, pg_type) in enumerate(spec):
+        bad |= rows[f"len{j}"] != _WIDTH[pg_type]
+    if bad.any() or (end - start) % row.itemsize:
+        # The first row off the layout: say why (a NULL has no value bytes).
+        first = int(np.argmax(bad)) if bad.any() else len(rows)
+        at = start + first * row.itemsize + 2
+        for name, _ in spec:
+            length = int.from_bytes(payload[at : at + 4], "big", signed=True)
+            if length == -1:
+                raise ValueError(f"expected no NULLs, got one in {name}")
+            at += 4 + max(length, 0)
+        raise ValueError("binary COPY rows are not the fixed-width fields asked for")
+    out: dict[str, np.ndarray] = {}
+    for j, (name, pg_type) in enumerate(spec):
+        values = rows[f"val{j}"]
+        if pg_type == "date":
+            out[name] = _PG_EPOCH + values.astype(np.int64).astype("timedelta64[D]")
+        elif pg_type == "bool":
+            out[name] = values.astype(bool)
+        else:
+            out[name] = values.astype(values.dtype.newbyteorder("="))
+    return out
