@@ -67,7 +67,10 @@ def copy_numeric_frame(
     )
     with _raw(conn).cursor().copy(statement, params) as copy:
         payload = bytearray()
-        for piece in _checked_pieces(iter(copy)):
+        cap = MAX_VALUE_BYTES
+        for piece in copy:
+            if len(piece) > cap:
+                raise _too_large(len(piece), cap)
             payload += piece
     return pd.DataFrame(decode_binary_copy(payload, spec))
 
@@ -90,36 +93,33 @@ def _raw(conn: Connection) -> psycopg.Connection[Any]:
     return raw
 
 
-def _checked_pieces(pieces: Iterator[Any]) -> Iterator[Any]:
-    for piece in pieces:
-        if len(piece) > MAX_VALUE_BYTES:
-            raise ValueTooLarge(
-                f"a row of {len(piece):,} bytes is over the {MAX_VALUE_BYTES:,} a value may hold"
-            )
-        yield piece
+def _too_large(size: int, cap: int) -> ValueTooLarge:
+    return ValueTooLarge(f"a row of {size:,} bytes is over the {cap:,} a value may hold")
 
 
 class _CopyStream(io.RawIOBase):
     """COPY's rows as a readable byte stream: pandas pulls it a buffer at a time."""
 
     def __init__(self, pieces: Iterator[Any]) -> None:
-        self._pieces = _checked_pieces(pieces)
-        self._pending = memoryview(b"")
+        self._pieces = pieces
+        self._pending = bytearray()
+        self._cap = MAX_VALUE_BYTES
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        view = memoryview(buffer).cast("B")
-        filled = 0
-        while filled < len(view):
-            if not self._pending:
-                piece = next(self._pieces, None)
-                if piece is None:
-                    break
-                self._pending = memoryview(piece).cast("B")
-            n = min(len(view) - filled, len(self._pending))
-            view[filled : filled + n] = self._pending[:n]
-            self._pending = self._pending[n:]
-            filled += n
-        return filled
+        # One loop per row, kept lean: most of a streamed read's Python time is spent here.
+        want = len(buffer)
+        pending, pieces, cap = self._pending, self._pieces, self._cap
+        while len(pending) < want:
+            piece = next(pieces, None)
+            if piece is None:
+                break
+            if len(piece) > cap:
+                raise _too_large(len(piece), cap)
+            pending += piece
+        n = min(want, len(pending))
+        buffer[:n] = pending[:n]
+        del pending[:n]  # bytearray drops its head without moving the rest
+        return n

@@ -243,7 +243,7 @@ def load_run_results(
     """The results of (run id, day) runs, per test id, without test attributes.
 
     Without the per-result texts (`worker`, `message` are None): no engine reads them, and
-    the numeric columns alone travel as binary arrays, several times faster than text.
+    the numeric columns alone travel as binary COPY, several times faster than text.
     """
     # The runs' days as constants let Postgres prune the day partitions of other runs.
     frame = copy_numeric_frame(

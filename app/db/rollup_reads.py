@@ -177,7 +177,7 @@ def _test_cell_sums(
     sums NaN), with the cell's `split_by` columns.
 
     Whole weeks come from rollup_cell_weekly (a seventh of the rows), the window's partial
-    edge weeks from rollup_daily. Grouped on integers and sent as binary arrays, the cells'
+    edge weeks from rollup_daily. Grouped on integers and sent as binary COPY, the cells'
     text joined on here (a handful of rows): a fraction of grouping and sending the text.
     """
     first, last = filters.since, filters.until
