@@ -1,4 +1,5 @@
-"""Build PostgreSQL binary COPY payloads from DataFrame columns with numpy, not per row.
+"""Build PostgreSQL binary COPY payloads from DataFrame columns with numpy, not per row, and
+read fixed-width ones back (decode_binary_copy).
 
 Rows are grouped by their layout (which fields are NULL, which value each low-cardinality text
 field has); every group then has fixed-width rows, so one numpy structured array per group
@@ -113,38 +114,6 @@ def encode_binary_copy(frame: pd.DataFrame, spec: Sequence[tuple[str, PgType]]) 
         parts.append(block.tobytes())
     parts.append(TRAILER)
     return b"".join(parts)
-
-
-def decode_binary_array(payload: bytes | None, pg_type: PgType) -> np.ndarray:
-    """A one-dimensional PostgreSQL array in binary form (`array_send`) of fixed-width values.
-
-    Elements must not be NULL (send unknown floats as NaN). None, an empty array, gives an
-    empty result.
-    """
-    if pg_type == "text":
-        raise ValueError("text elements have no fixed width")
-    width = _WIDTH[pg_type]
-    if not payload:
-        values = np.empty(0, dtype=_NUMPY[pg_type])
-    else:
-        ndim, has_null = int.from_bytes(payload[0:4], "big"), int.from_bytes(payload[4:8], "big")
-        if ndim == 0:
-            values = np.empty(0, dtype=_NUMPY[pg_type])
-        else:
-            if ndim != 1 or has_null:
-                raise ValueError(f"expected a 1-d array without NULLs, got ndim={ndim}")
-            count = int.from_bytes(payload[12:16], "big")
-            elements = np.frombuffer(
-                payload, dtype=np.dtype([("len", ">i4"), ("v", _NUMPY[pg_type])]), offset=20
-            )
-            if len(elements) != count or (elements["len"] != width).any():
-                raise ValueError(f"array elements are not {pg_type}")
-            values = elements["v"]
-    if pg_type == "date":
-        return _PG_EPOCH + values.astype(np.int64).astype("timedelta64[D]")
-    if pg_type == "bool":
-        return values.astype(bool)
-    return values.astype(values.dtype.newbyteorder("="))
 
 
 # Binary COPY's header is the signature, 32 bits of flags and the length of an extension area.

@@ -6,6 +6,7 @@
 the server builds grows with the result (PostgreSQL caps one value at 1 GB; see
 tests/server/test_streamed_reads.py). Queries are psycopg `sql` compositions with `%(name)s`
 parameters: COPY takes none server-side, so psycopg binds them client-side, quoted.
+`read_frame` is for the few-row reads whose JSON and timestamps psycopg decodes.
 """
 
 from __future__ import annotations
