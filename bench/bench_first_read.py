@@ -1,14 +1,16 @@
 """The first rollup read after a large commit, against the steady reads of the same run.
 
     .venv/bin/python -m bench.bench_first_read [--tests 2000 --days 7 --jobs 4]
-        [--big 300000] [--reads 15]
+        [--big 300000] [--reads 15] [--analyze]
 
 Loads a small history through the real store (analyzed, as autovacuum leaves a settled
 database), then stores ONE run of `--big` new results in one transaction through the real
 ingest path (store_run, as the worker does), as a CI job of a very large
 suite does. Times the first rollup read right after that commit (a page's rollups, nothing
 kept), then the same reads `--reads` times (steady: kept frames) and cold after a small upload
-(the usual first read), and prints the first read as a ratio to the steady p50.
+(the usual first read), and prints the first read as a ratio to the steady p50. `--analyze`
+runs ANALYZE between the commit and the first read: fresh planner statistics, to tell a bad
+plan from the cost itself.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--big", type=int, default=300_000)
     parser.add_argument("--reads", type=int, default=15)
+    parser.add_argument("--analyze", action="store_true", help="ANALYZE before the first read")
     args = parser.parse_args()
 
     from app.db.engine import make_engine
@@ -101,6 +104,9 @@ def main() -> None:
         shared = SharedFrames()
         page_reads(engine, project.id, args.days, shared)  # warm: imports, kept frames
         commit_s = big_commit(dsn, project.id, args.big)
+        if args.analyze:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("ANALYZE")
         first_s = page_reads(engine, project.id, args.days, shared)
         steady = [page_reads(engine, project.id, args.days, shared) for _ in range(args.reads)]
         after_small = []
