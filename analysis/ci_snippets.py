@@ -1,10 +1,11 @@
 """CI configuration for a split: GitHub Actions, GitLab CI and CircleCI, one entry per planned
 job, each with its runner's own setup, install step and command (#17).
 
-pytest keeps `split_config.github_actions_matrix` (pytest arguments, pytest-split past the
-listing limit); every snippet of another runner runs that runner's command from
-`runner_commands`. Values are written as JSON strings (valid YAML double-quoted scalars), so
-a hostile test name cannot end the scalar; commands are shell-quoted by `shlex`.
+pytest's snippets come from `ci_loop` (start the job clock, install the client, run with
+`--laptime-upload`: listed arguments or `--laptime-shard`); every snippet of another runner
+runs that runner's command from `runner_commands`. Values are written as JSON strings (valid
+YAML double-quoted scalars), so a hostile test name cannot end the scalar; commands are
+shell-quoted by `shlex`.
 
 A stored plan's snippets (`plan_id` given) set LAPTIME_LABELS=plan=<id>,shard=I/N for every
 step of job I of N (analysis/plan_labels.py), so the client's upload is matched to the plan
@@ -19,12 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from analysis import ci_loop
+from analysis.ci_loop import MATRIX_LABELS_KEY
 from analysis.plan_labels import LABELS_VAR, plan_labels
 from analysis.runner_commands import JobSelection
 from analysis.split_config import (
     GITHUB_MATRIX_HEAD,
-    MATRIX_LABELS_KEY,
-    github_actions_matrix,
     github_job_env,
     github_matrix_entry,
     unstored_note,
@@ -203,7 +204,7 @@ def circleci(runner: str, selections: Sequence[JobSelection], *, plan_id: str | 
 
 
 # The config keys holding a CI snippet.
-SNIPPET_KEYS = ("github_actions", "gitlab_ci", "circleci")
+SNIPPET_KEYS = ("github_actions", "gitlab_ci", "circleci", "shell")
 
 
 def runner_snippets(
@@ -212,13 +213,21 @@ def runner_snippets(
     pytest_args: Sequence[Sequence[str]],
     *,
     plan_id: str | None = None,
+    server: bool = False,
 ) -> dict[str, str]:
-    """Every CI snippet of a plan's jobs: pytest's GitHub matrix from the jobs' pytest
-    arguments, the runner's own command elsewhere; none for a runner laptime cannot set up."""
+    """Every CI snippet of a plan's jobs: pytest's from the jobs' pytest arguments (closing
+    the loop, `server` when a server hands the plan out), the runner's own command elsewhere;
+    none for a runner laptime cannot set up."""
     out: dict[str, str] = {}
     if runner == "pytest":
-        out["github_actions"] = github_actions_matrix(pytest_args, plan_id=plan_id)
-    elif runner in SETUPS:
+        # Every pytest snippet installs the client, runs and uploads (analysis/ci_loop.py).
+        return {
+            "github_actions": ci_loop.github_actions(pytest_args, plan_id=plan_id, server=server),
+            "gitlab_ci": ci_loop.gitlab_ci(pytest_args, plan_id=plan_id, server=server),
+            "circleci": ci_loop.circleci(pytest_args, plan_id=plan_id, server=server),
+            "shell": ci_loop.shell_script(len(pytest_args)),
+        }
+    if runner in SETUPS:
         out["github_actions"] = github_actions(runner, selections, plan_id=plan_id)
     if runner in SETUPS:
         out["gitlab_ci"] = gitlab_ci(runner, selections, plan_id=plan_id)
@@ -227,10 +236,11 @@ def runner_snippets(
 
 
 def with_plan_labels(
-    config: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]], plan_id: str
+    config: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]], plan_id: str | None
 ) -> dict[str, Any]:
-    """A split answer's `config` with its snippets remade for the stored plan `plan_id` (from
-    the answer's `selections` and each job's `pytest_args`); other keys are kept."""
+    """A split answer's `config` with its snippets remade as the server hands them out: for
+    the stored plan `plan_id`, or (None) with pytest jobs asking for their shard; from the
+    answer's `selections` and each job's `pytest_args`; other keys are kept."""
     if not any(key in config for key in SNIPPET_KEYS):
         return dict(config)
     selections = [
@@ -238,7 +248,9 @@ def with_plan_labels(
         for s in config["selections"]
     ]
     pytest_args = [tuple(job.get("pytest_args") or ()) for job in jobs]
-    remade = runner_snippets(str(config["runner"]), selections, pytest_args, plan_id=plan_id)
+    remade = runner_snippets(
+        str(config["runner"]), selections, pytest_args, plan_id=plan_id, server=True
+    )
     return {**config, **{key: text for key, text in remade.items() if key in config}}
 
 

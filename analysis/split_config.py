@@ -8,13 +8,14 @@ test file added after the plan still runs somewhere instead of nowhere.
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from analysis import ci_loop
+from analysis.ci_loop import LISTED_MAX_ARGS, MATRIX_LABELS_KEY
 from analysis.plan_labels import LABELS_VAR, UNSTORED_NOTE, plan_labels
 
 
@@ -68,13 +69,9 @@ def job_pytest_args(
     return [deselect if i == home else tuple(members_per_job[i]) for i in range(k)]
 
 
-def _yaml_quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-# Past this many pytest arguments in all, the snippet hands the split to pytest-split with
-# the .test_durations file instead of listing every nodeid in the workflow.
-MATRIX_MAX_ARGS = 200
+# Past this many pytest arguments in all, a snippet lets each job ask the server for its shard
+# (`--laptime-shard`) instead of listing every nodeid in the workflow.
+MATRIX_MAX_ARGS = LISTED_MAX_ARGS
 # The opening of a GitHub Actions job whose matrix lists one entry per planned job.
 GITHUB_MATRIX_HEAD = (
     "jobs:",
@@ -85,10 +82,6 @@ GITHUB_MATRIX_HEAD = (
     "      matrix:",
     "        include:",
 )
-
-
-# The matrix key holding a job's LAPTIME_LABELS (GitHub expressions allow `-` in names).
-MATRIX_LABELS_KEY = "laptime-labels"
 
 
 def github_matrix_entry(index: int, total: int, plan_id: str | None) -> list[str]:
@@ -116,50 +109,9 @@ def unstored_note(plan_id: str | None) -> str:
 def github_actions_matrix(
     args_per_job: Sequence[Sequence[str]], *, plan_id: str | None = None
 ) -> str:
-    """A GitHub Actions job with one matrix entry per planned job; with the stored plan's id,
-    each job's LAPTIME_LABELS names the plan and its shard."""
-    if sum(len(args) for args in args_per_job) > MATRIX_MAX_ARGS:
-        return _pytest_split_matrix(len(args_per_job), plan_id)
-    lines = list(GITHUB_MATRIX_HEAD)
-    for i, args in enumerate(args_per_job, start=1):
-        lines += github_matrix_entry(i, len(args_per_job), plan_id)
-        lines.append(f"            pytest-args: {_yaml_quote(shlex.join(args))}")
-    lines += github_job_env(plan_id, f"${{{{ matrix.{MATRIX_LABELS_KEY} }}}}")
-    lines += [
-        "    steps:",
-        "      - uses: actions/checkout@v4",
-        "      - uses: actions/setup-python@v5",
-        "      - run: pip install -e . pytest",
-        "      - run: python -m pytest ${{ matrix.pytest-args }}",
-    ]
-    return unstored_note(plan_id) + "\n".join(lines) + "\n"
-
-
-def _pytest_split_matrix(k: int, plan_id: str | None) -> str:
-    groups = ", ".join(str(i) for i in range(1, k + 1))
-    # Group g is labelled as the plan's job g. pytest-split cuts its groups from the same
-    # durations with the same greedy rule, but not from the plan's members: per-job errors
-    # hold as far as the two agree; wait and machine time compare the whole pipeline.
-    shard = f"${{{{ matrix.group }}}}/{k}"
-    labels = "" if plan_id is None else json.dumps(plan_labels(plan_id, shard))
-    return unstored_note(plan_id) + (
-        "\n".join(
-            [
-                "# Too many tests to list: commit the plan's .test_durations and let pytest-split",
-                "# (least_duration) cut the same number of groups from it.",
-                *GITHUB_MATRIX_HEAD[:-1],  # a `group` list instead of `include` entries
-                f"        group: [{groups}]",
-                *github_job_env(plan_id, labels),
-                "    steps:",
-                "      - uses: actions/checkout@v4",
-                "      - uses: actions/setup-python@v5",
-                "      - run: pip install -e . pytest pytest-split",
-                f"      - run: python -m pytest --splits {k} --group ${{{{ matrix.group }}}} "
-                "--splitting-algorithm least_duration --durations-path .test_durations",
-            ]
-        )
-        + "\n"
-    )
+    """pytest's GitHub Actions job: one matrix entry per planned job that runs it and uploads
+    (analysis/ci_loop.py)."""
+    return ci_loop.github_actions(args_per_job, plan_id=plan_id)
 
 
 def pytest_split_durations(durations_s: pd.Series) -> dict[str, float]:

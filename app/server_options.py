@@ -4,12 +4,16 @@ A request head larger than MAX_HEADER_BYTES is answered 431 by app.api.header_li
 answer to reach the client, h11 must first read the whole head: its own limit (16 KiB by
 default) makes it drop the connection mid-upload, which the client sees as a reset. So h11
 buffers up to HEAD_BUFFER_BYTES per connection; a head past even that is answered 400 and
-closed by uvicorn.
+closed by uvicorn. A request whose head or body is too slow in coming gets 408
+(app.read_deadlines).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from app.read_deadlines import deadline_protocol
+from app.settings import Settings
 
 # Largest request head (request line + headers) the app answers; browsers send < 16 KiB.
 MAX_HEADER_BYTES = 64 * 1024
@@ -19,6 +23,11 @@ MAX_HEADER_BYTES = 64 * 1024
 HEAD_BUFFER_BYTES = 1024 * 1024 + MAX_HEADER_BYTES
 
 
-def uvicorn_options() -> dict[str, Any]:
-    """Keyword arguments for uvicorn.Config / uvicorn.run besides app, host and port."""
-    return {"http": "h11", "h11_max_incomplete_event_size": HEAD_BUFFER_BYTES}
+def uvicorn_options(settings: Settings | None = None) -> dict[str, Any]:
+    """Keyword arguments for uvicorn.Config / uvicorn.run besides app, host and port: h11
+    with the read deadlines of `settings` (app.read_deadlines; defaults when None)."""
+    settings = settings or Settings()
+    http = deadline_protocol(
+        header_timeout_s=settings.header_timeout_s, body_timeout_s=settings.body_timeout_s
+    )
+    return {"http": http, "h11_max_incomplete_event_size": HEAD_BUFFER_BYTES}

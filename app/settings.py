@@ -44,6 +44,15 @@ class Settings(BaseSettings):
     # Failed authentications one client address may make per window before it gets 429s.
     auth_failures: int = 30
     auth_failure_window_s: float = 60.0
+    # Read deadlines (docs/operations.md): a request's head must arrive within
+    # header_timeout_s of its first byte (or of the connection), and its body must move at
+    # least every body_timeout_s; else 408 and the connection is closed.
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    # Frames kept between requests, for the whole deployment: each of `web_processes` web
+    # processes keeps its share (`laptime serve --workers N` sets LAPTIME_WEB_PROCESSES).
+    frame_cache_mib: int = Field(default=256, ge=1)
+    web_processes: int = Field(default=1, ge=1)
     # Logs (docs/operations.md): `text` for a terminal, `json` for a log pipeline.
     log_format: Literal["text", "json"] = "text"
     log_level: str = "INFO"
@@ -60,6 +69,11 @@ class Settings(BaseSettings):
         if not isinstance(logging.getLevelName(level), int):
             raise ValueError("one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
         return level
+
+    @property
+    def frame_cache_bytes(self) -> int:
+        """This web process's share of the deployment's frame budget."""
+        return self.frame_cache_mib * 1024 * 1024 // self.web_processes
 
     @property
     def pgdata(self) -> Path:

@@ -1,4 +1,5 @@
-"""Build PostgreSQL binary COPY payloads from DataFrame columns with numpy, not per row.
+"""Build PostgreSQL binary COPY payloads from DataFrame columns with numpy, not per row, and
+read fixed-width ones back (decode_binary_copy).
 
 Rows are grouped by their layout (which fields are NULL, which value each low-cardinality text
 field has); every group then has fixed-width rows, so one numpy structured array per group
@@ -115,33 +116,50 @@ def encode_binary_copy(frame: pd.DataFrame, spec: Sequence[tuple[str, PgType]]) 
     return b"".join(parts)
 
 
-def decode_binary_array(payload: bytes | None, pg_type: PgType) -> np.ndarray:
-    """A one-dimensional PostgreSQL array in binary form (`array_send`) of fixed-width values.
+# Binary COPY's header is the signature, 32 bits of flags and the length of an extension area.
+_HEADER_FIXED = len(HEADER) - 4
 
-    Elements must not be NULL (send unknown floats as NaN). None, an empty array, gives an
-    empty result.
+
+def decode_binary_copy(
+    payload: bytes | bytearray, spec: Sequence[tuple[str, PgType]]
+) -> dict[str, np.ndarray]:
+    """Columns of a binary COPY payload whose fields are all fixed-width and non-NULL.
+
+    Every row then has one layout, so one structured numpy view reads them all.
     """
-    if pg_type == "text":
-        raise ValueError("text elements have no fixed width")
-    width = _WIDTH[pg_type]
-    if not payload:
-        values = np.empty(0, dtype=_NUMPY[pg_type])
-    else:
-        ndim, has_null = int.from_bytes(payload[0:4], "big"), int.from_bytes(payload[4:8], "big")
-        if ndim == 0:
-            values = np.empty(0, dtype=_NUMPY[pg_type])
+    if any(pg_type == "text" for _, pg_type in spec):
+        raise ValueError("text fields have no fixed width")
+    if payload[: len(HEADER) - 8] != HEADER[: len(HEADER) - 8]:
+        raise ValueError("not a binary COPY payload")
+    start = len(HEADER) + int.from_bytes(payload[_HEADER_FIXED : len(HEADER)], "big")
+    end = len(payload) - len(TRAILER)
+    if payload[end:] != TRAILER:
+        raise ValueError("binary COPY payload without its trailer")
+    fields: list[tuple[str, str]] = [("count", ">i2")]
+    for j, (_, pg_type) in enumerate(spec):
+        fields += [(f"len{j}", ">i4"), (f"val{j}", _NUMPY[pg_type])]
+    row = np.dtype(fields)
+    rows = np.frombuffer(payload, dtype=row, count=(end - start) // row.itemsize, offset=start)
+    bad = rows["count"] != len(spec)
+    for j, (_, pg_type) in enumerate(spec):
+        bad |= rows[f"len{j}"] != _WIDTH[pg_type]
+    if bad.any() or (end - start) % row.itemsize:
+        # The first row off the layout: say why (a NULL has no value bytes).
+        first = int(np.argmax(bad)) if bad.any() else len(rows)
+        at = start + first * row.itemsize + 2
+        for name, _ in spec:
+            length = int.from_bytes(payload[at : at + 4], "big", signed=True)
+            if length == -1:
+                raise ValueError(f"expected no NULLs, got one in {name}")
+            at += 4 + max(length, 0)
+        raise ValueError("binary COPY rows are not the fixed-width fields asked for")
+    out: dict[str, np.ndarray] = {}
+    for j, (name, pg_type) in enumerate(spec):
+        values = rows[f"val{j}"]
+        if pg_type == "date":
+            out[name] = _PG_EPOCH + values.astype(np.int64).astype("timedelta64[D]")
+        elif pg_type == "bool":
+            out[name] = values.astype(bool)
         else:
-            if ndim != 1 or has_null:
-                raise ValueError(f"expected a 1-d array without NULLs, got ndim={ndim}")
-            count = int.from_bytes(payload[12:16], "big")
-            elements = np.frombuffer(
-                payload, dtype=np.dtype([("len", ">i4"), ("v", _NUMPY[pg_type])]), offset=20
-            )
-            if len(elements) != count or (elements["len"] != width).any():
-                raise ValueError(f"array elements are not {pg_type}")
-            values = elements["v"]
-    if pg_type == "date":
-        return _PG_EPOCH + values.astype(np.int64).astype("timedelta64[D]")
-    if pg_type == "bool":
-        return values.astype(bool)
-    return values.astype(values.dtype.newbyteorder("="))
+            out[name] = values.astype(values.dtype.newbyteorder("="))
+    return out

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 from app.api.accuracy import router as accuracy_router
 from app.api.docs_ui import mount_docs
 from app.api.errors import install_error_handlers
+from app.api.frame_budget import apply_frame_budget
 from app.api.header_limit import HeaderLimit
 from app.api.health import router as health_router
 from app.api.metrics_endpoint import router as metrics_router
@@ -65,6 +66,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.add_middleware(UploadOutcomes)
     app.add_middleware(RequestObserver)
     instrument_pool(engine)
+    apply_frame_budget(engine, settings)
 
     return app
 

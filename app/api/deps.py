@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy import Connection, Engine
 
-from app.api.auth_limit import FailedAuthLimiter
 from app.api.errors import ApiError
+from app.db.auth_failures import record_failure, refusal_wait_s
 from app.db.projects import Project, TokenGrant, get_project, resolve_token
 from app.settings import Settings
 
@@ -22,10 +21,14 @@ def get_settings(request: Request) -> Settings:
 
 
 def get_conn(request: Request) -> Iterator[Connection]:
-    """One transaction per request: committed when the route returns, rolled back on error."""
+    """One transaction per request: committed when the route returns, rolled back on error.
+    A failed authentication noted meanwhile is recorded once the connection is back."""
     engine: Engine = request.app.state.engine
-    with engine.begin() as conn:
-        yield conn
+    try:
+        with engine.begin() as conn:
+            yield conn
+    finally:
+        record_noted_auth_failure(request)
 
 
 # scope="function": the commit runs when the route returns, BEFORE the response is sent, so a
@@ -59,28 +62,16 @@ def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
 
-_LIMITER_LOCK = threading.Lock()
-
-
-def auth_limiter(request: Request) -> FailedAuthLimiter:
-    """The app's failed-authentication limiter, made on first use (once, under a lock)."""
-    state = request.app.state
-    limiter: FailedAuthLimiter | None = getattr(state, "auth_limiter", None)
-    if limiter is None:
-        with _LIMITER_LOCK:
-            limiter = getattr(state, "auth_limiter", None)
-            if limiter is None:
-                settings: Settings = state.settings
-                limiter = FailedAuthLimiter(
-                    failures=settings.auth_failures, window_s=settings.auth_failure_window_s
-                )
-                state.auth_limiter = limiter
-    return limiter
-
-
-def refuse_if_limited(request: Request) -> None:
-    """429 with Retry-After when this address failed authentication too often lately."""
-    wait_s = auth_limiter(request).retry_after_s(client_address(request))
+def refuse_if_limited(request: Request, conn: Connection) -> None:
+    """429 with Retry-After (the seconds left in the window) when this address has failed
+    authentication too often lately, counted over every process of the deployment."""
+    settings: Settings = request.app.state.settings
+    wait_s = refusal_wait_s(
+        conn,
+        client_address(request),
+        failures=settings.auth_failures,
+        window_s=settings.auth_failure_window_s,
+    )
     if wait_s is not None:
         raise ApiError(
             429,
@@ -90,18 +81,31 @@ def refuse_if_limited(request: Request) -> None:
         )
 
 
-def record_auth_failure(request: Request) -> None:
-    """Count one failed authentication against this request's address."""
-    auth_limiter(request).record_failure(client_address(request))
+_AUTH_FAILED = "laptime_auth_failed"
+
+
+def record_noted_auth_failure(request: Request) -> None:
+    """Count the failed authentication `check_token` noted on this request, if any, in a
+    transaction of its own: the request's is rolled back by the 401 (and may be read-only).
+    Called once the request's connection is released, so a burst of wrong tokens never holds
+    one pooled connection while waiting for another (a pool deadlock)."""
+    if not getattr(request.state, _AUTH_FAILED, False):
+        return
+    setattr(request.state, _AUTH_FAILED, False)
+    settings: Settings = request.app.state.settings
+    engine: Engine = request.app.state.engine
+    with engine.begin() as conn:
+        record_failure(conn, client_address(request), window_s=settings.auth_failure_window_s)
 
 
 def check_token(request: Request, conn: Connection, token: str) -> TokenGrant | None:
     """The grant of `token` (None when unknown, revoked or expired, counted as a failure);
     429 when this address is over its failure budget."""
-    refuse_if_limited(request)
+    refuse_if_limited(request, conn)
     grant = resolve_token(conn, token)
     if grant is None:
-        record_auth_failure(request)
+        # Recorded by whoever holds `conn` once it is released (get_conn, the upload guard).
+        setattr(request.state, _AUTH_FAILED, True)
     return grant
 
 

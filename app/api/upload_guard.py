@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.deps import grant_of, presented_token
+from app.api.deps import grant_of, presented_token, record_noted_auth_failure
 from app.api.errors import DATABASE_DOWN, ApiError, database_unavailable, error_response
 from app.db.projects import TokenGrant
 
@@ -119,8 +119,11 @@ class UploadGuard:
 
 def _resolve_grant(request: Request) -> TokenGrant:
     """The upload grant of the request's token (runs in the thread pool: it queries)."""
-    with request.app.state.engine.connect() as conn:
-        grant = grant_of(request, conn)
+    try:
+        with request.app.state.engine.connect() as conn:
+            grant = grant_of(request, conn)
+    finally:
+        record_noted_auth_failure(request)
     if grant is None:
         raise ApiError(401, "token-required", "an upload token is required")
     if not grant.allows("upload"):

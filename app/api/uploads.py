@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Connection
 
-from app.api.deps import ConnDep, EngineDep, SettingsDep, grant_of
+from app.api.deps import ConnDep, EngineDep, SettingsDep, grant_of, record_noted_auth_failure
 from app.api.errors import ApiError
 from app.api.responses import answers
 from app.api.schemas.uploads import Requeued, UploadDocument, UploadReceipt
@@ -129,17 +129,20 @@ def create_upload(
     # Hashed (inflating gzips) before the transaction, so no connection idles meanwhile.
     digests = [content_digest(f.data, max_bytes=settings.max_report_bytes) for f in files]
     # Committed when the block ends, before the answer: a 202 means stored.
-    with transaction(engine) as conn:
-        grant = _grant(request, conn, "upload")
-        receipt = insert_upload(
-            conn,
-            grant.project,
-            files,
-            form.run_metadata(),
-            idempotency_key=form.idempotency_key or None,
-            max_report_bytes=settings.max_report_bytes,
-            digests=digests,
-        )
+    try:
+        with transaction(engine) as conn:
+            grant = _grant(request, conn, "upload")
+            receipt = insert_upload(
+                conn,
+                grant.project,
+                files,
+                form.run_metadata(),
+                idempotency_key=form.idempotency_key or None,
+                max_report_bytes=settings.max_report_bytes,
+                digests=digests,
+            )
+    finally:
+        record_noted_auth_failure(request)
     return _answer(receipt)
 
 

@@ -100,7 +100,7 @@ def _serve_on(
         "host": host,
         "port": port,
         "timeout_graceful_shutdown": 5,
-        **uvicorn_options(),
+        **uvicorn_options(settings),
         # Every web process logs as settings say; the request line replaces the access log.
         **uvicorn_logging(settings),
     }
@@ -122,8 +122,10 @@ def _serve_on(
         else:
             from app.cli.web_processes import WEB_APP, run_web_processes
 
-            # The web processes are spawned afresh and read their database from here.
+            # The web processes are spawned afresh and read their database from here, and
+            # their number to take their share of the deployment's budgets.
             os.environ["DATABASE_URL"] = url
+            os.environ["LAPTIME_WEB_PROCESSES"] = str(web_processes)
             config = uvicorn.Config(WEB_APP, factory=True, workers=web_processes, **common)
             run_web_processes(config, on_exit=begin_stop)
     finally:

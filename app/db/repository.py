@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from psycopg import sql
 from sqlalchemy import Connection, text
 
 from analysis.filters import Filters, filter_facts
@@ -26,40 +27,49 @@ from analysis.frames import (
     text_or_none,
     unnamed,
 )
-from app.db.copy_frames import copy_frame, copy_numeric_frame
+from app.db.copy_frames import copy_frame, copy_numeric_frame, read_frame
 from pgcodec.binary_copy import PgType
 
 
 def cell_where(
-    filters: Filters, alias: str = "", *, day_alias: str | None = None
-) -> tuple[str, dict[str, Any]]:
+    filters: Filters, alias: str = "", *, day_alias: str | None = None, bucket: str = "day"
+) -> tuple[sql.Composed, dict[str, Any]]:
     """SQL for the run-level filters; test-level ones (markers, files) apply in pandas.
 
     `alias` names the table holding job/branch/labels_key (run or cell), `day_alias` the one
-    holding project_id and day when that is another table (a rollup).
+    holding project_id and the `bucket` column (day, or week in weekly rollups) when that is
+    another table (a rollup). Values are `%(name)s` parameters, in the returned dict.
     """
-    prefix = f"{alias}." if alias else ""
-    day_prefix = f"{day_alias}." if day_alias else prefix
-    clauses = [f"{day_prefix}project_id = :project"]
+
+    def column(table: str, name: str) -> sql.Identifier:
+        return sql.Identifier(table, name) if table else sql.Identifier(name)
+
+    cells = alias
+    days = day_alias if day_alias is not None else alias
+    clauses: list[sql.Composable] = [sql.SQL("{} = %(project)s").format(column(days, "project_id"))]
     params: dict[str, Any] = {}
     if filters.since is not None:
-        clauses.append(f"{day_prefix}day >= :since")
+        clauses.append(sql.SQL("{} >= %(since)s").format(column(days, bucket)))
         params["since"] = filters.since
     if filters.until is not None:
-        clauses.append(f"{day_prefix}day <= :until")
+        clauses.append(sql.SQL("{} <= %(until)s").format(column(days, bucket)))
         params["until"] = filters.until
     if filters.branches:
-        clauses.append(f"{prefix}branch = ANY(:branches)")
+        clauses.append(sql.SQL("{} = ANY(%(branches)s)").format(column(cells, "branch")))
         params["branches"] = list(filters.branches)
     if filters.jobs:
-        clauses.append(f"{prefix}job = ANY(:jobs)")
+        clauses.append(sql.SQL("{} = ANY(%(jobs)s)").format(column(cells, "job")))
         params["jobs"] = list(filters.jobs)
     for i, (key, values) in enumerate(sorted(filters.labels.items())):
         # labels_key is "k=v,k2=v2" with "," and "=" escaped inside keys and values, so its
         # pairs split exactly; a run matches when one of the wanted pairs is among them.
-        clauses.append(f"string_to_array({prefix}labels_key, ',') && CAST(:label{i} AS text[])")
+        clauses.append(
+            sql.SQL("string_to_array({}, ',') && CAST({} AS text[])").format(
+                column(cells, "labels_key"), sql.Placeholder(f"label{i}")
+            )
+        )
         params[f"label{i}"] = [label_pair(key, value) for value in values]
-    return " AND ".join(clauses), params
+    return sql.SQL(" AND ").join(clauses), params
 
 
 def load_test_dictionary(
@@ -70,17 +80,19 @@ def load_test_dictionary(
     Through the CSV path (copy_frame): psycopg's per-row decoding of text and text[] cost
     10x more. Decoding param_values (JSON) is then most of the cost: rollups skip it.
     """
-    values = "param_values::text" if param_values else "NULL::text"
+    values = sql.SQL("param_values::text" if param_values else "NULL::text")
     frame = copy_frame(
         conn,
-        f"""
+        sql.SQL(
+            """
         SELECT id AS test_id, nodeid, file, classname, function, params,
             {values} AS param_values,
             CASE WHEN markers IS NOT NULL
-                THEN '{_MARKERS_PREFIX}' || array_to_string(markers, E'{_MARKER_SEP}') END
+                THEN {prefix} || array_to_string(markers, {sep}) END
                 AS markers
-        FROM test_case WHERE project_id = :p
-        """,
+        FROM test_case WHERE project_id = %(p)s
+        """
+        ).format(values=values, prefix=sql.Literal(_MARKERS_PREFIX), sep=sql.Literal(_MARKER_SEP)),
         {"p": project_id},
         dtypes=dict.fromkeys(
             ("nodeid", "file", "classname", "function", "params", "param_values", "markers"),
@@ -104,28 +116,22 @@ def load_test_dictionary(
 # A marker set travels as one text value: a prefix (so the empty set is not NULL) and the
 # names joined by a character no marker name holds.
 _MARKERS_PREFIX = "m:"
-_MARKER_SEP = "\\x1f"
+_MARKER_SEP = "\x1f"
 
 
 def _marker_tuple(joined: str) -> tuple[str, ...]:
     names = joined[len(_MARKERS_PREFIX) :]
-    return tuple(sorted(names.split("\x1f"))) if names else ()
+    return tuple(sorted(names.split(_MARKER_SEP))) if names else ()
 
 
-def tests_version(conn: Connection, project_id: int) -> tuple[int, int, int]:
-    """Changes whenever a test case of the project is added, changed or removed.
-
-    Every row version carries the id of the transaction that wrote it (`xmin`): an insert or an
-    update changes their sum, a delete the count. About 4 ms for 10k tests, a tenth of a read.
-    """
-    count, written = conn.execute(
-        text(
-            "SELECT count(*), coalesce(sum(xmin::text::bigint), 0) FROM test_case "
-            "WHERE project_id = :p"
-        ),
-        {"p": project_id},
-    ).one()
-    return project_id, int(count), int(written)
+def tests_version(conn: Connection, project_id: int) -> tuple[int, int]:
+    """Changes whenever a test case of the project is added, changed or removed: (project,
+    counter). Triggers on test_case bump the counter in the writing transaction (migration
+    `sharedstate`), so this is one primary-key read, whatever the number of tests."""
+    version = conn.execute(
+        text("SELECT version FROM test_case_version WHERE project_id = :p"), {"p": project_id}
+    ).scalar_one_or_none()
+    return project_id, int(version or 0)
 
 
 def narrow_tests(tests: pd.DataFrame, filters: Filters) -> pd.DataFrame:
@@ -160,9 +166,10 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
     """Runs in the window, in the analysis runs shape plus `test_s`, `tests`, `missing`."""
     where, params = cell_where(filters)
     params["project"] = project_id
-    frame = pd.read_sql_query(
-        text(
-            f"""
+    frame = read_frame(
+        conn,
+        sql.SQL(
+            """
             SELECT id AS run_id, pipeline, job, branch, commit_sha AS commit, machine,
                 started_at, wall_s, peak_rss_mib, xdist_workers, labels, labels_key, partial,
                 hidden_rows, test_s, tests, missing, upload_id, cpu_s, startup_s, collect_s,
@@ -171,11 +178,10 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 heap_objects_start::float8 AS heap_objects_start,
                 heap_objects_collected::float8 AS heap_objects_collected,
                 heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc, platform
-            FROM run WHERE {where} ORDER BY started_at
+            FROM run WHERE {} ORDER BY started_at
             """
-        ),
-        conn,
-        params=params,
+        ).format(where),
+        params,
     )
     frame["labels"] = frame["labels"].map(
         lambda v: v if isinstance(v, dict) else json.loads(v) if v else {}
@@ -211,10 +217,11 @@ _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
     ("cpu_wait_s", "float8"),
 )
 # The outcome travels as its index in OUTCOMES (text would need the CSV path).
-_OUTCOME_CODE = (
-    "CASE tr.outcome "
-    + " ".join(f"WHEN '{outcome}' THEN {code}" for code, outcome in enumerate(OUTCOMES))
-    + " END::int2"
+_OUTCOME_CODE = sql.SQL("CASE tr.outcome {} END::int2").format(
+    sql.SQL(" ").join(
+        sql.SQL("WHEN {} THEN {}").format(sql.Literal(outcome), sql.Literal(code))
+        for code, outcome in enumerate(OUTCOMES)
+    )
 )
 
 
@@ -233,13 +240,14 @@ def load_run_results(
     """The results of (run id, day) runs, per test id, without test attributes.
 
     Without the per-result texts (`worker`, `message` are None): no engine reads them, and
-    the numeric columns alone travel as binary arrays, several times faster than text.
+    the numeric columns alone travel as binary COPY, several times faster than text.
     """
     # The runs' days as constants let Postgres prune the day partitions of other runs.
     frame = copy_numeric_frame(
         conn,
-        f"""
-            SELECT tr.run_id, tr.test_id, {_OUTCOME_CODE} AS outcome_code,
+        sql.SQL(
+            """
+            SELECT tr.run_id, tr.test_id, {} AS outcome_code,
                 coalesce(tr.duration_s, 'NaN') AS duration_s,
                 coalesce(tr.setup_s, 'NaN') AS setup_s, coalesce(tr.call_s, 'NaN') AS call_s,
                 coalesce(tr.teardown_s, 'NaN') AS teardown_s, tr.attempts::int4 AS attempts,
@@ -250,8 +258,10 @@ def load_run_results(
                 coalesce(tr.heap_objects::float8, 'NaN') AS heap_objects,
                 coalesce(tr.cpu_wait_s, 'NaN') AS cpu_wait_s
             FROM test_result tr
-            WHERE tr.project_id = :project AND tr.day = ANY(:days) AND tr.run_id = ANY(:runs)
-            """,
+            WHERE tr.project_id = %(project)s AND tr.day = ANY(%(days)s)
+                AND tr.run_id = ANY(%(runs)s)
+            """
+        ).format(_OUTCOME_CODE),
         {
             "project": project_id,
             "days": sorted({day for _id, day in runs}),
@@ -317,19 +327,19 @@ def load_test_history(
     """One test's results in the window (run-level filters), newest first, with their run."""
     where, params = cell_where(filters, "r")
     params.update(project=project_id, test=test_id, limit=limit)
-    frame = pd.read_sql_query(
-        text(
-            f"""
+    frame = read_frame(
+        conn,
+        sql.SQL(
+            """
             SELECT r.id AS run_id, r.pipeline, r.job, r.branch, r.commit_sha AS commit,
                 r.labels_key, r.started_at, tr.outcome, tr.duration_s, tr.setup_s, tr.call_s,
                 tr.teardown_s, tr.attempts, tr.flaky, tr.message
             FROM test_result tr JOIN run r ON r.id = tr.run_id AND r.day = tr.day
-            WHERE tr.test_id = :test AND tr.project_id = :project AND {where}
-            ORDER BY r.started_at DESC LIMIT :limit
+            WHERE tr.test_id = %(test)s AND tr.project_id = %(project)s AND {}
+            ORDER BY r.started_at DESC LIMIT %(limit)s
             """
-        ),
-        conn,
-        params=params,
+        ).format(where),
+        params,
     )
     frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
     frame["flaky"] = frame["flaky"].astype(bool)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from psycopg import sql
 from sqlalchemy import Connection, text
 
 from analysis.filters import Filters
@@ -21,6 +22,7 @@ from app.db.repository import cell_where, narrow_tests
 from pgcodec.binary_copy import PgType
 
 WEEKLY_AFTER_DAYS = 14
+_CELL_COLUMNS = ("job", "machine", "branch", "labels_key")
 
 
 def _long_window(filters: Filters) -> bool:
@@ -39,20 +41,20 @@ def _weekly(filters: Filters) -> Filters:
 
 # Unknown floats travel as NaN, so every column is fixed-width and non-NULL (see
 # copy_numeric_frame); pandas reads NaN as missing either way.
-_ROLLUP_SUMS = """
+_ROLLUP_SUMS = sql.SQL("""
     sum(r.runs)::bigint AS runs, sum(r.known)::bigint AS known,
     sum(r.total_s) AS total_s, coalesce(max(r.max_s), 'NaN') AS max_s,
     coalesce(sum(r.setup_s), 'NaN') AS setup_s, coalesce(sum(r.call_s), 'NaN') AS call_s,
     coalesce(sum(r.teardown_s), 'NaN') AS teardown_s,
     sum(r.failures)::bigint AS failures, sum(r.flaky)::bigint AS flaky,
     coalesce(max(r.peak_rss_mib)::float8, 'NaN') AS peak_rss_mib
-"""
-_ROLLUP_AS_IS = """
+""")
+_ROLLUP_AS_IS = sql.SQL("""
     r.runs::bigint, r.known::bigint, r.total_s, coalesce(r.max_s, 'NaN') AS max_s,
     coalesce(r.setup_s, 'NaN') AS setup_s, coalesce(r.call_s, 'NaN') AS call_s,
     coalesce(r.teardown_s, 'NaN') AS teardown_s, r.failures::bigint, r.flaky::bigint,
     coalesce(r.peak_rss_mib::float8, 'NaN') AS peak_rss_mib
-"""
+""")
 _FACT_SUMS_SPEC: tuple[tuple[str, PgType], ...] = (
     ("test_id", "int8"),
     ("day", "date"),
@@ -77,10 +79,12 @@ class FactPart:
     boundary: date
     settled: bool
 
-    def where(self, column: str, params: dict[str, Any]) -> str:
+    def where(self, column: sql.Composable, params: dict[str, Any]) -> sql.Composed:
         """` AND` the SQL condition on the bucket `column`, its parameter added to `params`."""
         params["part_boundary"] = self.boundary
-        return f" AND {column} {'<' if self.settled else '>='} :part_boundary"
+        return sql.SQL(" AND {} {} %(part_boundary)s").format(
+            column, sql.SQL("<" if self.settled else ">=")
+        )
 
 
 def load_fact_sums(
@@ -99,39 +103,47 @@ def load_fact_sums(
     only the sums per (test, split), a fraction of the rows per (test, split, day), and of
     them only `known` and `total_s` (the others are NaN there).
     """
-    extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
+    extra = [sql.Identifier("c", c) for c in _CELL_COLUMNS if c in split_by]
     if not per_bucket and extra:
         return _test_cell_sums(conn, project_id, filters, part, split_by)
     cell_filters = bool(filters.jobs or filters.branches or filters.labels)
     if _long_window(filters) and not extra and not cell_filters:
         # Whole-project questions over weeks: the per-test weekly table, a fraction of the rows.
-        where, params = cell_where(_weekly(filters), day_alias="r")
-        where = where.replace("r.day", "r.week")
-        source = "rollup_test_weekly r"
-        bucket = "r.week"
+        where, params = cell_where(_weekly(filters), day_alias="r", bucket="week")
+        source = sql.SQL("rollup_test_weekly r")
+        bucket = sql.Identifier("r", "week")
         # One row per (week, test) already: a GROUP BY would only cost (3x the scan).
         grouped = False
     else:
         where, params = cell_where(filters, "c", day_alias="r")
-        source = "rollup_daily r JOIN cell c ON c.id = r.cell_id"
-        bucket = "r.day"
+        source = sql.SQL("rollup_daily r JOIN cell c ON c.id = r.cell_id")
+        bucket = sql.Identifier("r", "day")
         grouped = True
     if part is not None:
         where += part.where(bucket, params)
     params["project"] = project_id
-    group = ", ".join(["r.test_id", "day", *extra])
-    values = _ROLLUP_SUMS if grouped else _ROLLUP_AS_IS
-    query = f"""
-        SELECT {", ".join(["r.test_id", f"{bucket} AS day", *extra])}, {values}
-        FROM {source}
-        WHERE {where} {f"GROUP BY {group}" if grouped else ""}
+    keys = sql.SQL(", ").join([sql.Identifier("r", "test_id"), sql.Identifier("day"), *extra])
+    query = sql.SQL(
         """
+        SELECT {test}, {bucket} AS day{extra}, {values}
+        FROM {source}
+        WHERE {where} {group}
+        """
+    ).format(
+        test=sql.Identifier("r", "test_id"),
+        bucket=bucket,
+        extra=sql.SQL("").join(sql.SQL(", {}").format(c) for c in extra),
+        values=_ROLLUP_SUMS if grouped else _ROLLUP_AS_IS,
+        source=source,
+        where=where,
+        group=sql.SQL("GROUP BY {}").format(keys) if grouped else sql.SQL(""),
+    )
     if extra:
         return copy_frame(
             conn,
             query,
             params,
-            dtypes=dict.fromkeys(("job", "machine", "branch", "labels_key"), "object"),
+            dtypes=dict.fromkeys(_CELL_COLUMNS, "object"),
         )
     return copy_numeric_frame(conn, query, params, _FACT_SUMS_SPEC)
 
@@ -143,10 +155,7 @@ _TEST_CELL_SPEC: tuple[tuple[str, PgType], ...] = (
     ("known", "int8"),
     ("total_s", "float8"),
 )
-_CELL_COLUMNS = ("job", "machine", "branch", "labels_key")
-
-
-_FACT_VALUES = "r.test_id, r.cell_id, r.known, r.total_s"
+_FACT_VALUES = sql.SQL("r.test_id, r.cell_id, r.known, r.total_s")
 
 
 def _whole_weeks(first: date | None, last: date | None) -> tuple[date | None, date]:
@@ -168,7 +177,7 @@ def _test_cell_sums(
     sums NaN), with the cell's `split_by` columns.
 
     Whole weeks come from rollup_cell_weekly (a seventh of the rows), the window's partial
-    edge weeks from rollup_daily. Grouped on integers and sent as binary arrays, the cells'
+    edge weeks from rollup_daily. Grouped on integers and sent as binary COPY, the cells'
     text joined on here (a handful of rows): a fraction of grouping and sending the text.
     """
     first, last = filters.since, filters.until
@@ -180,28 +189,36 @@ def _test_cell_sums(
     weeks_from, weeks_to = _whole_weeks(first, last)
     where, params = cell_where(replace(filters, since=None, until=None), "c", day_alias="r")
     params.update(project=project_id, first=first, last=last, wf=weeks_from, wt=weeks_to)
-    days = "".join(
-        (
-            "" if first is None else " AND r.day >= :first",
-            "" if last is None else " AND r.day <= :last",
-        )
-    )
-    in_weeks = ("" if weeks_from is None else "r.{0} >= :wf AND ") + "r.{0} < :wt"
-    weekly = ""
+    day = sql.Identifier("r", "day")
+    days: list[sql.Composable] = []
+    if first is not None:
+        days.append(sql.SQL(" AND {} >= %(first)s").format(day))
+    if last is not None:
+        days.append(sql.SQL(" AND {} <= %(last)s").format(day))
+
+    def in_weeks(column: sql.Identifier) -> sql.Composed:
+        since = sql.SQL("") if weeks_from is None else sql.SQL("{} >= %(wf)s AND ").format(column)
+        return sql.SQL("{}{} < %(wt)s").format(since, column)
+
+    weekly: sql.Composable = sql.SQL("")
     if weeks_from is None or weeks_from < weeks_to:
-        days += f" AND NOT ({in_weeks.format('day')})"
-        weekly = f"""
-            SELECT {_FACT_VALUES} FROM rollup_cell_weekly r JOIN cell c ON c.id = r.cell_id
-            WHERE {where} AND {in_weeks.format("week")}
+        days.append(sql.SQL(" AND NOT ({})").format(in_weeks(day)))
+        weekly = sql.SQL(
+            """
+            SELECT {values} FROM rollup_cell_weekly r JOIN cell c ON c.id = r.cell_id
+            WHERE {where} AND {in_weeks}
             UNION ALL"""
-    query = f"""
+        ).format(values=_FACT_VALUES, where=where, in_weeks=in_weeks(sql.Identifier("r", "week")))
+    query = sql.SQL(
+        """
         SELECT r.test_id, r.cell_id, sum(r.known)::bigint AS known, sum(r.total_s) AS total_s
         FROM ({weekly}
-            SELECT {_FACT_VALUES} FROM rollup_daily r JOIN cell c ON c.id = r.cell_id
+            SELECT {values} FROM rollup_daily r JOIN cell c ON c.id = r.cell_id
             WHERE {where}{days}
         ) r
         GROUP BY r.test_id, r.cell_id
         """
+    ).format(weekly=weekly, values=_FACT_VALUES, where=where, days=sql.SQL("").join(days))
     sums = copy_numeric_frame(conn, query, params, _TEST_CELL_SPEC)
     cells = pd.DataFrame(
         conn.execute(
@@ -266,27 +283,36 @@ def load_file_facts(
     (markers, file globs) need the per-test facts (load_fact_sums).
     """
     weekly = _long_window(filters)
-    where, params = cell_where(_weekly(filters) if weekly else filters, "c", day_alias="r")
-    if weekly:
-        where = where.replace("r.day", "r.week")
+    bucket = "week" if weekly else "day"
+    where, params = cell_where(
+        _weekly(filters) if weekly else filters, "c", day_alias="r", bucket=bucket
+    )
     if part is not None:
-        where += part.where("r.week" if weekly else "r.day", params)
+        where += part.where(sql.Identifier("r", bucket), params)
     params["project"] = project_id
-    extra = [f"c.{c}" for c in ("job", "machine", "branch", "labels_key") if c in split_by]
-    group = ", ".join(["r.file", "day", *extra])
+    extra = [sql.Identifier("c", c) for c in _CELL_COLUMNS if c in split_by]
+    keys = [sql.Identifier("r", "file"), sql.Identifier("day"), *extra]
     facts = copy_frame(
         conn,
-        f"""
-            SELECT {", ".join(["r.file", "r.week AS day" if weekly else "r.day", *extra])},
+        sql.SQL(
+            """
+            SELECT r.file, {bucket} AS day{extra},
                 max(r.tests) AS tests, sum(r.runs)::bigint AS runs,
                 sum(r.known)::bigint AS known, sum(r.total_s) AS total_s, max(r.max_s) AS max_s,
                 sum(r.setup_s) AS setup_s, sum(r.call_s) AS call_s,
                 sum(r.teardown_s) AS teardown_s, sum(r.failures)::bigint AS failures,
                 sum(r.flaky)::bigint AS flaky, max(r.peak_rss_mib)::float8 AS peak_rss_mib
-            FROM {"rollup_file_weekly" if weekly else "rollup_file_daily"} r
+            FROM {table} r
             JOIN cell c ON c.id = r.cell_id
             WHERE {where} GROUP BY {group}
-            """,
+            """
+        ).format(
+            bucket=sql.Identifier("r", bucket),
+            extra=sql.SQL("").join(sql.SQL(", {}").format(c) for c in extra),
+            table=sql.Identifier("rollup_file_weekly" if weekly else "rollup_file_daily"),
+            where=where,
+            group=sql.SQL(", ").join(keys),
+        ),
         params,
         dtypes={
             "file": "object",

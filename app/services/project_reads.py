@@ -138,6 +138,16 @@ _FRAMES_OF_ENGINE: weakref.WeakKeyDictionary[Engine, SharedFrames] = weakref.Wea
 _FRAMES_LOCK = threading.Lock()
 
 
+def budget_frames(engine: Engine, max_bytes: int) -> SharedFrames:
+    """Keep at most `max_bytes` of frames for the database of `engine` in this process."""
+    with _FRAMES_LOCK:
+        frames = _FRAMES_OF_ENGINE.get(engine)
+        if frames is None:
+            frames = _FRAMES_OF_ENGINE[engine] = SharedFrames(max_bytes=max_bytes)
+        frames.max_bytes = max_bytes
+        return frames
+
+
 def shared_frames(conn: Connection, shared: SharedFrames | None = None) -> SharedFrames:
     """The frames kept between requests for the database `conn` reads (`shared` when given)."""
     if shared is not None:
@@ -175,6 +185,9 @@ def kept_test_dictionary(
     return shared_frames(conn, shared).get(
         ("tests", version, param_values),
         lambda: load_test_dictionary(conn, project_id, param_values=param_values),
+        # A commit between reading the version and the rows: the rows may be newer than the
+        # key says, so they are used for this answer but not kept under the older key.
+        keep=lambda _: tests_version(conn, project_id) == version,
     )
 
 

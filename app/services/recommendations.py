@@ -165,9 +165,9 @@ def split_recommendation(
     # Handed out with an id so the jobs that run it can say so, and with the error that this
     # project's earlier plans had (#18).
     answer["plan_id"] = record_split_plan(conn, project, answer)
-    if answer["plan_id"] is not None:
-        # Pasted as is, each job's upload then names the plan and its shard.
-        answer["config"] = with_plan_labels(answer["config"], answer["jobs"], answer["plan_id"])
+    # Pasted as is, each job's upload then names the plan and its shard: this stored plan's,
+    # or (no id) the shard plan each job asks this server for (analysis/ci_loop.py).
+    answer["config"] = with_plan_labels(answer["config"], answer["jobs"], answer["plan_id"])
     answer["expected_error"] = expected_error(calibration)
     return answer
 

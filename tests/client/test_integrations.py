@@ -57,7 +57,8 @@ def gitlab_steps(job: dict[str, Any]) -> list[Step]:
     """before_script and script in one shell, after_script in another that always runs."""
     env = {k: str(v) for k, v in job.get("variables", {}).items()}
     main = "\n".join(job["before_script"] + job["script"])
-    return [Step(main, env), Step("\n".join(job["after_script"]), env, always=True)]
+    after = job.get("after_script", [])
+    return [Step(main, env)] + ([Step("\n".join(after), env, always=True)] if after else [])
 
 
 def circleci_steps(job: dict[str, Any]) -> list[Step]:
@@ -84,19 +85,23 @@ def run_job(steps: list[Step], *, cwd: Path, env: dict[str, str]) -> JobResult:
     job's exit code is its first failing step's."""
     exit_code = 0
     output = []
+    github_env = cwd.parent / f".{cwd.name}.github_env"  # what steps append for later steps
+    github_env.write_text("")
+    carried: dict[str, str] = {}
     for step in steps:
         if exit_code and not step.always:
             continue
         done = subprocess.run(
             ["bash", "-eo", "pipefail", "-c", step.script],
             cwd=cwd,
-            env={**env, **step.env},
+            env={**env, **carried, **step.env, "GITHUB_ENV": str(github_env)},
             capture_output=True,
             text=True,
             timeout=120,
             check=False,
         )
         output.append(done.stdout + done.stderr)
+        carried |= dict(line.partition("=")[::2] for line in github_env.read_text().splitlines())
         if done.returncode and not exit_code:
             exit_code = done.returncode
     return JobResult(exit_code, "\n".join(output))
@@ -164,7 +169,7 @@ def test_github_action_matrix_runs_each_test_once_and_uploads_always(
                 "read-token": ci_env["LAPTIME_READ_TOKEN"],
                 "project": ci_env["LAPTIME_PROJECT"],
                 "shard": f"{index}/3",
-                "client": ci_env["LAPTIME_CI_SPEC"],
+                "client-spec": ci_env["LAPTIME_CI_SPEC"],
             },
         )
 
@@ -198,7 +203,124 @@ def test_circleci_config_parallelism(tmp_path: Path, ci_env: dict[str, str]) -> 
 
     def steps(index: int) -> list[Step]:
         env["CIRCLE_NODE_INDEX"], env["CIRCLE_NODE_TOTAL"] = str(index - 1), "3"
+        # CircleCI's BASH_ENV: a file every step's bash sources.
+        env["BASH_ENV"] = str(tmp_path / f"bash_env{index}")
+        Path(env["BASH_ENV"]).write_text("")
         return circleci_steps(job)
 
     ran = run_shards(steps, 3, tmp_path, env)
     assert len(ran) == len(set(ran)) == 10
+
+
+# Issue 27 item 5: integrations that close the loop and stay fresh.
+GITHUB = INTEGRATIONS / "github"
+WORKFLOW_EXPRESSION = re.compile(r"\$\{\{\s*(matrix|vars|secrets)\.([\w-]+)\s*\}\}")
+STARTS_CLOCK = re.compile(r"LAPTIME_JOB_STARTED_AT=.*\$\(date \+%s\)")
+INSTALLS = re.compile(r"pip install")
+
+
+def _first_index(texts: list[str], pattern: re.Pattern[str]) -> int:
+    return next(i for i, t in enumerate(texts) if pattern.search(t))
+
+
+def test_every_integration_parses_and_starts_the_clock_before_any_install() -> None:
+    workflow = yaml.safe_load((GITHUB / "example-workflow.yml").read_text())
+    github = [str(s.get("run", s.get("uses", ""))) for s in workflow["jobs"]["test"]["steps"]]
+    gitlab = yaml.safe_load((INTEGRATIONS / "gitlab" / "laptime.gitlab-ci.yml").read_text())
+    gitlab_lines = gitlab[".laptime-pytest"]["before_script"]
+    circle = yaml.safe_load((INTEGRATIONS / "circleci" / "config.yml").read_text())
+    circle_steps = [str(s) for s in circle["jobs"]["test"]["steps"]]
+    for steps in (github, gitlab_lines, circle_steps):
+        assert _first_index(steps, STARTS_CLOCK) < _first_index(steps, INSTALLS), steps
+    assert _first_index(github, STARTS_CLOCK) == 0  # before checkout even
+    action = yaml.safe_load((GITHUB / "action.yml").read_text())
+    install = action["runs"]["steps"][0]["run"]
+    assert install.index("LAPTIME_JOB_STARTED_AT") < install.index("pip install")
+
+
+def test_the_github_cache_key_is_unique_per_run_and_restores_the_newest() -> None:
+    workflow = yaml.safe_load((GITHUB / "example-workflow.yml").read_text())
+    [cache] = [s for s in workflow["jobs"]["test"]["steps"] if "actions/cache" in s.get("uses", "")]
+    assert "${{ github.run_id }}" in cache["with"]["key"]
+    assert "${{ github.run_attempt }}" in cache["with"]["key"]
+    restore = cache["with"]["restore-keys"].splitlines()
+    assert restore
+    assert all(cache["with"]["key"].startswith(prefix) for prefix in restore)
+    circle = yaml.safe_load((INTEGRATIONS / "circleci" / "config.yml").read_text())
+    [save] = [s["save_cache"] for s in circle["jobs"]["test"]["steps"] if "save_cache" in s]
+    assert "{{ epoch }}" in save["key"]
+
+
+def test_no_integration_is_referenced_by_a_moving_branch() -> None:
+    texts = {p: p.read_text() for p in INTEGRATIONS.rglob("*") if p.is_file()}
+    for path, body in texts.items():
+        assert "@main" not in body, path
+        assert "raw/main/" not in body, path
+    workflow = yaml.safe_load((GITHUB / "example-workflow.yml").read_text())
+    uses = [s["uses"] for s in workflow["jobs"]["test"]["steps"] if "uses" in s]
+    assert "./.github/actions/laptime" in uses
+    assert all(re.search(r"@v\d+$", u) for u in uses if not u.startswith("./")), uses
+    assert "integrations/github@<40-hex commit sha>" in texts[GITHUB / "action.yml"]
+
+
+def test_the_client_spec_is_an_input_and_documented() -> None:
+    action = yaml.safe_load((GITHUB / "action.yml").read_text())
+    assert "wheel" in action["inputs"]["client-spec"]["description"]
+    assert "index" in action["inputs"]["client-spec"]["description"]
+    readme = (INTEGRATIONS / "README.md").read_text()
+    for needle in (
+        "LAPTIME_CI_SPEC",
+        "client-spec",
+        ".whl",
+        "PIP_INDEX_URL",
+        "LAPTIME_JOB_STARTED_AT",
+    ):
+        assert needle in readme, needle
+
+
+def test_the_example_workflow_runs_each_shard_and_fills_the_accuracy_view(
+    tmp_path: Path, ci_env: dict[str, str], engine: Engine, project: ProjectFixture
+) -> None:
+    """The workflow's run steps and the action's steps (for `uses: ./.github/actions/laptime`),
+    resolved as GitHub resolves them; the runs name the shard plan the server handed out."""
+    workflow = yaml.safe_load((GITHUB / "example-workflow.yml").read_text())
+    action = yaml.safe_load((GITHUB / "action.yml").read_text())
+    job = workflow["jobs"]["test"]
+    settings = {
+        "LAPTIME_URL": ci_env["LAPTIME_URL"],
+        "LAPTIME_PROJECT": ci_env["LAPTIME_PROJECT"],
+        "LAPTIME_TOKEN": ci_env["LAPTIME_TOKEN"],
+        "LAPTIME_READ_TOKEN": ci_env["LAPTIME_READ_TOKEN"],
+        "LAPTIME_CI_SPEC": ci_env["LAPTIME_CI_SPEC"],
+    }
+    env = {k: v for k, v in ci_env.items() if not k.startswith("LAPTIME_")}
+    env |= {"GITHUB_ACTIONS": "true", "GITHUB_RUN_ID": "78", "GITHUB_JOB": "test"}
+    shards = job["strategy"]["matrix"]["shard"]
+
+    def steps(index: int) -> list[Step]:
+        def resolve(text: str) -> str:
+            def value(m: re.Match[str]) -> str:
+                return str(index) if m[1] == "matrix" else settings.get(m[2], "")
+
+            return WORKFLOW_EXPRESSION.sub(value, text)
+
+        out: list[Step] = []
+        for step in job["steps"]:
+            if step.get("uses") == "./.github/actions/laptime":
+                inputs = {k: resolve(str(v)) for k, v in step["with"].items()}
+                out += github_steps(action, inputs)
+            elif "run" in step and step["run"] != "pip install -e .":  # the user's project
+                out.append(Step(resolve(step["run"])))
+        return out
+
+    ran = run_shards(steps, len(shards), tmp_path, env)
+    assert len(ran) == len(set(ran)) == 10
+    assert shard_labels(engine, project.id, len(shards)) == [f"{i}/3" for i in shards]
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text("SELECT plan_id, job_wall_s FROM run WHERE project_id = :p"), {"p": project.id}
+        ).all()
+    # One plan for the pipeline, named by every run; the job wall known from the job clock.
+    assert len({r.plan_id for r in rows}) == 1
+    assert rows[0].plan_id
+    assert all(r.job_wall_s is not None for r in rows)

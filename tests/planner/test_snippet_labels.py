@@ -68,11 +68,14 @@ def test_pytest_matrix_names_plan_and_shard_per_job() -> None:
     assert shlex.split(entries[1]["pytest-args"]) == [HOSTILE]
 
 
-def test_pytest_split_fallback_names_its_group_as_the_shard() -> None:
+def test_past_the_listing_limit_each_job_asks_for_its_shard() -> None:
+    # Issue 27 item 5: no pytest-split groups (not the plan); tests/planner/
+    # test_snippets_close_the_loop.py runs these jobs.
     many = [tuple(f"t{j}_{i}.py" for i in range(MATRIX_MAX_ARGS)) for j in range(N)]
     snippet = github_actions_matrix(many, plan_id=PLAN)
-    assert "--splits 3" in snippet
-    assert github_job_labels(snippet) == [expected(i) for i in range(1, N + 1)]
+    assert "--splits" not in snippet
+    entries = yaml.safe_load(snippet)["jobs"]["test"]["strategy"]["matrix"]["include"]
+    assert [e["pytest-args"] for e in entries] == [f"--laptime-shard={i}/{N}" for i in (1, 2, 3)]
 
 
 @pytest.mark.parametrize("runner", sorted(SETUPS))

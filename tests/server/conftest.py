@@ -67,16 +67,22 @@ def start_worker(url: str, *extra_env: tuple[str, str]) -> subprocess.Popen[byte
 
 
 def start_serve(
-    url: str, *args: str, workers_beating: int | None = 1, poll_s: float = 0.2
+    url: str,
+    *args: str,
+    workers_beating: int | None = 1,
+    poll_s: float = 0.2,
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
-    """A real `laptime serve` (with extra `args`) on `url`, once it answers and (unless None)
-    `workers_beating` ingest workers beat: (the process, its port). The caller stops it."""
+    """A real `laptime serve` (with extra `args` and `env` settings) on `url`, once it answers
+    and (unless None) `workers_beating` ingest workers beat: (the process, its port). The
+    caller stops it."""
     import httpx
 
     from tests.conftest import free_port
 
+    settings = env or {}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LAPTIME_", "PROMETHEUS_"))}
-    env.update({"DATABASE_URL": url, "LAPTIME_WORKER_POLL_S": str(poll_s)})
+    env.update({"DATABASE_URL": url, "LAPTIME_WORKER_POLL_S": str(poll_s), **settings})
     port = free_port()
     # A file, not a pipe: nobody reads it while serve runs, and a full pipe would block it.
     with tempfile.TemporaryFile() as log:

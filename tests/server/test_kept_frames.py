@@ -9,6 +9,7 @@ import httpx
 import numpy as np
 import pandas as pd
 import pytest
+from psycopg import sql
 from sqlalchemy import Engine
 
 from app.db.copy_frames import copy_numeric_frame
@@ -126,25 +127,32 @@ def test_an_answer_cut_short_is_returned_but_not_kept() -> None:
     assert len(loads) == 2  # the complete one is kept, both per request and shared
 
 
-def test_numeric_frames_arrive_through_binary_arrays(engine: Engine) -> None:
+def test_numeric_frames_arrive_through_binary_copy(engine: Engine) -> None:
     query = """
         SELECT * FROM (VALUES (1::int8, DATE '2026-11-30', 2.5::float8),
                               (9223372036854775807, DATE '1999-12-31', 'NaN'::float8)) v(i, d, f)
-        WHERE v.f IS DISTINCT FROM :skip
+        WHERE v.f IS DISTINCT FROM %(skip)s
     """
     spec = (("i", "int8"), ("d", "date"), ("f", "float8"))
     with engine.connect() as conn:
-        frame = copy_numeric_frame(conn, query, {"skip": -1.0}, spec)  # type: ignore[arg-type]
+        frame = copy_numeric_frame(conn, sql.SQL(query), {"skip": -1.0}, spec)  # type: ignore[arg-type]
         empty = copy_numeric_frame(
             conn,
-            query.replace("IS DISTINCT FROM", "="),
+            sql.SQL(query.replace("IS DISTINCT FROM", "=")),
             {"skip": -1.0},
             spec,  # type: ignore[arg-type]
         )
         with pytest.raises(ValueError, match="NULLs"):
             copy_numeric_frame(
                 conn,
-                "SELECT NULL::int8 AS i, DATE '2026-01-01' AS d, 1.0::float8 AS f",
+                sql.SQL("SELECT NULL::int8 AS i, DATE '2026-01-01' AS d, 1.0::float8 AS f"),
+                {},
+                spec,  # type: ignore[arg-type]
+            )
+        with pytest.raises(ValueError, match="fixed-width"):
+            copy_numeric_frame(
+                conn,
+                sql.SQL("SELECT 1::int4 AS i, DATE '2026-01-01' AS d, 1.0::float8 AS f"),
                 {},
                 spec,  # type: ignore[arg-type]
             )

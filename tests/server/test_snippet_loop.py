@@ -94,7 +94,8 @@ def test_runs_uploaded_as_the_snippet_says_are_matched_to_the_plan_and_job(
                 "LAPTIME_URL": live_server.url,
                 "LAPTIME_TOKEN": project.upload_token,
                 **github,
-                **env,
+                # The job's labels; its server settings are the repository's (set above).
+                "LAPTIME_LABELS": env["LAPTIME_LABELS"],
             },
             capture_output=True,
             text=True,

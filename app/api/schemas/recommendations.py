@@ -15,9 +15,12 @@ from analysis.split_options import Granularity, Objective
 from app.api.responses import ApiModel
 
 CONFIG_TEXT = (
-    "what to paste, where it applies: runner, github_actions, gitlab_ci, circleci, "
-    "test_durations (nodeid -> s), selections, files, markers, marker_expressions; each job of "
-    "a stored plan's snippets sets LAPTIME_LABELS=plan=<plan_id>,shard=I/N for its upload"
+    "what to paste, where it applies: runner, github_actions, gitlab_ci, circleci, shell "
+    "(pytest: any CI), test_durations (nodeid -> s), selections, files, markers, "
+    "marker_expressions; every pytest snippet starts LAPTIME_JOB_STARTED_AT first, installs "
+    "the client from LAPTIME_CI_SPEC and runs pytest --laptime-upload, each job with the "
+    "stored plan's arguments and LAPTIME_LABELS=plan=<plan_id>,shard=I/N, or with "
+    "--laptime-shard=I/N"
 )
 
 
