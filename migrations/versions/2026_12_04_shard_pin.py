@@ -1,0 +1,37 @@
+"""Shard pins (#27): the shard assignment handed to the first shard of a CI pipeline that asks,
+so every shard of that pipeline gets the same plan even when durations change between starts.
+
+Revision ID: shard_pin
+Revises: platform
+Create Date: 2026-12-04
+"""
+
+from alembic import op
+
+revision = "shard_pin"
+down_revision = "platform"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.execute(
+        """
+CREATE TABLE shard_pin (
+    project_id  bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+    pipeline    text NOT NULL,
+    total       integer NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    -- sha256 of the sorted collected nodeids: a shard that collected others is told so.
+    collected   text NOT NULL,
+    -- The whole answer (plan_id and every shard), as first handed out.
+    answer      jsonb NOT NULL,
+    PRIMARY KEY (project_id, pipeline, total)
+);
+CREATE INDEX shard_pin_age ON shard_pin (created_at);
+"""
+    )
+
+
+def downgrade() -> None:
+    op.execute("DROP TABLE shard_pin")
