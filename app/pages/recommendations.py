@@ -44,7 +44,9 @@ def recommendations_page(
 ) -> Any:
     """The split plan as a before/after Gantt, machine sizing, and the config to copy; a read,
     it stores nothing (the "Track this plan" form POSTs)."""
-    return _page(request, project, conn, filters, jobs, granularity, objective, overhead, budget, cell)
+    return _page(
+        request, project, conn, filters, jobs, granularity, objective, overhead, budget, cell
+    )
 
 
 @router.post("/p/{slug}/recommendations", response_class=HTMLResponse)
@@ -64,11 +66,30 @@ def track_plan(
     """Store the plan shown for the same question and show it with its id and labelled config."""
     if not csrf_ok(request, csrf):
         return _page(
-            request, project, conn, filters, jobs, granularity, objective, overhead, budget, cell,
-            notice="The form expired: reload the page and track the plan again.", status=403,
+            request,
+            project,
+            conn,
+            filters,
+            jobs,
+            granularity,
+            objective,
+            overhead,
+            budget,
+            cell,
+            notice="The form expired: reload the page and track the plan again.",
+            status=403,
         )
     return _page(
-        request, project, conn, filters, jobs, granularity, objective, overhead, budget, cell,
+        request,
+        project,
+        conn,
+        filters,
+        jobs,
+        granularity,
+        objective,
+        overhead,
+        budget,
+        cell,
         track=True,
     )
 
