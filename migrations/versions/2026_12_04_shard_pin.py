@@ -1,11 +1,16 @@
 """Shard pins (#27): the shard assignment handed to the first shard of a CI pipeline that asks,
 so every shard of that pipeline gets the same plan even when durations change between starts.
+And the pages' session secret made here, not on a page's first GET: reads stay reads (a read
+replica cannot write it).
 
 Revision ID: shard_pin
 Revises: platform
 Create Date: 2026-12-04
 """
 
+import secrets
+
+import sqlalchemy as sa
 from alembic import op
 
 revision = "shard_pin"
@@ -30,6 +35,12 @@ CREATE TABLE shard_pin (
 );
 CREATE INDEX shard_pin_age ON shard_pin (created_at);
 """
+    )
+    op.get_bind().execute(
+        sa.text(
+            "INSERT INTO server_secret (name, value) VALUES ('session', :v) ON CONFLICT DO NOTHING"
+        ),
+        {"v": secrets.token_bytes(32)},
     )
 
 
