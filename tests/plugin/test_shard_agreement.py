@@ -320,7 +320,8 @@ def test_live_server_pins_the_plan_per_pipeline(
         nodeids, out = run_shard(tmp_path, index, 2, env)
         assert "(server" in out
         ran.update(nodeids)
-        plan_ids.add(json.loads(records_of(tmp_path)[index - 1].read_text())["plan"])
+        record = tmp_path / ".laptime" / "shards" / f"shard-{index}-of-2.json"
+        plan_ids.add(json.loads(record.read_text())["plan"])
     assert_exactly_once(ran, collected)
     assert len(plan_ids) == 1
     assert verify(records_of(tmp_path), env).returncode == 0
