@@ -5,6 +5,7 @@ no shard changes what its siblings plan from."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,7 @@ class ShardSelector:
                     save_durations(self.cache_path, self.seconds)
             elif self.record is not None:
                 target = record_path(self.cache_path, self.index, self.total)
-                record = ShardRecord(**{**vars(self.record), "seconds": dict(self.seconds)})
+                record = replace(self.record, seconds=dict(self.seconds))
                 write_record(target, record)
                 self.notes.append(f"record of this shard: {target} (laptime-ci shard-verify)")
         except OSError as exc:
