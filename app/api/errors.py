@@ -40,6 +40,7 @@ API_ERROR_CODES: dict[str, str] = {
     "database-unavailable": "the database cannot be reached right now; retry later",
     "internal-error": "an unexpected server error",
     "plan-not-found": "no stored plan has this id in this project",
+    "shard-pin-mismatch": "this pipeline's shards were pinned to a plan of other collected tests",
 }
 # What a 503 asks clients to wait before retrying: long enough for a Postgres restart to
 # finish accepting connections, short enough that CI jobs do not idle.

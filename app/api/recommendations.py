@@ -36,12 +36,14 @@ from app.db.projects import Project, set_catalogue
 from app.services.project_reads import FrameCache
 from app.services.recommendations import (
     RecommendationError,
+    ShardPinMismatch,
     machines_recommendation,
     matrix_recommendation,
     parametrize_recommendation,
     project_catalogue,
     shard_assignment,
     split_recommendation,
+    track_split_plan,
 )
 from app.work_limits import MAX_TOP_EXPLOSIONS, PLAN_TIME_LIMIT_S, stop_after
 
@@ -61,27 +63,20 @@ def _catalogue_key(project: Project) -> tuple[str | None, str | None]:
     return project.catalogue, project.catalogue_toml
 
 
-@router.get("/recommendations/split", **answers(SplitPlan, *PROJECT_ERRORS))
-def split(
-    project: ReadProject,
+def _split_answer(
+    project: Project,
     conn: ConnDep,
-    filters: FiltersDep,
-    client_gone: ClientGoneDep,
-    jobs: Annotated[JobRangeText, Query(description=JOBS_TEXT)] = "2-6",
-    granularity: Literal["file", "marker", "test", "auto"] = "auto",
-    overhead: Annotated[DurationText | None, Query(description="per-job setup, e.g. 5m")] = None,
-    budget: Annotated[
-        DurationText | None, Query(description="per-job wall limit, e.g. 30m")
-    ] = None,
-    objective: Literal["wait", "machine", "cost"] = "wait",
-    wait_target: Annotated[DurationText | None, Query()] = None,
-    cell: Annotated[Text | None, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
+    filters: Any,
+    client_gone: Any,
+    *,
+    jobs: str,
+    granularity: str,
+    overhead: str | None,
+    budget: str | None,
+    objective: str,
+    wait_target: str | None,
+    cell: str | None,
 ) -> dict[str, Any]:
-    """Which files or markers to move into their own jobs, with wait and machine time before
-    and after, a verdict (including "not worth it") and the config to copy.
-
-    Planning stops at a time limit (or when the client leaves); the answer then holds the job
-    counts done and says `"complete": false`."""
     options = _options(
         jobs=job_range("jobs", jobs),
         granularity=granularity,
@@ -106,6 +101,82 @@ def split(
         raise unprocessable(exc) from exc
 
 
+@router.get("/recommendations/split", **answers(SplitPlan, *PROJECT_ERRORS))
+def split(
+    project: ReadProject,
+    conn: ConnDep,
+    filters: FiltersDep,
+    client_gone: ClientGoneDep,
+    jobs: Annotated[JobRangeText, Query(description=JOBS_TEXT)] = "2-6",
+    granularity: Literal["file", "marker", "test", "auto"] = "auto",
+    overhead: Annotated[DurationText | None, Query(description="per-job setup, e.g. 5m")] = None,
+    budget: Annotated[
+        DurationText | None, Query(description="per-job wall limit, e.g. 30m")
+    ] = None,
+    objective: Literal["wait", "machine", "cost"] = "wait",
+    wait_target: Annotated[DurationText | None, Query()] = None,
+    cell: Annotated[Text | None, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
+) -> dict[str, Any]:
+    """Which files or markers to move into their own jobs, with wait and machine time before
+    and after, a verdict (including "not worth it") and the config to copy.
+
+    Planning stops at a time limit (or when the client leaves); the answer then holds the job
+    counts done and says `"complete": false`. A read: stores nothing and answers `plan_id: null`;
+    POST the same question to track the plan."""
+    return _split_answer(
+        project,
+        conn,
+        filters,
+        client_gone,
+        jobs=jobs,
+        granularity=granularity,
+        overhead=overhead,
+        budget=budget,
+        objective=objective,
+        wait_target=wait_target,
+        cell=cell,
+    )
+
+
+@router.post("/recommendations/split", **answers(SplitPlan, *PROJECT_ERRORS))
+def track_split(
+    project: ReadProject,
+    conn: ConnDep,
+    filters: FiltersDep,
+    client_gone: ClientGoneDep,
+    jobs: Annotated[JobRangeText, Query(description=JOBS_TEXT)] = "2-6",
+    granularity: Literal["file", "marker", "test", "auto"] = "auto",
+    overhead: Annotated[DurationText | None, Query(description="per-job setup, e.g. 5m")] = None,
+    budget: Annotated[
+        DurationText | None, Query(description="per-job wall limit, e.g. 30m")
+    ] = None,
+    objective: Literal["wait", "machine", "cost"] = "wait",
+    wait_target: Annotated[DurationText | None, Query()] = None,
+    cell: Annotated[Text | None, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
+) -> dict[str, Any]:
+    """Which files or markers to move into their own jobs, with wait and machine time before
+    and after, a verdict (including "not worth it") and the config to copy.
+
+    Planning stops at a time limit (or when the client leaves); the answer then holds the job
+    counts done and says `"complete": false`. Tracked: the plan is stored and `plan_id`
+    names it; the config's jobs upload it, so the accuracy page compares it with what they
+    measured."""
+    answer = _split_answer(
+        project,
+        conn,
+        filters,
+        client_gone,
+        jobs=jobs,
+        granularity=granularity,
+        overhead=overhead,
+        budget=budget,
+        objective=objective,
+        wait_target=wait_target,
+        cell=cell,
+    )
+    return track_split_plan(conn, project, answer)
+
+
 def unprocessable(exc: AnswerError) -> ApiError:
     """422 `request-unprocessable`: the question is well-formed, the data cannot answer it.
 
@@ -125,14 +196,31 @@ def _complete(answer: dict[str, Any]) -> bool:
 
 
 def _shards(
-    conn: ConnDep, project: Any, filters: Any, total: int, index: int | None, collected: Any
+    conn: ConnDep,
+    project: Any,
+    filters: Any,
+    total: int,
+    index: int | None,
+    collected: Any,
+    *,
+    pipeline: str | None = None,
+    track: bool = False,
 ) -> dict[str, Any]:
     if index is not None and index > total:
         raise invalid("index", f"must be between 1 and total ({total})", index)
     try:
         return shard_assignment(
-            conn, project, filters, total=total, index=index, collected=collected
+            conn,
+            project,
+            filters,
+            total=total,
+            index=index,
+            collected=collected,
+            pipeline=pipeline,
+            track=track,
         )
+    except ShardPinMismatch as exc:
+        raise ApiError(409, "shard-pin-mismatch", str(exc)) from exc
     except AnswerError as exc:
         raise unprocessable(exc) from exc
 
@@ -147,11 +235,13 @@ def shards(
         int | None, Query(ge=1, le=MAX_SHARDS, description="1-based shard index, <= total")
     ] = None,
 ) -> dict[str, Any]:
-    """The tests of shard `index` (every shard without it), balanced by measured durations."""
+    """The tests of shard `index` (every shard without it), balanced by measured durations.
+
+    A read: stores nothing, `plan_id` is null; CI shards POST their collected tests."""
     return _shards(conn, project, filters, total, index, None)
 
 
-@router.post("/shards", **answers(Shards, 400, *PROJECT_ERRORS))
+@router.post("/shards", **answers(Shards, 400, 409, *PROJECT_ERRORS))
 def shards_for_collected(
     project: ReadProject,
     conn: ConnDep,
@@ -162,9 +252,21 @@ def shards_for_collected(
         Body(max_length=MAX_COLLECTED, description="nodeids collected by pytest"),
     ],
     index: Annotated[int | None, Query(ge=1, le=MAX_SHARDS)] = None,
+    pipeline: Annotated[
+        Text | None,
+        Query(
+            max_length=200,
+            description="CI pipeline run id: its first shard's plan is pinned for every shard",
+        ),
+    ] = None,
 ) -> dict[str, Any]:
-    """Shards of exactly the collected tests: new ones are placed by estimate, none is lost."""
-    return _shards(conn, project, filters, total, index, collected)
+    """Shards of exactly the collected tests: new ones are placed by estimate, none is lost.
+
+    The plan is stored (`plan_id`); with `pipeline`, the first answer is pinned and every later
+    shard of the pipeline gets it (409 `shard-pin-mismatch` if it collected other tests)."""
+    return _shards(
+        conn, project, filters, total, index, collected, pipeline=pipeline or None, track=True
+    )
 
 
 @router.get("/recommendations/parametrize", **answers(Parametrize, *PROJECT_ERRORS))

@@ -3,9 +3,9 @@ config to copy."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy import Connection
 
@@ -16,8 +16,14 @@ from app.api.deps import ConnDep
 from app.api.params import FiltersDep
 from app.db.projects import Project
 from app.pages.common import PageProject, project_context, render
+from app.pages.session import csrf_ok
 from app.services.project_reads import FrameCache
-from app.services.recommendations import load_history, machines_recommendation, split_recommendation
+from app.services.recommendations import (
+    load_history,
+    machines_recommendation,
+    split_recommendation,
+    track_split_plan,
+)
 from dashboards.split_gantt import split_gantt_figure
 from dashboards.theme import figure_html
 
@@ -37,7 +43,74 @@ def recommendations_page(
     budget: str | None = None,
     cell: str | None = None,
 ) -> Any:
-    """The split plan as a before/after Gantt, machine sizing, and the config to copy."""
+    """The split plan as a before/after Gantt, machine sizing, and the config to copy; a read,
+    it stores nothing (the "Track this plan" form POSTs)."""
+    return _page(
+        request, project, conn, filters, jobs, granularity, objective, overhead, budget, cell
+    )
+
+
+@router.post("/p/{slug}/recommendations", response_class=HTMLResponse)
+def track_plan(
+    request: Request,
+    project: PageProject,
+    conn: ConnDep,
+    filters: FiltersDep,
+    jobs: str = "2-6",
+    granularity: str = "auto",
+    objective: str = "wait",
+    overhead: str | None = None,
+    budget: str | None = None,
+    cell: str | None = None,
+    csrf: Annotated[str, Form(max_length=200)] = "",
+) -> Any:
+    """Store the plan shown for the same question and show it with its id and labelled config."""
+    if not csrf_ok(request, csrf):
+        return _page(
+            request,
+            project,
+            conn,
+            filters,
+            jobs,
+            granularity,
+            objective,
+            overhead,
+            budget,
+            cell,
+            notice="The form expired: reload the page and track the plan again.",
+            status=403,
+        )
+    return _page(
+        request,
+        project,
+        conn,
+        filters,
+        jobs,
+        granularity,
+        objective,
+        overhead,
+        budget,
+        cell,
+        track=True,
+    )
+
+
+def _page(
+    request: Request,
+    project: Project,
+    conn: Connection,
+    filters: Filters,
+    jobs: str,
+    granularity: str,
+    objective: str,
+    overhead: str | None,
+    budget: str | None,
+    cell: str | None,
+    *,
+    track: bool = False,
+    notice: str | None = None,
+    status: int = 200,
+) -> Any:
     plan: dict[str, Any] | None = None
     machines: dict[str, Any] | None = None
     error: str | None = None
@@ -68,6 +141,8 @@ def recommendations_page(
             # A plan cut short by the time limit is shown but never kept.
             keep=lambda answer: answer[0] is None or bool(answer[0].get("complete", True)),
         )
+        if track and plan is not None:
+            plan = track_split_plan(conn, project, plan)
     context = project_context(
         request,
         conn,
@@ -86,8 +161,11 @@ def recommendations_page(
         gantt=figure_html(split_gantt_figure(plan), "fig-gantt") if plan else None,
         machines=machines,
         machines_error=machines_error,
+        notice=notice,
+        # The same question posted back: the query holds the filters and the options.
+        track_action=f"{request.url.path}?{request.url.query}",
     )
-    return render(request, "recommendations.html", context)
+    return render(request, "recommendations.html", context, status)
 
 
 def _plan_and_machines(

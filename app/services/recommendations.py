@@ -5,6 +5,7 @@ The REST API and the dashboard both call these functions and return/render their
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,6 +34,7 @@ from analysis.split_plan import SplitPlan, plan_splits
 from app.db.projects import Project
 from app.db.repository import load_run_results, load_runs, run_days, with_tests
 from app.db.runners import runner_of_runs
+from app.db.shard_pins import ShardPin, load_pin, pin_once
 from app.services.plan_store import (
     expected_error,
     project_calibration,
@@ -48,6 +50,10 @@ RUNS_PER_JOB = 10
 
 class RecommendationError(AnswerError):
     """The data cannot answer the question (no runs in the window, unknown cell...)."""
+
+
+class ShardPinMismatch(Exception):
+    """The pipeline's shards were pinned to a plan of other collected tests."""
 
 
 @dataclass(frozen=True)
@@ -162,14 +168,25 @@ def split_recommendation(
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
     plan = _plan(loaded, cell_key, history, options, prices, should_stop)
     answer = {"cell": cell_key, "cells": cells, **plan.to_dict()}
-    # Handed out with an id so the jobs that run it can say so, and with the error that this
-    # project's earlier plans had (#18).
-    answer["plan_id"] = record_split_plan(conn, project, answer)
-    # Pasted as is, each job's upload then names the plan and its shard: this stored plan's,
-    # or (no id) the shard plan each job asks this server for (analysis/ci_loop.py).
-    answer["config"] = with_plan_labels(answer["config"], answer["jobs"], answer["plan_id"])
+    # A read stores nothing (#27): tracking the plan is track_split_plan's, behind a POST.
+    answer["plan_id"] = None
+    # Pasted as is, each job asks this server for its shard and uploads it
+    # (analysis/ci_loop.py); a tracked plan's config names the plan instead.
+    answer["config"] = with_plan_labels(answer["config"], answer["jobs"], None)
+    # With the error that this project's earlier plans had (#18).
     answer["expected_error"] = expected_error(calibration)
     return answer
+
+
+def track_split_plan(conn: Connection, project: Project, answer: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a split answer whose plan is stored, with its id (None without jobs) and the
+    config labelled with it, so the jobs that run it can say so (#18)."""
+    tracked = dict(answer)
+    tracked["plan_id"] = record_split_plan(conn, project, tracked)
+    if tracked["plan_id"] is not None:
+        # Pasted as is, each job's upload then names the plan and its shard.
+        tracked["config"] = with_plan_labels(tracked["config"], tracked["jobs"], tracked["plan_id"])
+    return tracked
 
 
 def _plan(
@@ -285,10 +302,21 @@ def shard_assignment(
     total: int,
     index: int | None,
     collected: Sequence[str] | None,
+    pipeline: str | None = None,
+    track: bool = False,
 ) -> dict[str, Any]:
-    """Shards of the collected tests (or of every test known) by their estimated durations."""
+    """Shards of the collected tests (or of every test known) by their estimated durations.
+
+    `track` stores the plan (its id is what the jobs upload; a GET leaves plan_id null);
+    with a `pipeline`, the first assignment is pinned and every later shard of it gets the
+    same one, or ShardPinMismatch when it collected other tests."""
     if index is not None and not 1 <= index <= total:
         raise RecommendationError(f"index must be between 1 and {total}, got {index}")
+    digest = collected_digest(collected) if collected is not None else None
+    if pipeline and digest is not None:
+        pinned = load_pin(conn, project.id, pipeline, total)
+        if pinned is not None:
+            return _chosen(_pinned(pinned, digest), index)
     history: History | None = None
     try:
         history = load_history(conn, project, filters)
@@ -298,12 +326,36 @@ def shard_assignment(
             raise
         estimates = pd.Series(dtype=float)
     shards = _runner_shards(conn, project, history, estimates, collected, total)
-    chosen = [shards[index - 1]] if index is not None else shards
-    runs = history.runs if history is not None else None
-    prices = project_prices(project, runs) if runs is not None else None
-    # The whole assignment is kept (whichever shard asked): its id is what the jobs upload.
-    stored = record_shard_plan(conn, project, shards, runs, prices)
-    return {"total": total, "plan_id": stored, "shards": [s.to_dict() for s in chosen]}
+    stored: str | None = None
+    if track:
+        runs = history.runs if history is not None else None
+        prices = project_prices(project, runs) if runs is not None else None
+        # The whole assignment is kept (whichever shard asked): its id is what the jobs upload.
+        stored = record_shard_plan(conn, project, shards, runs, prices)
+    answer = {"total": total, "plan_id": stored, "shards": [s.to_dict() for s in shards]}
+    if pipeline and digest is not None:
+        pin = pin_once(conn, project.id, pipeline, total, ShardPin(digest, answer))
+        answer = _pinned(pin, digest)
+    return _chosen(answer, index)
+
+
+def collected_digest(collected: Sequence[str]) -> str:
+    """Names a collection whatever its order and repeats."""
+    return hashlib.sha256("\n".join(sorted(set(collected))).encode()).hexdigest()
+
+
+def _pinned(pin: ShardPin, digest: str) -> dict[str, Any]:
+    if pin.collected != digest:
+        raise ShardPinMismatch(
+            "this pipeline's shards were pinned to a plan of other collected tests"
+        )
+    return pin.answer
+
+
+def _chosen(answer: dict[str, Any], index: int | None) -> dict[str, Any]:
+    if index is None:
+        return answer
+    return {**answer, "shards": [answer["shards"][index - 1]]}
 
 
 def _with_stored_runner(

@@ -13,6 +13,13 @@ from pathlib import Path
 from laptime_ci import __version__
 from laptime_ci.labels import parse_labels
 from laptime_ci.send import IngestFailed, send_and_report
+from laptime_ci.shard_record import (
+    RECORD_DIR,
+    folded_seconds,
+    load_record,
+    record_files,
+    verify_records,
+)
 from laptime_ci.shards import (
     DEFAULT_CACHE,
     ServerConfig,
@@ -20,6 +27,8 @@ from laptime_ci.shards import (
     parse_shard_spec,
     plan_shard,
     read_collected,
+    save_durations,
+    shard_fallback,
 )
 from laptime_ci.upload import (
     DEFAULT_MAX_TOTAL_S,
@@ -98,6 +107,25 @@ def _parser() -> argparse.ArgumentParser:
     shard.add_argument("--url")
     shard.add_argument("--project")
     shard.add_argument("--timeout-s", type=float)
+
+    default_records = str(Path(DEFAULT_CACHE).parent / RECORD_DIR)
+    verify = commands.add_parser(
+        "shard-verify",
+        help="fail (exit 1) when a collected test ran in no shard, or in two that agreed",
+    )
+    verify.add_argument(
+        "records",
+        nargs="*",
+        metavar="PATH",
+        help=f"shard records or directories of them (default: {default_records})",
+    )
+    fold = commands.add_parser(
+        "shard-fold", help="merge the shards' measured seconds into the durations cache"
+    )
+    fold.add_argument("records", nargs="*", metavar="PATH", help=f"default: {default_records}")
+    fold.add_argument(
+        "--cache", default=os.environ.get("LAPTIME_SHARD_CACHE", DEFAULT_CACHE), help="the cache"
+    )
     return parser
 
 
@@ -190,6 +218,7 @@ def _shard(args: argparse.Namespace) -> int:
         total=total,
         server=server,
         cache_path=Path(args.cache) if args.cache else None,
+        fallback=shard_fallback(os.environ),
     )
     for nodeid in plan.nodeids:
         _echo(nodeid, False)
@@ -203,10 +232,56 @@ def _shard(args: argparse.Namespace) -> int:
     return 0
 
 
+def _records(args: argparse.Namespace) -> list[Path]:
+    named = [Path(p) for p in args.records] or [Path(DEFAULT_CACHE).parent / RECORD_DIR]
+    return record_files(named)
+
+
+def _shard_verify(args: argparse.Namespace) -> int:
+    try:
+        records = [load_record(path) for path in _records(args)]
+    except ValueError as exc:
+        _echo(f"{PREFIX}: shard-verify: {exc}", True)
+        return 2
+    verdict = verify_records(records)
+    for note in verdict.notes:
+        _echo(f"{PREFIX}: shard-verify: {note}", False)
+    for problem in verdict.problems:
+        _echo(f"{PREFIX}: shard-verify: {problem}", True)
+    if verdict.problems:
+        _echo(f"{PREFIX}: shard-verify: FAILED, {len(verdict.problems)} problems", True)
+        return 1
+    _echo(
+        f"{PREFIX}: shard-verify: {len(records)} shards ran all {verdict.collected} collected "
+        "tests",
+        False,
+    )
+    return 0
+
+
+def _shard_fold(args: argparse.Namespace) -> int:
+    try:
+        records = [load_record(path) for path in _records(args)]
+        seconds = folded_seconds(records)
+        if seconds:
+            save_durations(Path(args.cache), seconds)
+    except (OSError, ValueError) as exc:
+        _echo(f"{PREFIX}: shard-fold: {exc}", True)
+        return 2
+    _echo(f"{PREFIX}: shard-fold: {len(seconds)} tests from {len(records)} records", False)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `laptime-ci` console script."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
-    handlers = {"upload": _upload, "retry": _retry, "shard": _shard}
+    handlers = {
+        "upload": _upload,
+        "retry": _retry,
+        "shard": _shard,
+        "shard-verify": _shard_verify,
+        "shard-fold": _shard_fold,
+    }
     return handlers[args.command](args)
 
 

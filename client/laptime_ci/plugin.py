@@ -113,15 +113,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="I/N",
         default=None,
         help="run only shard I of N, planned by the server (LAPTIME_URL, LAPTIME_PROJECT, "
-        "LAPTIME_READ_TOKEN), else by cached durations, else by nodeid hash.",
+        "LAPTIME_READ_TOKEN; every test when it gives no plan), without a server by cached "
+        "durations, else by nodeid hash.",
     )
     group.addoption(
         "--laptime-shard-cache",
         dest="laptime_shard_cache",
         metavar="PATH",
         default=None,
-        help="durations cache the shard fallback reads and every run updates "
-        "(env LAPTIME_SHARD_CACHE, default .laptime/durations.json).",
+        help="durations cache the offline shard split reads, written by a full run (1/1) or "
+        "laptime-ci shard-fold, never by a shard (env LAPTIME_SHARD_CACHE, default "
+        ".laptime/durations.json).",
     )
     group.addoption(
         "--laptime-rss-interval-ms",

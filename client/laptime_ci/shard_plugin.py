@@ -1,25 +1,31 @@
-"""`pytest --laptime-shard=I/N`: deselect every collected test outside shard I, and keep the
-durations cache the offline fallback reads up to date."""
+"""`pytest --laptime-shard=I/N`: deselect every collected test outside shard I and record what
+this shard ran beside the durations cache; only a full run (1/1) writes the cache itself, so
+no shard changes what its siblings plan from."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from laptime_ci.shard_record import ShardRecord, record_path, write_record
 from laptime_ci.shards import (
     DEFAULT_CACHE,
     ServerConfig,
+    ShardPlan,
     parse_shard_spec,
     plan_shard,
     save_durations,
+    shard_fallback,
 )
 
 WORKEROUTPUT_NOTES = "laptime_shard_notes"
 WORKEROUTPUT_LABELS = "laptime_shard_labels"
 WORKEROUTPUT_PLAN = "laptime_shard_plan_id"
+WORKEROUTPUT_RECORD = "laptime_shard_record"
 
 
 class ShardSelector:
@@ -44,19 +50,25 @@ class ShardSelector:
         self.plan_id: str | None = None
         self.notes: list[str] = []
         self.seconds: dict[str, float] = {}
+        # This shard's plan and collection (from a worker under xdist): its record.
+        self.record: ShardRecord | None = None
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(
         self, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
         """Keep this shard's items, in collection order; report the rest as deselected."""
+        server = ServerConfig.from_env(os.environ)
+        collected = [item.nodeid for item in items]
         plan = plan_shard(
-            [item.nodeid for item in items],
+            collected,
             index=self.index,
             total=self.total,
-            server=ServerConfig.from_env(os.environ),
+            server=server,
             cache_path=self.cache_path,
+            fallback=shard_fallback(os.environ),
         )
+        self.record = _record(plan, collected, server.pipeline)
         self.labels = dict(plan.labels)
         self.plan_id = plan.plan_id
         if plan.warning:
@@ -83,12 +95,21 @@ class ShardSelector:
             workeroutput[WORKEROUTPUT_NOTES] = list(self.notes)
             workeroutput[WORKEROUTPUT_LABELS] = dict(self.labels)
             workeroutput[WORKEROUTPUT_PLAN] = self.plan_id
+            workeroutput[WORKEROUTPUT_RECORD] = self.record.to_dict() if self.record else None
             return
-        if self.seconds:
-            try:
-                save_durations(self.cache_path, self.seconds)
-            except OSError as exc:
-                self.notes.append(f"warning: cannot write {self.cache_path}: {exc}")
+        target = self.cache_path
+        try:
+            if self.total == 1:
+                # A full run: nobody plans from the cache while it runs.
+                if self.seconds:
+                    save_durations(self.cache_path, self.seconds)
+            elif self.record is not None:
+                target = record_path(self.cache_path, self.index, self.total)
+                record = replace(self.record, seconds=dict(self.seconds))
+                write_record(target, record)
+                self.notes.append(f"record of this shard: {target} (laptime-ci shard-verify)")
+        except OSError as exc:
+            self.notes.append(f"warning: cannot write {target}: {exc}")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -102,8 +123,31 @@ class ShardSelector:
             self.labels.update({str(k): str(v) for k, v in labels.items()})
         if output.get(WORKEROUTPUT_PLAN):
             self.plan_id = str(output[WORKEROUTPUT_PLAN])
+        record = output.get(WORKEROUTPUT_RECORD)
+        if isinstance(record, dict) and self.record is None:
+            self.record = ShardRecord.from_dict(record)
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        """Say which shard ran and which fallback planned it."""
+        """Say which shard ran and which fallback planned it; a shard that runs everything
+        says so in red."""
         for line in self.notes:
-            terminalreporter.write_line(f"laptime: {line}", yellow=line.startswith("warning"))
+            loud = self.record is not None and self.record.source == "all" and self.total > 1
+            terminalreporter.write_line(
+                f"laptime: {line}",
+                red=loud and line.startswith("warning"),
+                yellow=not loud and line.startswith("warning"),
+            )
+
+
+def _record(plan: ShardPlan, collected: list[str], pipeline: str | None) -> ShardRecord:
+    return ShardRecord(
+        index=plan.index,
+        total=plan.total,
+        source=plan.source,
+        plan=plan.plan_key,
+        collected=tuple(collected),
+        selected=plan.nodeids,
+        plan_id=plan.plan_id,
+        pipeline=pipeline,
+        warning=plan.warning,
+    )

@@ -1,8 +1,12 @@
-"""Which collected tests this CI shard runs: the server's plan, else the cached durations, else
-a stable hash. Never raises for a server problem: a one-line warning names the fallback.
+"""Which collected tests this CI shard runs: the plan the server pins for the pipeline; with
+no server configured, the cached durations, else a stable hash. Never raises for a server
+problem: a one-line warning names what the shard did instead.
 
-Every collected test lands in exactly one of the N shards in every case, provided every shard
-sees the same collected tests and (for the cache fallback) the same cache file.
+A shard cannot know which plan its siblings got, so one that was promised the server's plan
+and did not get it runs every collected test (a superset cannot leave a test unrun), unless
+LAPTIME_SHARD_FALLBACK=cache|hash asks for the risky offline split. Shards that plan offline
+agree when they see the same collected tests and the same cache file; no shard run writes
+that file (see shard_record), and `laptime-ci shard-verify` checks what the shards ran.
 """
 
 from __future__ import annotations
@@ -19,10 +23,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from laptime_ci import transport
+from laptime_ci.ci_env import detect_ci
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_CACHE = ".laptime/durations.json"
 CACHE_VERSION = 1
+# What LAPTIME_SHARD_FALLBACK may ask for when the server gives no plan.
+FALLBACKS = ("cache", "hash")
 # A collected test's nodeid: a path (no spaces), "::" names, and maybe a "[params]" id
 # (which may hold anything); or a bare test file.
 _NODEID = re.compile(r"^[^\s:\[\]]*(::[^\s:\[\]]+)+(\[.*\])?$|^[^\s:]+\.py$")
@@ -51,11 +58,20 @@ class ServerConfig:
     token: str | None = None
     project: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
+    # All shards of one CI pipeline run: the server pins one plan to it.
+    pipeline: str | None = None
+
+    @property
+    def configured(self) -> bool:
+        """The shards of this pipeline are meant to take the server's plan."""
+        return bool(self.url and self.token and self.project)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ServerConfig:
         """LAPTIME_URL, LAPTIME_PROJECT and a read token (LAPTIME_READ_TOKEN, else
-        LAPTIME_TOKEN); LAPTIME_SHARD_TIMEOUT_S bounds the request."""
+        LAPTIME_TOKEN); LAPTIME_SHARD_TIMEOUT_S bounds the request; the pipeline is
+        LAPTIME_PIPELINE, else the CI service's run id (without the attempt, so a re-run
+        shard gets its pipeline's plan)."""
         timeout = env.get("LAPTIME_SHARD_TIMEOUT_S")
         try:
             timeout_s = float(timeout) if timeout else DEFAULT_TIMEOUT_S
@@ -66,7 +82,14 @@ class ServerConfig:
             token=env.get("LAPTIME_READ_TOKEN") or env.get("LAPTIME_TOKEN") or None,
             project=env.get("LAPTIME_PROJECT") or None,
             timeout_s=timeout_s,
+            pipeline=env.get("LAPTIME_PIPELINE") or detect_ci(env).pipeline,
         )
+
+
+def shard_fallback(env: Mapping[str, str]) -> str | None:
+    """LAPTIME_SHARD_FALLBACK when it names an offline split, else None (run everything)."""
+    value = (env.get("LAPTIME_SHARD_FALLBACK") or "").strip().lower()
+    return value if value in FALLBACKS else None
 
 
 @dataclass(frozen=True)
@@ -76,10 +99,12 @@ class ShardPlan:
     index: int
     total: int
     nodeids: tuple[str, ...]
-    source: str  # "server" | "cache" | "hash"
+    source: str  # "server" | "cache" | "hash" | "all" (no plan: every collected test)
     plan_id: str | None = None
     warning: str | None = None
     labels: dict[str, str] = field(default_factory=dict)
+    # Names the whole assignment: shards with equal keys partition the same collection.
+    plan_key: str = ""
 
 
 class PlanUnavailable(Exception):
@@ -96,10 +121,13 @@ def fetch_server_split(
     if not (server.url and server.token and server.project):
         raise PlanUnavailable("no server configured (LAPTIME_URL, LAPTIME_PROJECT, token)")
     slug = urllib.parse.quote(server.project, safe="")
-    # History up to yesterday (UTC) only: the shards of one pipeline ask minutes apart, and
-    # an upload landing in between (a sibling shard's) must not change the plan under them.
+    # History up to yesterday (UTC) only: without a pipeline to pin the plan to, shards asking
+    # minutes apart still see the same history.
     until = (datetime.now(timezone.utc).date() - timedelta(days=1)).isoformat()
-    query = urllib.parse.urlencode({"total": total, "until": until})
+    params: dict[str, str | int] = {"total": total, "until": until}
+    if server.pipeline:
+        params["pipeline"] = server.pipeline
+    query = urllib.parse.urlencode(params)
     endpoint = f"{server.url.rstrip('/')}/api/v1/projects/{slug}/shards?{query}"
     try:
         answer = transport.request(
@@ -199,23 +227,56 @@ def plan_shard(
     total: int,
     server: ServerConfig,
     cache_path: Path | None,
+    fallback: str | None = None,
 ) -> ShardPlan:
-    """This shard's tests: from the server, else from the cache, else by hash."""
+    """This shard's tests: the server's plan when one is configured (every collected test when
+    it gives none, unless `fallback` names an offline split), else the cache, else a hash."""
     labels = {"shard": f"{index}/{total}"}
-    try:
-        split, plan_id = fetch_server_split(collected, total, server)
-    except PlanUnavailable as exc:
-        reason = str(exc)
+    if total == 1:
+        return ShardPlan(index, total, tuple(collected), "all", None, None, labels, "all")
+    if server.configured:
+        try:
+            split, plan_id = fetch_server_split(collected, total, server)
+        except PlanUnavailable as exc:
+            reason = str(exc)
+        else:
+            note = None if server.pipeline else NO_PIPELINE
+            key = f"server:{plan_id}" if plan_id else "server"
+            return ShardPlan(
+                index, total, tuple(split[index - 1]), "server", plan_id, note, labels, key
+            )
+        if fallback is None:
+            warning = (
+                f"the server gave no plan ({reason}), so this shard cannot know its siblings' "
+                f"and runs all {len(set(collected))} collected tests; set "
+                "LAPTIME_SHARD_FALLBACK=cache or hash to split offline instead (safe only when "
+                "every shard of the pipeline falls back alike)"
+            )
+            return ShardPlan(index, total, tuple(collected), "all", None, warning, labels, "all")
+        reason = f"{reason}; LAPTIME_SHARD_FALLBACK={fallback}"
     else:
-        return ShardPlan(index, total, tuple(split[index - 1]), "server", plan_id, None, labels)
-    durations = load_durations(cache_path)
+        reason = "no server configured (LAPTIME_URL, LAPTIME_PROJECT, token)"
+    durations = load_durations(cache_path) if fallback != "hash" else None
     if durations is not None:
         split = split_by_durations(collected, durations, total)
         warning = f"shard plan from cached durations {cache_path} ({reason})"
-        return ShardPlan(index, total, tuple(split[index - 1]), "cache", None, warning, labels)
+        key = f"cache:{durations_digest(durations)}"
+        return ShardPlan(index, total, tuple(split[index - 1]), "cache", None, warning, labels, key)
     split = split_by_hash(collected, total)
     warning = f"shard plan by nodeid hash, no cached durations ({reason})"
-    return ShardPlan(index, total, tuple(split[index - 1]), "hash", None, warning, labels)
+    return ShardPlan(index, total, tuple(split[index - 1]), "hash", None, warning, labels, "hash")
+
+
+NO_PIPELINE = (
+    "no pipeline id (LAPTIME_PIPELINE or the CI's run id): the server cannot pin one plan "
+    "for all shards; run `laptime-ci shard-verify` after the shards"
+)
+
+
+def durations_digest(durations: Mapping[str, float]) -> str:
+    """A short name of the cache's content: shards planning from equal caches share it."""
+    canonical = json.dumps(sorted(durations.items()), separators=(",", ":"))
+    return hashlib.sha1(canonical.encode()).hexdigest()[:12]
 
 
 def read_collected(text: str) -> list[str]:

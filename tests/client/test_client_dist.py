@@ -104,16 +104,32 @@ def test_user_project_uploads_and_shards_then_survives_the_outage(
     plan_id = status["metadata"]["plan_id"]
     assert isinstance(plan_id, str)
     assert len(plan_id) == 12
-    assert cache.exists()  # the run left its durations for the offline fallback
+    # A shard run leaves its record, never the cache its siblings plan from; folding the
+    # records makes the cache (as a pipeline's last step would).
+    assert not cache.exists()
+    assert (tmp_path / ".laptime" / "shards" / "shard-1-of-3.json").exists()
+    fold = subprocess.run(
+        [str(python), "-m", "laptime_ci.cli", "shard-fold"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert fold.returncode == 0, fold.stderr
+    assert cache.exists()
 
-    # The server is gone: every shard plans from the same cached durations (as CI machines
-    # restoring one cache would), then, without a cache, by hash. Each test runs once.
+    # The server is gone and the fleet opted into the offline split: every shard plans from
+    # the same cached durations (as CI machines restoring one cache would), then, without a
+    # cache, by hash. Each test runs once. (Without the opt-in each runs everything:
+    # tests/plugin/test_shard_agreement.py.)
     saved = cache.read_bytes()
     offline = {
         **env,
         "LAPTIME_URL": _stopped_server_url(),
         "LAPTIME_UPLOAD_RETRIES": "0",
         "LAPTIME_SHARD_CACHE": str(tmp_path / "shard-cache.json"),
+        "LAPTIME_SHARD_FALLBACK": "cache",
     }
     for source, cached in (("cache", saved), ("hash", None)):
         everything: list[str] = []

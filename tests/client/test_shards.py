@@ -1,9 +1,11 @@
-"""The shard client: the server's plan when it answers, else cached durations, else a hash;
-every collected test in exactly one shard in every case."""
+"""The shard client: the server's plan when it answers; every collected test when a configured
+server gives none (the risky offline split only when asked); without a server, cached
+durations, else a hash. No test is left unrun in any case."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -32,11 +34,20 @@ def dead_url() -> str:
     return url
 
 
-def all_shards(server: ServerConfig, cache, total: int = 3):
+def all_shards(server: ServerConfig, cache, total: int = 3, fallback: str | None = None):
     return [
-        plan_shard(COLLECTED, index=i, total=total, server=server, cache_path=cache)
+        plan_shard(
+            COLLECTED, index=i, total=total, server=server, cache_path=cache, fallback=fallback
+        )
         for i in range(1, total + 1)
     ]
+
+
+def assert_everything(plans) -> None:
+    """A shard that could not know its siblings' plan runs every collected test, and says so."""
+    assert {p.source for p in plans} == {"all"}
+    assert all(sorted(p.nodeids) == sorted(COLLECTED) for p in plans)
+    assert all(f"runs all {len(COLLECTED)} collected tests" in p.warning for p in plans)
 
 
 def assert_partition(plans) -> None:
@@ -69,25 +80,32 @@ def test_duration_split_balances_seconds_and_places_unknown_tests() -> None:
 def test_server_plan_is_used_when_it_answers(
     live_server: LiveServer, project: ProjectFixture
 ) -> None:
-    server = ServerConfig(live_server.url, project.read_token, project.slug)
+    server = ServerConfig(live_server.url, project.read_token, project.slug, pipeline="run-7")
     plans = all_shards(server, None)
     assert {p.source for p in plans} == {"server"}
     assert all(p.warning is None for p in plans)
+    assert len({p.plan_key for p in plans}) == 1
     assert plans[0].labels == {"shard": "1/3"}
     assert_partition(plans)
+    # Without a pipeline id the server cannot pin the plan: the shard says so.
+    unpinned = all_shards(ServerConfig(live_server.url, project.read_token, project.slug), None)
+    assert "no pipeline id" in str(unpinned[0].warning)
+    assert_partition(unpinned)
 
 
-def test_outage_falls_back_to_cache_then_hash(tmp_path) -> None:
+def test_outage_runs_everything_unless_the_risky_fallback_is_asked(tmp_path) -> None:
     server = ServerConfig(dead_url(), "tok", "proj", timeout_s=2)
     cache = tmp_path / "durations.json"
     save_durations(cache, {n: float(i) for i, n in enumerate(COLLECTED)})
-    plans = all_shards(server, cache)
+    assert_everything(all_shards(server, cache))
+    plans = all_shards(server, cache, fallback="cache")
     assert {p.source for p in plans} == {"cache"}
+    assert "LAPTIME_SHARD_FALLBACK=cache" in plans[0].warning
     assert "cached durations" in plans[0].warning
     assert "cannot reach" in plans[0].warning
     assert_partition(plans)
     cache.unlink()
-    plans = all_shards(server, cache)
+    plans = all_shards(server, cache, fallback="cache")
     assert {p.source for p in plans} == {"hash"}
     assert plans[0].warning.startswith("shard plan by nodeid hash")
     assert_partition(plans)
@@ -103,10 +121,11 @@ def test_outage_falls_back_to_cache_then_hash(tmp_path) -> None:
     ],
     ids=["5xx", "bad-token", "incomplete-plan", "garbage"],
 )
-def test_any_bad_answer_falls_back(answer) -> None:
+def test_any_bad_answer_runs_everything(answer) -> None:
     with fake_server() as fake:
         fake.posts = [answer]
-        plans = all_shards(ServerConfig(fake.url, "t", "p"), None)
+        assert_everything(all_shards(ServerConfig(fake.url, "t", "p"), None))
+        plans = all_shards(ServerConfig(fake.url, "t", "p"), None, fallback="hash")
     assert {p.source for p in plans} == {"hash"}
     assert_partition(plans)
 
@@ -122,7 +141,8 @@ def test_cache_merges_and_ignores_garbage(tmp_path) -> None:
     assert load_durations(cache) == {"c": 1.0}
 
 
-def test_cli_prints_the_shard_and_names_the_fallback(tmp_path) -> None:
+@pytest.mark.parametrize("fallback", [{}, {"LAPTIME_SHARD_FALLBACK": "hash"}])
+def test_cli_prints_the_shard_and_names_the_fallback(tmp_path, fallback) -> None:
     collected = tmp_path / "collected.txt"
     collected.write_text("\n".join(COLLECTED) + "\n\n21 tests collected in 0.01s\n")
     outputs = []
@@ -145,10 +165,20 @@ def test_cli_prints_the_shard_and_names_the_fallback(tmp_path) -> None:
             capture_output=True,
             text=True,
             timeout=60,
-            env={"LAPTIME_URL": dead_url(), "LAPTIME_TOKEN": "t", "LAPTIME_PROJECT": "p"},
+            env={
+                "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+                "LAPTIME_URL": dead_url(),
+                "LAPTIME_TOKEN": "t",
+                "LAPTIME_PROJECT": "p",
+                **fallback,
+            },
             check=False,
         )
         assert done.returncode == 0, done.stderr
-        assert "warning: shard plan by nodeid hash" in done.stderr
         outputs.append(done.stdout.split())
-    assert sorted(n for out in outputs for n in out) == sorted(COLLECTED)
+        if fallback:
+            assert "warning: shard plan by nodeid hash" in done.stderr
+        else:
+            assert "runs all 21 collected tests" in done.stderr
+    flat = sorted(n for out in outputs for n in out)
+    assert flat == (sorted(COLLECTED) if fallback else sorted(COLLECTED * 3))

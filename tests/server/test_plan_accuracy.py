@@ -47,6 +47,22 @@ def shards_path(project: ProjectFixture) -> str:
     return f"/api/v1/projects/{project.slug}/shards"
 
 
+def post(
+    server: LiveServer, token: str, path: str, body: Any = None, **params: Any
+) -> httpx.Response:
+    """A POST: the question whose plan is stored (GETs store nothing)."""
+    return httpx.post(
+        f"{server.url}{path}",
+        params=params,
+        json=body,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+
+
+COLLECTED = [nodeid(n) for n in HISTORY]
+
+
 def get(server: LiveServer, token: str, path: str, **params: Any) -> httpx.Response:
     return httpx.get(
         f"{server.url}{path}",
@@ -73,7 +89,7 @@ def executed(live_server: LiveServer, engine: Engine) -> Executed:
         project.upload_token,
         [("h.xml", history, {"pipeline": f"hist-{i}", "wall_s": 130.0}) for i in range(2)],
     )
-    answer = get(live_server, project.read_token, shards_path(project), total=2)
+    answer = post(live_server, project.read_token, shards_path(project), COLLECTED, total=2)
     assert answer.status_code == 200, answer.text
     plan = answer.json()
     uploads = []
@@ -187,8 +203,11 @@ def test_the_split_recommendation_has_an_id_its_stored_plan_and_an_expected_erro
 ) -> None:
     project = executed.project
     path = f"/api/v1/projects/{project.slug}/recommendations/split"
-    first = get(live_server, project.read_token, path, jobs="2").json()
-    again = get(live_server, project.read_token, path, jobs="2").json()
+    first = post(live_server, project.read_token, path, jobs="2").json()
+    again = post(live_server, project.read_token, path, jobs="2").json()
+    read = get(live_server, project.read_token, path, jobs="2").json()
+    assert read["plan_id"] is None
+    assert read["jobs"] == first["jobs"]
     assert len(first["plan_id"]) == 12
     assert again["plan_id"] == first["plan_id"]
     assert first["expected_error"]["samples"] >= 4
@@ -201,8 +220,11 @@ def test_the_split_recommendation_has_an_id_its_stored_plan_and_an_expected_erro
         [j["predicted_wall_s"] for j in first["jobs"]], abs=1e-3
     )
     # Handing the same plans out again stored nothing twice.
-    shards_again = get(live_server, project.read_token, shards_path(project), total=2)
+    shards_again = post(live_server, project.read_token, shards_path(project), COLLECTED, total=2)
     assert shards_again.status_code == 200
+    assert shards_again.json()["plan_id"] == executed.plan_id
+    shards_read = get(live_server, project.read_token, shards_path(project), total=2)
+    assert shards_read.json()["plan_id"] is None
     with engine.connect() as conn:
         counts = conn.execute(
             text("SELECT id, count(*) FROM plan WHERE project_id = :p GROUP BY id"),

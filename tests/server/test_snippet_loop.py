@@ -50,6 +50,19 @@ def read(server: LiveServer, token: str, path: str, **params: Any) -> dict[str, 
     return body
 
 
+def track(server: LiveServer, token: str, path: str, **params: Any) -> dict[str, Any]:
+    """POST the question: the plan is stored and its id handed out (a GET stores nothing)."""
+    answer = httpx.post(
+        f"{server.url}{path}",
+        params=params,
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    )
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    return body
+
+
 def test_runs_uploaded_as_the_snippet_says_are_matched_to_the_plan_and_job(
     live_server: LiveServer, engine: Engine, tmp_path: Path
 ) -> None:
@@ -60,7 +73,7 @@ def test_runs_uploaded_as_the_snippet_says_are_matched_to_the_plan_and_job(
         project.upload_token,
         [("h.json", history, {"pipeline": f"hist-{i}", "job": "test"}) for i in range(2)],
     )
-    plan = read(
+    plan = track(
         live_server,
         project.read_token,
         f"/api/v1/projects/{project.slug}/recommendations/split",
@@ -133,8 +146,20 @@ def test_runs_uploaded_as_the_snippet_says_are_matched_to_the_plan_and_job(
     )
     assert again["cells"] == [""]
 
-    # The recommendations page hands out the same snippet.
-    page = httpx.get(f"{live_server.url}/p/{project.slug}/recommendations", params=ASK, timeout=60)
-    assert page.status_code == 200
-    shown = "".join(p.text_content() for p in lxml.html.fromstring(page.text).cssselect("pre"))
+    # The recommendations page hands out the same snippet once "Track this plan" is posted
+    # (its GET stores nothing, so it names no plan).
+    with httpx.Client(base_url=live_server.url, timeout=60) as browser:
+        page = browser.get(f"/p/{project.slug}/recommendations", params=ASK)
+        assert page.status_code == 200
+        doc = lxml.html.fromstring(page.text)
+        assert "plan=" not in "".join(p.text_content() for p in doc.cssselect("pre"))
+        [form] = doc.cssselect("form.track-plan")
+        fields = {i.get("name"): i.get("value") for i in form.cssselect("input[type=hidden]")}
+        tracked = browser.post(str(form.get("action")), data=fields)
+        assert tracked.status_code == 200
+        refused = browser.post(str(form.get("action")), data={"csrf": "forged"})
+        assert refused.status_code == 403
+    tracked_doc = lxml.html.fromstring(tracked.text)
+    shown = "".join(p.text_content() for p in tracked_doc.cssselect("pre"))
     assert f"plan={plan_id},shard=1/2" in shown
+    assert not tracked_doc.cssselect("form.track-plan")

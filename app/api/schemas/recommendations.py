@@ -117,7 +117,9 @@ class SplitPlan(ApiModel):
     inputs_missing: list[str] = Field(description="job model inputs the history lacked")
     config: dict[str, Any] = Field(description=CONFIG_TEXT)
     plan_id: str | None = Field(
-        default=None, description="names the plan; jobs send it (plan_id or label plan=<id>)"
+        default=None,
+        description="names the plan stored by POST; jobs send it (plan_id or label "
+        "plan=<id>); null from GET, which stores nothing",
     )
     expected_error: ExpectedError | None = None
 
@@ -139,7 +141,10 @@ class Shards(ApiModel):
     """A shard assignment (every shard, or the one asked for)."""
 
     total: int
-    plan_id: str = Field(description="names the whole assignment; send it with the upload")
+    plan_id: str | None = Field(
+        description="names the whole assignment, stored by POST (send it with the upload); "
+        "null from GET, which stores nothing"
+    )
     shards: list[Shard]
 
 
