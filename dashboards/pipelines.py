@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboards.humanize import duration_text, time_scale
-from dashboards.plot_text import plot_texts
+from dashboards.plot_text import plot_texts, tick_texts
 from dashboards.theme import SETUP_COLOUR, TEST_COLOUR, empty_figure, styled
 
 # A browser draws a few thousand markers comfortably; older pipelines add nothing readable.
@@ -16,9 +16,12 @@ MAX_PIPELINES = 2000
 
 
 def pipeline_time_figure(pipelines: pd.DataFrame) -> go.Figure:
-    """Per pipeline over time: the wait (longest job) above, machine time (tests + setup) below.
+    """Per pipeline, oldest first: the wait (longest job) above, machine time (tests + setup)
+    below.
 
-    `pipelines` has analysis.pipelines.PIPELINE_COLUMNS.
+    `pipelines` has analysis.pipelines.PIPELINE_COLUMNS. The x axis is one slot per pipeline,
+    not a time axis: on a day-long time axis a bar is seconds wide (invisible), and a line
+    between two pipelines a day apart suggests values nobody measured.
     """
     dated = pipelines.loc[pipelines["started_at"].notna()].head(MAX_PIPELINES)
     if dated.empty:
@@ -26,7 +29,8 @@ def pipeline_time_figure(pipelines: pd.DataFrame) -> go.Figure:
     dated = dated.sort_values("started_at")
     scale, unit = time_scale(float(dated["machine_s"].max()))
     wait_scale, wait_unit = time_scale(float(dated["wait_s"].max()))
-    x = dated["started_at"].dt.tz_convert(None)
+    started = dated["started_at"].dt.tz_convert("UTC").dt.strftime("%b %d %H:%M")
+    x = tick_texts(started + " · " + dated["pipeline"].astype(str), limit=24)
     setup = dated["setup_overhead_s"].astype(float)
     # Machine time not known to be setup (estimated walls) counts as tests.
     tests = dated["machine_s"].astype(float) - setup.fillna(0.0)
@@ -41,18 +45,18 @@ def pipeline_time_figure(pipelines: pd.DataFrame) -> go.Figure:
         go.Scatter(
             x=x,
             y=dated["wait_s"] / wait_scale,
-            mode="lines+markers",
+            mode="markers",
             name="wait",
-            line={"color": "#1f2933", "width": 1.5},
-            marker={"size": 5},
+            marker={"size": 7, "color": "#1f2933"},
             customdata=np.column_stack(
                 [
                     dated["wait_s"].map(duration_text),
                     plot_texts(dated["critical_job"]),
                     plot_texts(dated["pipeline"]),
+                    started,
                 ]
             ),
-            hovertemplate="%{x|%b %d %H:%M}<br>wait %{customdata[0]}"
+            hovertemplate="%{customdata[3]}<br>wait %{customdata[0]}"
             "<br>critical job %{customdata[1]}<br>pipeline %{customdata[2]}<extra></extra>",
         ),
         row=1,
@@ -68,8 +72,8 @@ def pipeline_time_figure(pipelines: pd.DataFrame) -> go.Figure:
                 y=values / scale,
                 name=name,
                 marker={"color": colour},
-                customdata=values.map(duration_text),
-                hovertemplate=f"%{{x|%b %d %H:%M}}<br>{name} %{{customdata}}<extra></extra>",
+                customdata=np.column_stack([values.map(duration_text), started]),
+                hovertemplate=f"%{{customdata[1]}}<br>{name} %{{customdata[0]}}<extra></extra>",
             ),
             row=2,
             col=1,
@@ -77,7 +81,8 @@ def pipeline_time_figure(pipelines: pd.DataFrame) -> go.Figure:
     fig.update_layout(barmode="stack", bargap=0.15)
     fig.update_yaxes(title_text=f"wait ({wait_unit})", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text=f"machine time ({unit})", rangemode="tozero", row=2, col=1)
-    fig.update_xaxes(title_text="pipeline start (UTC)", row=2, col=1)
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(x))
+    fig.update_xaxes(title_text="pipeline, by start (UTC)", row=2, col=1)
     return styled(fig, height=520)
 
 
@@ -89,7 +94,7 @@ def job_time_figure(jobs: pd.DataFrame) -> go.Figure:
     setup = ordered["setup_overhead_p50_s"].astype(float).clip(lower=0)
     tests = ordered["test_wall_p50_s"].astype(float)
     scale, unit = time_scale(float((setup.fillna(0) + tests).max()))
-    labels = plot_texts(ordered["job"])
+    labels = tick_texts(ordered["job"])
     fig = go.Figure()
     for name, values, colour in (
         ("tests", tests, TEST_COLOUR),
@@ -102,8 +107,9 @@ def job_time_figure(jobs: pd.DataFrame) -> go.Figure:
                 orientation="h",
                 name=name,
                 marker={"color": colour},
-                customdata=values.map(duration_text),
-                hovertemplate=f"%{{y}}<br>{name} %{{customdata}} (median)<extra></extra>",
+                customdata=np.column_stack([values.map(duration_text), plot_texts(ordered["job"])]),
+                hovertemplate=f"%{{customdata[1]}}<br>{name} %{{customdata[0]}} (median)"
+                "<extra></extra>",
             )
         )
     fig.update_layout(barmode="stack")

@@ -10,6 +10,7 @@ height is bounded. Screenshots land in a temporary directory named in the test o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -218,7 +219,7 @@ def test_every_page_reads_well(
         problems = faults(page.evaluate(MEASURE)) + watched.problems
         if problems:
             found[name] = problems
-    assert found == {}
+    assert not found, json.dumps(found, indent=1)
 
 
 def test_label_charts_are_capped_with_a_link_to_the_rest(
