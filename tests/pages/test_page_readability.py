@@ -90,7 +90,7 @@ def odd(database: Database, engine: Engine) -> Project:
             job="one-job-" + "j" * 60,
             pipeline="only",
             started_at=datetime.now(UTC).replace(microsecond=0) - timedelta(hours=2),
-            wall_s=9000.0,
+            wall_s=12000.0,
             labels=labels,
         )
     return Project(project.slug, file=DOTNET_CLASSES[0], nodeid=f"{EXPLOSION}[{EXPLOSION_IDS[0]}]")
