@@ -29,8 +29,7 @@ def plot_texts(values: pd.Series) -> pd.Series:
 
 # Tick labels longer than this widen the axis margin (automargin) until the plot area is a
 # sliver: 300-character paths and .NET class names. Hover text keeps the full name.
-TICK_CHARS = 30
-_HEAD_CHARS = 9
+TICK_CHARS = 24
 
 
 def short_name(value: object, *, limit: int = TICK_CHARS) -> str:
@@ -38,7 +37,8 @@ def short_name(value: object, *, limit: int = TICK_CHARS) -> str:
     text = str(value)
     if len(text) <= limit:
         return text
-    return text[:_HEAD_CHARS] + "…" + text[-(limit - _HEAD_CHARS - 1) :]
+    head = limit // 4
+    return text[:head] + "…" + text[-(limit - head - 1) :]
 
 
 def tick_texts(values: pd.Series, *, limit: int = TICK_CHARS) -> pd.Series:

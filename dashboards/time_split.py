@@ -174,7 +174,8 @@ def share_figure(rows: pd.DataFrame, *, title: str, top: int = 15) -> go.Figure:
     head = rows.sort_values("total_s", ascending=False).head(top).iloc[::-1]
     fig = go.Figure(
         go.Bar(
-            y=tick_texts(head["key"]),
+            # Two share charts sit side by side: shorter names than the full-width charts.
+            y=tick_texts(head["key"], limit=18),
             x=head["share"] * 100,
             orientation="h",
             marker={"color": TEST_COLOUR},

@@ -11,6 +11,7 @@ height is bounded. Screenshots land in a temporary directory named in the test o
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -49,9 +50,7 @@ def odd_rows() -> list[dict[str, Any]]:
         result_row(f"tests/pkg{i % 50:02d}/test_mod_{i:05d}.py::test_case", 0.1 + (i % 97) * 0.01)
         for i in range(FILES)
     ]
-    rows += [
-        result_row(f"{LONG_PATH[:-3]}_{i}.py::{LONG_FUNCTION}{i}", 40.0 + i) for i in range(4)
-    ]
+    rows += [result_row(f"{LONG_PATH[:-3]}_{i}.py::{LONG_FUNCTION}{i}", 40.0 + i) for i in range(4)]
     rows += [
         {
             **result_row(f"{name}::Handles_{i}_concurrent_writers_without_losing_updates", 60.0),
@@ -135,7 +134,8 @@ MEASURE = """() => {
   });
   const tables = [...document.querySelectorAll('table.data')].map(table => {
     const heads = [...table.querySelectorAll('thead th')];
-    const cells = [...table.querySelectorAll('tbody tr')].map(tr => tr.children[0]).filter(Boolean);
+    const cells = [...table.querySelectorAll('tbody tr')].map(tr => tr.children[0])
+      .filter(td => td && td.colSpan === 1);
     const longest = Math.max(0, ...cells.map(td => td.textContent.trim().length));
     const lineHeight = parseFloat(getComputedStyle(table).lineHeight) || 20;
     const tall = [...table.querySelectorAll('tbody td:not(.num)')].filter(td =>
@@ -145,14 +145,22 @@ MEASURE = """() => {
     return {id: table.id, first: heads.length ? heads[0].getBoundingClientRect().width : 0,
             longest, tall};
   });
-  return {scrollWidth: doc.scrollWidth, innerWidth: window.innerWidth,
+  // The outermost elements past the right edge: what makes the page overflow.
+  const wide = [...document.querySelectorAll('body *')].filter(el =>
+    el.getBoundingClientRect().right > window.innerWidth + 1 &&
+    el.parentElement.getBoundingClientRect().right <= window.innerWidth + 1).slice(0, 3).map(el =>
+    el.tagName + '.' + el.className + ' ' + el.textContent.trim().slice(0, 30));
+  return {scrollWidth: doc.scrollWidth, innerWidth: window.innerWidth, wide,
           height: doc.scrollHeight, plots, tables};
 }"""
 
 
 @pytest.fixture(scope="module")
 def screens(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("screens")
+    # LAPTIME_SCREENSHOTS keeps them where pytest's temporary directories are not pruned.
+    kept = os.environ.get("LAPTIME_SCREENSHOTS")
+    path = Path(kept) if kept else tmp_path_factory.mktemp("screens")
+    path.mkdir(parents=True, exist_ok=True)
     print(f"screenshots: {path}")
     return path
 
@@ -173,7 +181,7 @@ def faults(measured: dict[str, Any]) -> list[str]:
     """Everything that makes a page hard to read, from one MEASURE."""
     found = []
     if measured["scrollWidth"] > measured["innerWidth"] + 1:
-        found.append(f"page overflows sideways: {measured['scrollWidth']}px")
+        found.append(f"page overflows sideways: {measured['scrollWidth']}px {measured['wide']}")
     if measured["height"] > MAX_PAGE_HEIGHT_PX:
         found.append(f"page is {measured['height']}px tall")
     for plot in measured["plots"]:
