@@ -138,10 +138,16 @@ MEASURE = """() => {
       .filter(td => td && td.colSpan === 1);
     const longest = Math.max(0, ...cells.map(td => td.textContent.trim().length));
     const lineHeight = parseFloat(getComputedStyle(table).lineHeight) || 20;
+    // The height of a cell's text, not of its row (a neighbour's text may make the row tall).
+    const textHeight = td => {
+      const range = document.createRange();
+      range.selectNodeContents(td);
+      return range.getBoundingClientRect().height;
+    };
     const tall = [...table.querySelectorAll('tbody td:not(.num)')].filter(td =>
       td.textContent.trim().length > 30 && td.querySelectorAll('details, ul, pre').length === 0 &&
-      td.getBoundingClientRect().height > 4 * lineHeight + 14).map(td =>
-      td.textContent.trim().slice(0, 40) + ' @' + Math.round(td.getBoundingClientRect().width) + 'px');
+      textHeight(td) > 4 * lineHeight + 4).map(td => td.textContent.trim().slice(0, 40) +
+      ' @' + Math.round(td.getBoundingClientRect().width) + 'px');
     return {id: table.id, first: heads.length ? heads[0].getBoundingClientRect().width : 0,
             longest, tall};
   });
