@@ -29,7 +29,7 @@ def plot_texts(values: pd.Series) -> pd.Series:
 
 # Tick labels longer than this widen the axis margin (automargin) until the plot area is a
 # sliver: 300-character paths and .NET class names. Hover text keeps the full name.
-TICK_CHARS = 24
+TICK_CHARS = 20
 
 
 def short_name(value: object, *, limit: int = TICK_CHARS) -> str:

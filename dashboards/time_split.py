@@ -175,7 +175,7 @@ def share_figure(rows: pd.DataFrame, *, title: str, top: int = 15) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             # Two share charts sit side by side: shorter names than the full-width charts.
-            y=tick_texts(head["key"], limit=18),
+            y=tick_texts(head["key"], limit=16),
             x=head["share"] * 100,
             orientation="h",
             marker={"color": TEST_COLOUR},

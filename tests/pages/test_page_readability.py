@@ -146,9 +146,12 @@ MEASURE = """() => {
     };
     const tall = [...table.querySelectorAll('tbody td:not(.num)')].filter(td =>
       td.textContent.trim().length > 30 && td.querySelectorAll('details, ul, pre').length === 0 &&
-      textHeight(td) > 4 * lineHeight + 4).map(td => td.textContent.trim().slice(0, 40) +
+      // Wrapped every few characters: more than two lines of fewer than 16 characters each.
+      textHeight(td) > 2.5 * lineHeight &&
+      td.textContent.trim().length / (textHeight(td) / lineHeight) < 16).map(td =>
+      td.textContent.trim().slice(0, 40) +
       ' @' + Math.round(td.getBoundingClientRect().width) + 'px');
-    return {id: table.id, first: heads.length ? heads[0].getBoundingClientRect().width : 0,
+    return {id: table.id || table.className, first: heads.length ? heads[0].getBoundingClientRect().width : 0,
             longest, tall};
   });
   // The outermost elements past the right edge: what makes the page overflow.
