@@ -151,8 +151,8 @@ MEASURE = """() => {
       td.textContent.trim().length / (textHeight(td) / lineHeight) < 16).map(td =>
       td.textContent.trim().slice(0, 40) +
       ' @' + Math.round(td.getBoundingClientRect().width) + 'px');
-    return {id: table.id || table.className, first: heads.length ? heads[0].getBoundingClientRect().width : 0,
-            longest, tall};
+    const first = heads.length ? heads[0].getBoundingClientRect().width : 0;
+    return {id: table.id || table.className, first, longest, tall};
   });
   // The outermost elements past the right edge: what makes the page overflow.
   const wide = [...document.querySelectorAll('body *')].filter(el =>
