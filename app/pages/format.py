@@ -105,13 +105,25 @@ def _known(formatter: Callable[..., str]) -> Callable[..., str]:
     return apply
 
 
+# Characters kept whole at the end of a long name in a table cell.
+NAME_TAIL_CHARS = 18
+
+
 def name_html(value: Any) -> Markup:
     """A name for a table cell: one line, cut with an ellipsis by the style sheet (a column of
     300-character paths otherwise squeezed its neighbours or wrapped every few characters),
     the full name in the title and in the text (copy and tests read it whole)."""
     missing = value is None or isinstance(value, Undefined) or value != value  # NaN
     text = "–" if missing else str(value)
-    return Markup('<span class="name" title="{0}">{0}</span>').format(text)
+    if len(text) <= NAME_TAIL_CHARS * 2:
+        return Markup('<span class="name" title="{0}">{0}</span>').format(text)
+    # The end of a name tells its siblings apart (test_mod_00012.py, ...Tests3): the cut
+    # falls in the middle, the tail stays.
+    head, tail = text[:-NAME_TAIL_CHARS], text[-NAME_TAIL_CHARS:]
+    return Markup(
+        '<span class="name" title="{0}"><span class="head">{1}</span>'
+        '<span class="tail">{2}</span></span>'
+    ).format(text, head, tail)
 
 
 def register_filters(env: Environment) -> None:
