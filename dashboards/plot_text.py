@@ -30,6 +30,8 @@ def plot_texts(values: pd.Series) -> pd.Series:
 # Tick labels longer than this widen the axis margin (automargin) until the plot area is a
 # sliver: 300-character paths and .NET class names. Hover text keeps the full name.
 TICK_CHARS = 20
+# Charts two a row (the share charts) have half the room.
+NARROW_TICK_CHARS = 16
 
 
 def short_name(value: object, *, limit: int = TICK_CHARS) -> str:

@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboards.humanize import duration_text, percent_text, time_scale
-from dashboards.plot_text import plot_text, plot_texts, tick_texts
+from dashboards.plot_text import NARROW_TICK_CHARS, plot_text, plot_texts, tick_texts
 from dashboards.theme import (
     SETUP_COLOUR,
     TEARDOWN_COLOUR,
@@ -175,7 +175,7 @@ def share_figure(rows: pd.DataFrame, *, title: str, top: int = 15) -> go.Figure:
     fig = go.Figure(
         go.Bar(
             # Two share charts sit side by side: shorter names than the full-width charts.
-            y=tick_texts(head["key"], limit=16),
+            y=tick_texts(head["key"], limit=NARROW_TICK_CHARS),
             x=head["share"] * 100,
             orientation="h",
             marker={"color": TEST_COLOUR},

@@ -272,7 +272,8 @@ def test_tick_labels_are_short_distinct_and_keep_the_end() -> None:
     labels = list(tick_texts(names))
     assert all(len(label) <= 24 for label in labels), labels
     assert len(set(labels)) == len(labels)
-    assert labels[0].endswith("Tests1") and labels[1].endswith("Tests2")
+    assert labels[0].endswith("Tests1")
+    assert labels[1].endswith("Tests2")
     assert labels[-1] == "a.py"
     # The figure keeps the full name for the hover.
     fig = share_figure(rows((dotnet, 60.0, None), ("b.py", 40.0, None)), title="Share")
