@@ -79,6 +79,8 @@ def pipeline_time_figure(pipelines: pd.DataFrame) -> go.Figure:
             col=1,
         )
     fig.update_layout(barmode="stack", bargap=0.15)
+    # Subplot titles left, clear of the legend at the top right (centred, they met at 800 px).
+    fig.update_annotations(x=0, xanchor="left")
     fig.update_yaxes(title_text=f"wait ({wait_unit})", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text=f"machine time ({unit})", rangemode="tozero", row=2, col=1)
     fig.update_xaxes(type="category", categoryorder="array", categoryarray=list(x))
