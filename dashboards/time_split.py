@@ -10,7 +10,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboards.humanize import duration_text, percent_text, time_scale
-from dashboards.plot_text import NARROW_TICK_CHARS, plot_text, plot_texts, tick_texts
+from dashboards.plot_text import (
+    NARROW_TICK_CHARS,
+    SLANTED_TICK_CHARS,
+    plot_text,
+    plot_texts,
+    tick_texts,
+)
 from dashboards.theme import (
     SETUP_COLOUR,
     TEARDOWN_COLOUR,
@@ -122,7 +128,7 @@ def pareto_figure(files: pd.DataFrame, *, grand_total_s: float, top: int = 30) -
     head = ordered.head(top)
     scale, unit = time_scale(float(head["total_s"].max()))
     # Short tick labels (long paths and .NET names took most of the chart); full in hover.
-    ticks = tick_texts(head["key"])
+    ticks = tick_texts(head["key"], limit=SLANTED_TICK_CHARS)
     names = plot_texts(head["key"])
     fig = go.Figure()
     fig.add_trace(
