@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from dashboards.history_figures import duration_history_figure, variants_figure
-from dashboards.pipelines import job_time_figure, pipeline_time_figure
+from dashboards.pipelines import MAX_PIPELINES, job_time_figure, pipeline_time_figure
 from dashboards.plot_text import plot_text, tick_texts
 from dashboards.split_gantt import split_gantt_figure
 from dashboards.theme import figure_html
@@ -279,3 +279,21 @@ def test_tick_labels_are_short_distinct_and_keep_the_end() -> None:
     fig = share_figure(rows((dotnet, 60.0, None), ("b.py", 40.0, None)), title="Share")
     assert max(len(y) for y in fig.data[0].y) <= 16
     assert dotnet in {row[1] for row in fig.data[0].customdata}
+
+
+def test_many_pipelines_draw_the_latest_few_hundred_with_bars_wide_enough() -> None:
+    started = pd.date_range("2026-01-01", periods=1000, freq="h", tz="UTC")[::-1]  # newest first
+    pipelines = pd.DataFrame(
+        {
+            "pipeline": [f"p{i}" for i in range(1000)],
+            "started_at": started,
+            "wait_s": 60.0,
+            "machine_s": 120.0,
+            "setup_overhead_s": 10.0,
+            "critical_job": "cpu",
+        }
+    )
+    fig = pipeline_time_figure(pipelines)
+    assert len(fig.data[1].x) == MAX_PIPELINES
+    assert fig.data[1].x[-1].endswith("· p0")  # the newest, last
+    assert f"latest {MAX_PIPELINES} of 1000" in fig.layout.annotations[0].text
