@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboards.humanize import duration_text, percent_text, time_scale
-from dashboards.plot_text import plot_texts
+from dashboards.plot_text import plot_texts, tick_texts
 from dashboards.theme import OUTCOME_COLOURS, TEST_COLOUR, empty_figure, styled
 
 
@@ -61,9 +61,8 @@ def variants_figure(
     if variants.empty:
         return empty_figure("No parametrize variants")
     head = variants.sort_values("total_s", ascending=False).head(top).iloc[::-1]
-    labels = plot_texts(
-        head["key"].astype(str).str.extract(r"(\[.*\])$")[0].fillna(head["key"].astype(str))
-    )
+    names = head["key"].astype(str).str.extract(r"(\[.*\])$")[0].fillna(head["key"].astype(str))
+    labels = tick_texts(names)
     scale, unit = time_scale(float(head["mean_s"].max()))
     colours = np.where(head["key"].astype(str) == (current or ""), "#D55E00", TEST_COLOUR)
     fig = go.Figure(
@@ -73,9 +72,14 @@ def variants_figure(
             orientation="h",
             marker={"color": colours},
             customdata=np.column_stack(
-                [head["mean_s"].map(duration_text), head["parent_share"].map(percent_text)]
+                [
+                    head["mean_s"].map(duration_text),
+                    head["parent_share"].map(percent_text),
+                    plot_texts(names),
+                ]
             ),
-            hovertemplate="%{y}<br>mean %{customdata[0]} · %{customdata[1]} of the function"
+            hovertemplate="%{customdata[2]}<br>mean %{customdata[0]} · %{customdata[1]} "
+            " of the function"
             "<extra></extra>",
         )
     )

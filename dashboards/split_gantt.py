@@ -8,13 +8,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from dashboards.humanize import duration_text, time_scale
-from dashboards.plot_text import plot_text
+from dashboards.plot_text import plot_text, short_name
 from dashboards.theme import SETUP_COLOUR, TEST_COLOUR, empty_figure, styled
 
 
 def _job_label(job: dict[str, Any], index: int) -> str:
     name = str(job.get("name") or f"job {index + 1}")
-    return plot_text(name if len(name) <= 40 else name[:39] + "…")
+    return plot_text(short_name(name))
 
 
 def _wait_s(plan: dict[str, Any], side: str, jobs: list[dict[str, Any]]) -> float:

@@ -10,7 +10,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from dashboards.humanize import duration_text, percent_text, time_scale
-from dashboards.plot_text import plot_text, plot_texts
+from dashboards.plot_text import (
+    NARROW_TICK_CHARS,
+    SLANTED_TICK_CHARS,
+    plot_text,
+    plot_texts,
+    tick_texts,
+)
 from dashboards.theme import (
     SETUP_COLOUR,
     TEARDOWN_COLOUR,
@@ -121,28 +127,32 @@ def pareto_figure(files: pd.DataFrame, *, grand_total_s: float, top: int = 30) -
     cumulative = ordered["total_s"].cumsum() / grand_total_s
     head = ordered.head(top)
     scale, unit = time_scale(float(head["total_s"].max()))
+    # Short tick labels (long paths and .NET names took most of the chart); full in hover.
+    ticks = tick_texts(head["key"], limit=SLANTED_TICK_CHARS)
+    names = plot_texts(head["key"])
     fig = go.Figure()
     fig.add_trace(
         go.Bar(
-            x=plot_texts(head["key"]),
+            x=ticks,
             y=head["total_s"] / scale,
             name="test time",
             marker={"color": TEST_COLOUR},
             customdata=np.column_stack(
-                [head["total_s"].map(duration_text), head["share"].map(percent_text)]
+                [head["total_s"].map(duration_text), head["share"].map(percent_text), names]
             ),
-            hovertemplate="%{x}<br>%{customdata[0]} · %{customdata[1]}<extra></extra>",
+            hovertemplate="%{customdata[2]}<br>%{customdata[0]} · %{customdata[1]}<extra></extra>",
         )
     )
     fig.add_trace(
         go.Scatter(
-            x=plot_texts(head["key"]),
+            x=ticks,
             y=cumulative.head(top) * 100,
             name="cumulative share",
             yaxis="y2",
             mode="lines+markers",
             line={"color": SETUP_COLOUR},
-            hovertemplate="%{x}<br>first files together: %{y:.1f}%<extra></extra>",
+            customdata=names,
+            hovertemplate="%{customdata}<br>first files together: %{y:.1f}%<extra></extra>",
         )
     )
     fig.update_layout(
@@ -170,15 +180,18 @@ def share_figure(rows: pd.DataFrame, *, title: str, top: int = 15) -> go.Figure:
     head = rows.sort_values("total_s", ascending=False).head(top).iloc[::-1]
     fig = go.Figure(
         go.Bar(
-            y=plot_texts(head["key"]),
+            # Two share charts sit side by side: shorter names than the full-width charts.
+            y=tick_texts(head["key"], limit=NARROW_TICK_CHARS),
             x=head["share"] * 100,
             orientation="h",
             marker={"color": TEST_COLOUR},
             text=head["share"].map(percent_text),
             textposition="outside",
             cliponaxis=False,
-            customdata=head["total_s"].map(duration_text),
-            hovertemplate="%{y}<br>%{customdata} · %{text}<extra></extra>",
+            customdata=np.column_stack(
+                [head["total_s"].map(duration_text), plot_texts(head["key"])]
+            ),
+            hovertemplate="%{customdata[1]}<br>%{customdata[0]} · %{text}<extra></extra>",
         )
     )
     # Room on the right for the outside labels.
@@ -204,13 +217,15 @@ def phase_figure(files: pd.DataFrame, *, top: int = 12) -> go.Figure:
     ):
         fig.add_trace(
             go.Bar(
-                y=plot_texts(head["key"]),
+                y=tick_texts(head["key"]),
                 x=phases[column] / scale,
                 name=name,
                 orientation="h",
                 marker={"color": colour},
-                customdata=phases[column].map(duration_text),
-                hovertemplate=f"%{{y}}<br>{name} %{{customdata}}<extra></extra>",
+                customdata=np.column_stack(
+                    [phases[column].map(duration_text), plot_texts(head["key"])]
+                ),
+                hovertemplate=f"%{{customdata[1]}}<br>{name} %{{customdata[0]}}<extra></extra>",
             )
         )
     fig.update_layout(barmode="stack")
@@ -225,17 +240,21 @@ def within_file_figure(functions: pd.DataFrame, *, top: int = 25) -> go.Figure:
     if functions.empty:
         return empty_figure("No functions with test time in this file")
     head = functions.sort_values("total_s", ascending=False).head(top).iloc[::-1]
+    functions_of = head["key"].astype(str).str.rsplit("::", n=1).str[-1]
     fig = go.Figure(
         go.Bar(
-            y=plot_texts(head["key"].astype(str).str.rsplit("::", n=1).str[-1]),
+            y=tick_texts(functions_of),
             x=head["parent_share"] * 100,
             orientation="h",
             marker={"color": TEST_COLOUR},
             text=head["parent_share"].map(percent_text),
             textposition="outside",
             cliponaxis=False,
-            customdata=head["total_s"].map(duration_text),
-            hovertemplate="%{y}<br>%{customdata} · %{text} of the file<extra></extra>",
+            customdata=np.column_stack(
+                [head["total_s"].map(duration_text), plot_texts(functions_of)]
+            ),
+            hovertemplate="%{customdata[1]}<br>%{customdata[0]} · %{text} of the file"
+            "<extra></extra>",
         )
     )
     fig.update_xaxes(title_text="share of the file's test time (%)", range=[0, 110])

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment, Undefined
+from markupsafe import Markup
 
 from analysis.frames import parse_labels_key
 from dashboards.humanize import (
@@ -104,6 +105,27 @@ def _known(formatter: Callable[..., str]) -> Callable[..., str]:
     return apply
 
 
+# Characters kept whole at the end of a long name in a table cell.
+NAME_TAIL_CHARS = 18
+
+
+def name_html(value: Any) -> Markup:
+    """A name for a table cell: one line, cut with an ellipsis by the style sheet (a column of
+    300-character paths otherwise squeezed its neighbours or wrapped every few characters),
+    the full name in the title and in the text (copy and tests read it whole)."""
+    missing = value is None or isinstance(value, Undefined) or value != value  # NaN
+    text = "–" if missing else str(value)
+    if len(text) <= NAME_TAIL_CHARS * 2:
+        return Markup('<span class="name" title="{0}">{0}</span>').format(text)
+    # The end of a name tells its siblings apart (test_mod_00012.py, ...Tests3): the cut
+    # falls in the middle, the tail stays.
+    head, tail = text[:-NAME_TAIL_CHARS], text[-NAME_TAIL_CHARS:]
+    return Markup(
+        '<span class="name" title="{0}"><span class="head">{1}</span>'
+        '<span class="tail">{2}</span></span>'
+    ).format(text, head, tail)
+
+
 def register_filters(env: Environment) -> None:
     """Make every formatter available in templates: `{{ x | duration }}`."""
     formatters: dict[str, Callable[..., str]] = {
@@ -118,3 +140,4 @@ def register_filters(env: Environment) -> None:
         "machine": machine_text,
     }
     env.filters.update({name: _known(f) for name, f in formatters.items()})
+    env.filters["name"] = name_html

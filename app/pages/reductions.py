@@ -39,10 +39,25 @@ def _explosions_by_strength(
             row["note"] = row["note"] or entry.get("note")
     rows = list(merged.values())
     for row in rows:
+        # Values unknown (ids that do not split the same way): no proposal, so the saving is
+        # unknown, not zero. The largest explosion seen was one of these (36.6% of test time).
+        row["saving_known"] = row["explosion"].get("values_source") is not None
         saved = [p["saved_s"] for p in row["proposals"].values() if p and p.get("saved_s")]
-        row["saving_s"] = max(saved, default=0.0)
-    # Largest saving first; those that save nothing after, costliest first.
-    return sorted(rows, key=lambda r: (-r["saving_s"], -(r["explosion"]["duration_s"] or 0.0)))
+        row["saving_s"] = max(saved, default=0.0) if row["saving_known"] else None
+    # Largest saving first, then those whose saving is unknown, then those that save nothing;
+    # costliest first within each.
+    return sorted(
+        rows,
+        key=lambda r: (
+            0
+            if r["saving_known"] and r["saving_s"] > MIN_SAVING_S
+            else 1
+            if not r["saving_known"]
+            else 2,
+            -(r["saving_s"] or 0.0),
+            -(r["explosion"]["duration_s"] or 0.0),
+        ),
+    )
 
 
 # A cut "saves time" when some proposal saves more than this per run (not rounding noise).
@@ -50,8 +65,8 @@ MIN_SAVING_S = 0.005
 
 
 def saving_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The explosions whose cut saves time, largest saving first (rows come sorted)."""
-    return [row for row in rows if row["saving_s"] > MIN_SAVING_S]
+    """The explosions whose cut saves time or may (values unknown), in the rows' order."""
+    return [row for row in rows if not row["saving_known"] or row["saving_s"] > MIN_SAVING_S]
 
 
 def _reduction_options(top: str, by: str, threshold: str) -> tuple[int, str, float]:
@@ -101,7 +116,10 @@ def reductions_page(
         "recommendations",
         explosions=explosions,
         explosions_total=len(all_explosions),
-        explosions_saving=len(saving_rows(all_explosions)),
+        explosions_saving=sum(
+            1 for r in all_explosions if r["saving_known"] and r["saving_s"] > MIN_SAVING_S
+        ),
+        explosions_unknown=sum(1 for r in all_explosions if not r["saving_known"]),
         show_all=show == "all",
         matrix=matrix,
         strengths=COVERING_STRENGTHS,

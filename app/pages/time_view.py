@@ -26,14 +26,28 @@ TREEMAP_FUNCTIONS = 300
 TREEMAP_TESTS = 600
 
 
+# Share charts drawn for at most this many label keys: 60 keys drew 60 charts (10,800 px);
+# the other keys are links to their "split by" table.
+LABEL_CHARTS = 6
+
+
+def chart_label_keys(label_pairs: list[str], *, limit: int = LABEL_CHARTS) -> list[str]:
+    """Label keys ordered for share charts: most distinct values first (a key with one value is
+    one 100% bar), then by name."""
+    values: dict[str, set[str]] = {}
+    for pair in label_pairs:
+        key, _, value = pair.partition("=")
+        values.setdefault(key, set()).add(value)
+    return sorted(values, key=lambda k: (-len(values[k]), k))[:limit]
+
+
 def _label_rollups(
     conn: Connection,
     project_id: int,
     filters: Filters,
-    label_pairs: list[str],
+    keys: list[str],
     cache: FrameCache | None = None,
 ) -> dict[str, Rollup]:
-    keys = sorted({pair.split("=", 1)[0] for pair in label_pairs})
     return {
         key: project_rollup(conn, project_id, filters, by=f"label:{key}", cache=cache)
         for key in keys
@@ -75,7 +89,10 @@ def time_page(
     markers = project_rollup(conn, project.id, filters, by="marker", cache=cache)
     jobs = project_rollup(conn, project.id, filters, by="job", cache=cache)
     context = project_context(request, conn, project, "time")
-    labels = _label_rollups(conn, project.id, filters, context["choices"]["label"], cache)
+    label_pairs = context["choices"]["label"]
+    all_keys = sorted({pair.partition("=")[0] for pair in label_pairs})
+    charted = chart_label_keys(label_pairs)
+    labels = _label_rollups(conn, project.id, filters, charted, cache)
     split = project_rollup(conn, project.id, filters, by=by, limit=TABLE_ROWS, cache=cache)
     grand = files.grand_total_s
     phases = {p: float(files.rows[p].sum(min_count=1)) for p in ("setup_s", "call_s", "teardown_s")}
@@ -103,6 +120,7 @@ def time_page(
         share_figures=share_figures,
         split=split,
         split_rows=split.rows.to_dict(orient="records"),
-        split_dimensions=[*SPLIT_DIMENSIONS, *(f"label:{key}" for key in labels)],
+        split_dimensions=[*SPLIT_DIMENSIONS, *(f"label:{key}" for key in all_keys)],
+        more_labels=[key for key in all_keys if key not in labels],
     )
     return render(request, "time.html", context)

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from dashboards.history_figures import duration_history_figure, variants_figure
-from dashboards.pipelines import job_time_figure, pipeline_time_figure
-from dashboards.plot_text import plot_text
+from dashboards.pipelines import MAX_PIPELINES, job_time_figure, pipeline_time_figure
+from dashboards.plot_text import plot_text, tick_texts
 from dashboards.split_gantt import split_gantt_figure
 from dashboards.theme import figure_html
 from dashboards.time_split import (
@@ -229,7 +229,8 @@ def test_figure_json_cannot_end_its_script_element() -> None:
     # The JSON still means the same, and plotly gets the text escaped for its HTML renderer.
     figure = json.loads(body)
     assert figure["layout"]["title"]["text"] == plot_text(HOSTILE)
-    assert plot_text(HOSTILE) in figure["data"][0]["y"]
+    # The axis shows a short name; the hover carries the whole one, escaped the same way.
+    assert plot_text(HOSTILE) in {row[1] for row in figure["data"][0]["customdata"]}
 
 
 @pytest.mark.parametrize("bad_id", ['x"><script>', "fig label", "fig-\u2028", ""])
@@ -240,3 +241,59 @@ def test_figure_ids_must_be_plain(bad_id: str) -> None:
 
 def test_plot_text_escapes_what_plotly_renders_as_html() -> None:
     assert plot_text('<b>&"x"</b>') == '&lt;b&gt;&amp;"x"&lt;/b&gt;'
+
+
+def test_pipelines_are_slots_on_a_category_axis_not_seconds_on_a_time_axis() -> None:
+    # Two pipelines seconds apart and one a day later: on a time axis the bars were seconds
+    # wide on a day-long axis (invisible) and the wait line joined points a day apart.
+    started = pd.to_datetime(
+        ["2026-12-01 10:00:00", "2026-12-01 10:00:05", "2026-12-02 10:00:00"], utc=True
+    )
+    pipelines = pd.DataFrame(
+        {
+            "pipeline": ["a", "b", "c"],
+            "started_at": started,
+            "wait_s": [300.0, 240.0, 200.0],
+            "machine_s": [430.0, 240.0, 200.0],
+            "setup_overhead_s": [30.0, 20.0, 10.0],
+            "critical_job": ["gpu", "cpu", "cpu"],
+        }
+    )
+    fig = pipeline_time_figure(pipelines)
+    assert fig.layout.xaxis.type == fig.layout.xaxis2.type == "category"
+    wait, tests, _ = fig.data
+    assert wait.mode == "markers"
+    assert list(tests.x) == ["Dec 01 10:00 · a", "Dec 01 10:00 · b", "Dec 02 10:00 · c"]
+
+
+def test_tick_labels_are_short_distinct_and_keep_the_end() -> None:
+    dotnet = "Contoso.Commerce.Ordering.Infrastructure.Persistence.RepositoryTests"
+    names = pd.Series([dotnet + "1", dotnet + "2", "x" * 300, "x" * 300, "a.py"])
+    labels = list(tick_texts(names))
+    assert all(len(label) <= 24 for label in labels), labels
+    assert len(set(labels)) == len(labels)
+    assert labels[0].endswith("Tests1")
+    assert labels[1].endswith("Tests2")
+    assert labels[-1] == "a.py"
+    # The figure keeps the full name for the hover.
+    fig = share_figure(rows((dotnet, 60.0, None), ("b.py", 40.0, None)), title="Share")
+    assert max(len(y) for y in fig.data[0].y) <= 16
+    assert dotnet in {row[1] for row in fig.data[0].customdata}
+
+
+def test_many_pipelines_draw_the_latest_few_hundred_with_bars_wide_enough() -> None:
+    started = pd.date_range("2026-01-01", periods=1000, freq="h", tz="UTC")[::-1]  # newest first
+    pipelines = pd.DataFrame(
+        {
+            "pipeline": [f"p{i}" for i in range(1000)],
+            "started_at": started,
+            "wait_s": 60.0,
+            "machine_s": 120.0,
+            "setup_overhead_s": 10.0,
+            "critical_job": "cpu",
+        }
+    )
+    fig = pipeline_time_figure(pipelines)
+    assert len(fig.data[1].x) == MAX_PIPELINES
+    assert fig.data[1].x[-1].endswith("· p0")  # the newest, last
+    assert f"latest {MAX_PIPELINES} of 1000" in fig.layout.annotations[0].text
