@@ -50,7 +50,12 @@ def two_web_processes(private_db: str) -> Iterator[tuple[int, set[int]]]:
         pids = {pid for pid in _descendants(serve.pid) if _is_web_process(pid)}
         assert len(pids) == 2, pids
         # /healthz answered from one process; the other may still be building its app.
-        wait_for(lambda: set(_budgets(port)) == pids, 60, "every web process built its app")
+        # A process's gauge is on record (0) from its import, before its app sets it.
+        wait_for(
+            lambda: {pid for pid, budget in _budgets(port).items() if budget > 0} == pids,
+            60,
+            "every web process built its app",
+        )
         yield port, pids
     finally:
         serve.send_signal(signal.SIGTERM)
