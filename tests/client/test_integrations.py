@@ -251,6 +251,29 @@ def test_the_github_cache_key_is_unique_per_run_and_restores_the_newest() -> Non
     assert "{{ epoch }}" in save["key"]
 
 
+def test_every_shard_restores_the_same_cache_and_folds_its_seconds_in_before_saving() -> None:
+    workflow = yaml.safe_load((GITHUB / "example-workflow.yml").read_text())
+    [cache] = [s for s in workflow["jobs"]["test"]["steps"] if "actions/cache" in s.get("uses", "")]
+    # Shards plan from the cache they restore: no restore prefix may differ by shard.
+    assert not any("matrix" in prefix for prefix in cache["with"]["restore-keys"].splitlines())
+    action = yaml.safe_load((GITHUB / "action.yml").read_text())
+    runs = [str(step.get("run", "")) for step in action["runs"]["steps"]]
+    fold = _first_index(runs, re.compile("laptime-ci shard-fold"))
+    assert fold > _first_index(runs, re.compile("pytest"))
+    assert action["runs"]["steps"][fold].get("if") == "always()"
+    gitlab = yaml.safe_load((INTEGRATIONS / "gitlab" / "laptime.gitlab-ci.yml").read_text())
+    assert any(
+        "laptime-ci shard-fold" in line for line in gitlab[".laptime-pytest"]["after_script"]
+    )
+    circle = yaml.safe_load((INTEGRATIONS / "circleci" / "config.yml").read_text())
+    steps = [str(s) for s in circle["jobs"]["test"]["steps"]]
+    assert (
+        _first_index(steps, re.compile("pytest"))
+        < _first_index(steps, re.compile("shard-fold"))
+        < _first_index(steps, re.compile("save_cache"))
+    )
+
+
 def test_no_integration_is_referenced_by_a_moving_branch() -> None:
     texts = {p: p.read_text() for p in INTEGRATIONS.rglob("*") if p.is_file()}
     for path, body in texts.items():
