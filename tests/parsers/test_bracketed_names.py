@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from analysis.rollups import function_keys
 from ingest.parsers import parse_report
+from tests.corpus import read_corpus
 
-SONOBUOY = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared/corpus/junit/inorton__junit2html/tests/junit-sonobouy.xml"
-)
+SONOBUOY = "junit/inorton__junit2html/tests/junit-sonobouy.xml"
 
 
 def test_ginkgo_names_stay_distinct_functions() -> None:
-    results = parse_report(SONOBUOY.read_bytes()).results
+    results = parse_report(read_corpus(SONOBUOY)).results
     keys = function_keys(results["nodeid"], results["params"])
     # Each testcase of the Kubernetes e2e report is its own function; none is cut at "[".
     assert len(set(keys)) == results["nodeid"].nunique()
