@@ -12,7 +12,11 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv || exit 1
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e ./client -e '.[test]' || { echo "summary: install failed"; exit 1; }
+# Exactly the versions of requirements/test.lock (scripts/lock.sh makes it), so two runs a week
+# apart test the same dependencies; the client again for its `laptime-ci` script and the pytest
+# plugin's entry point (the server's distribution carries only its import package).
+.venv/bin/python -m pip install -q -r requirements/test.lock -e ./client -e '.[test]' \
+    || { echo "summary: install failed"; exit 1; }
 # Debian packages the browser tests and the real-runner tests (tests/runners) use, installed
 # only when missing and only as root, one at a time so one failure doesn't stop the others; a
 # failed install warns (browser tests then fail, real-runner tests skip). Maven is not

@@ -2,7 +2,8 @@
 
 pgserver ships the server binaries and reference-counts the processes using a data
 directory, so `serve`, `worker` and `migrate` started side by side find one server and the
-last one to exit stops it. Without pgserver, a system `initdb`/`pg_ctl` is used instead.
+last one to exit stops it. pgserver is the `embedded` extra (`pip install 'laptime[embedded]'`);
+without it a system `initdb`/`pg_ctl` is used instead (the Docker image sets DATABASE_URL).
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ def _system_server(pgdata: Path) -> Iterator[str]:
     bin_dir = _system_pg_bin()
     if bin_dir is None:
         raise EmbeddedDatabaseError(
-            "no embedded PostgreSQL: install the 'pgserver' package or PostgreSQL's "
-            "initdb/pg_ctl, or set DATABASE_URL"
+            "no embedded PostgreSQL: install it with `pip install 'laptime[embedded]'` "
+            "(the pgserver package), or put PostgreSQL's initdb/pg_ctl on PATH, or set "
+            "DATABASE_URL"
         )
     if not (pgdata / "PG_VERSION").exists():
         pgdata.mkdir(parents=True, exist_ok=True)
