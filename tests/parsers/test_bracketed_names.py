@@ -45,7 +45,9 @@ def test_cli_table_prints_bracketed_names_as_text_not_markup() -> None:
 
     from app.cli.analyze_cmd import analyze
 
-    result = CliRunner().invoke(analyze, ["--by", "test", "--limit", "0", str(corpus_path(SONOBUOY))])
+    result = CliRunner().invoke(
+        analyze, ["--by", "test", "--limit", "0", str(corpus_path(SONOBUOY))]
+    )
     assert result.exit_code == 0, result.output
     # rich would swallow "[sig-network]" and "[k8s.io]" as style tags if given as markup.
     assert "[sig-network] Networking" in result.output
