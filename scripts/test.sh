@@ -61,22 +61,12 @@ if [ "$test_status" = 5 ]; then
     echo "pytest collected no tests"
 fi
 
-counts=$(.venv/bin/python - "$report" <<'PY'
-import sys
-import xml.etree.ElementTree as ET
-
-root = ET.parse(sys.argv[1]).getroot()
-suites = [root] if root.tag == "testsuite" else list(root)
-total = sum(int(s.get("tests", 0)) for s in suites)
-failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
-skipped = sum(int(s.get("skipped", 0)) for s in suites)
-print(f"{total - failed - skipped} passed, {failed} failed, {skipped} skipped")
-PY
-) || counts="0 passed, 1 failed"
 elapsed=$(( $(date +%s) - started ))
-lint_word="lint ok"
-[ "$lint_status" = 0 ] || lint_word="LINT FAILED"
-printf '\nsummary: %s (%s, %ss)\n' "$counts" "$lint_word" "$elapsed"
+lint_word=ok
+[ "$lint_status" = 0 ] || lint_word=failed
+printf '\n'
+.venv/bin/python scripts/summary.py "$report" --lint "$lint_word" --seconds "$elapsed" \
+    || echo "summary: 0 passed, 1 failed (summary.py failed)"
 if [ "$test_status" != 0 ] || [ "$lint_status" != 0 ]; then
     exit 1
 fi
