@@ -43,6 +43,8 @@ def frozen(python: Path) -> dict[str, str]:
     assert out.returncode == 0, out.stderr
     pins = {}
     for line in out.stdout.splitlines():
+        if line.startswith(("#", "-e")) or "==" not in line:
+            continue  # pip's notes on editable checkouts
         package, version = line.split("==")
         if canonicalize_name(package) not in TOOLING | OURS:
             pins[canonicalize_name(package)] = version
