@@ -2,6 +2,7 @@
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
+COPY requirements requirements
 COPY client client
 COPY app app
 COPY ingest ingest
@@ -9,7 +10,9 @@ COPY analysis analysis
 COPY dashboards dashboards
 COPY pgcodec pgcodec
 COPY migrations migrations
-RUN pip install --no-cache-dir ./client .
+# The locked versions without the embedded extra: this image's PostgreSQL is its own service
+# (DATABASE_URL); the server's distribution carries the client's import package from client/.
+RUN pip install --no-cache-dir -r requirements/server.lock .
 ENV LAPTIME_HOST=0.0.0.0
 EXPOSE 8000
 CMD ["laptime", "serve", "--host", "0.0.0.0"]

@@ -3,11 +3,17 @@
 Run: `.venv/bin/python -m bench.bench_parse_hostile [--repeat 3]`.
 - refused: a small gzip holding one huge comment (the issue's 450 MB comment, at 50, 100 and
   200 MB). The node guard refuses it one cap into the inflation, so the time must not grow
-  with the payload (before: 1.7 / 5.4 / 21.2 s, quadratic in expat);
+  with the payload (before: quadratic in expat, see below);
 - accepted: documents of many comments just under the node cap (the worst case the cap
   allows: expat re-reads each unfinished one every 1 MiB) at N and 2N MiB; linear cost
   means the time ratio is about 2 (quadratic would be 4).
 Times are best of `repeat`; ratios come from the same run.
+
+Before (the figures README.md quotes; tests/test_before_figures.py checks them):
+- `1.31 / 5.23 / 20.56 s`: 50 / 100 / 200 MB refused or parsed by the code at commit
+  fa16678e44bc (the parent of d4acbab, the node guard), `python -m bench.bench_parse_hostile`
+  (docs/benchmarks.md's "main" column; this docstring said 1.7 / 5.4 / 21.2 s, from a run
+  whose commit was not recorded).
 """
 
 from __future__ import annotations

@@ -27,6 +27,11 @@ It prints and writes (`--out`, default VENV/plan_accuracy.md) one markdown repor
 job predicted vs measured wall and error, per N predicted vs measured wait and machine time,
 pytest-split's measured wait, and per run the CPU share and load. Raw numbers go beside it as
 JSON. Timing on a shared machine is noisy: the load column says how noisy.
+
+Before (the figures README.md quotes; tests/test_before_figures.py checks them):
+- `up to 29% off`: jobs against their predicted wall with glibc's default allocator, the code
+  at commit ed96cd950661 (the parent of 5e4a8f4, the plugin's fixed malloc thresholds),
+  `python -m bench.bench_plan_accuracy` (docs/benchmarks.md, "Earlier rounds", round 2).
 """
 
 from __future__ import annotations

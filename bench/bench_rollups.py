@@ -9,6 +9,14 @@ frames kept until the next ingest), each first request right after an upload (a 
 run stored again through the real store), the same rollups cold in-process (nothing kept),
 and the same by-file aggregate over the raw results and over the rollup tables.
 `--keep-home DIR` keeps the database so the next run skips the load.
+
+Before (the figures README.md quotes; tests/test_before_figures.py checks them):
+- `31-59 ms`: first request after an upload, p95, `by=job`/`by=label:*`, the code at commit
+  d9ca4c5d4673 (the parent of 53651f6, per-test figures),
+  `python -m bench.bench_rollups --days 30 --tests 5000 --jobs 8 --requests 10`.
+- `453-581 ms`: the same, the code at commit 910d1eb52d1e (the parent of d23ec69, the weekly
+  (test, cell) rollup),
+  `python -m bench.bench_rollups --days 30 --tests 5000 --jobs 8 --requests 10`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,10 @@ measured): `--clients` identical uploads sent at the same moment (wall time unti
 is answered, answers by status; a client gives up after `--timeout` s), then `--pairs`
 sequential POST-then-GET pairs (p50/p95 of the POST, and how many GETs found the upload).
 Baseline in the same run: `GET /healthz` latency p50 on the idle server.
+
+Before (the figures README.md quotes; tests/test_before_figures.py checks them):
+- `2 of 5 rounds froze past 20 s`: the code at commit f4c35ef086e1 (the parent of 1f4c33e, the
+  upload guard), `python -m bench.bench_upload_api --rounds 5 --pairs 200 --timeout 20`.
 """
 
 from __future__ import annotations

@@ -3,5 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q -e ./client -e .
+# The locked versions, with the embedded extra (pgserver: PostgreSQL's binaries).
+.venv/bin/python -m pip install -q -r requirements/embedded.lock -e '.[embedded]'
 exec .venv/bin/laptime serve "$@"

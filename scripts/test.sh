@@ -12,7 +12,11 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv || exit 1
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e ./client -e '.[test]' || { echo "summary: install failed"; exit 1; }
+# Exactly the versions of requirements/test.lock (scripts/lock.sh makes it), so two runs a week
+# apart test the same dependencies; the client again for its `laptime-ci` script and the pytest
+# plugin's entry point (the server's distribution carries only its import package).
+.venv/bin/python -m pip install -q -r requirements/test.lock -e ./client -e '.[test]' \
+    || { echo "summary: install failed"; exit 1; }
 # Debian packages the browser tests and the real-runner tests (tests/runners) use, installed
 # only when missing and only as root, one at a time so one failure doesn't stop the others; a
 # failed install warns (browser tests then fail, real-runner tests skip). Maven is not
@@ -57,22 +61,12 @@ if [ "$test_status" = 5 ]; then
     echo "pytest collected no tests"
 fi
 
-counts=$(.venv/bin/python - "$report" <<'PY'
-import sys
-import xml.etree.ElementTree as ET
-
-root = ET.parse(sys.argv[1]).getroot()
-suites = [root] if root.tag == "testsuite" else list(root)
-total = sum(int(s.get("tests", 0)) for s in suites)
-failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
-skipped = sum(int(s.get("skipped", 0)) for s in suites)
-print(f"{total - failed - skipped} passed, {failed} failed, {skipped} skipped")
-PY
-) || counts="0 passed, 1 failed"
 elapsed=$(( $(date +%s) - started ))
-lint_word="lint ok"
-[ "$lint_status" = 0 ] || lint_word="LINT FAILED"
-printf '\nsummary: %s (%s, %ss)\n' "$counts" "$lint_word" "$elapsed"
+lint_word=ok
+[ "$lint_status" = 0 ] || lint_word=failed
+printf '\n'
+.venv/bin/python scripts/summary.py "$report" --lint "$lint_word" --seconds "$elapsed" \
+    || echo "summary: 0 passed, 1 failed (summary.py failed)"
 if [ "$test_status" != 0 ] || [ "$lint_status" != 0 ]; then
     exit 1
 fi

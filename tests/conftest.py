@@ -19,7 +19,6 @@ from sqlalchemy import Engine
 pytest_plugins = ["pytester"]
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
 
 
 @dataclass(frozen=True)

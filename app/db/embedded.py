@@ -2,7 +2,8 @@
 
 pgserver ships the server binaries and reference-counts the processes using a data
 directory, so `serve`, `worker` and `migrate` started side by side find one server and the
-last one to exit stops it. Without pgserver, a system `initdb`/`pg_ctl` is used instead.
+last one to exit stops it. pgserver is the `embedded` extra (`pip install 'laptime[embedded]'`);
+without it a system `initdb`/`pg_ctl` is used instead (the Docker image sets DATABASE_URL).
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ class EmbeddedDatabaseError(RuntimeError):
     """The embedded server could not be started."""
 
 
+NO_PGSERVER = (
+    "install the embedded server with `pip install 'laptime[embedded]'` (the pgserver "
+    "package), or put PostgreSQL's initdb/pg_ctl on PATH, or set DATABASE_URL"
+)
+
+
 def _system_pg_bin() -> Path | None:
     found = shutil.which("pg_ctl")
     if found:
@@ -34,17 +41,21 @@ def _system_pg_bin() -> Path | None:
 def _system_server(pgdata: Path) -> Iterator[str]:
     bin_dir = _system_pg_bin()
     if bin_dir is None:
-        raise EmbeddedDatabaseError(
-            "no embedded PostgreSQL: install the 'pgserver' package or PostgreSQL's "
-            "initdb/pg_ctl, or set DATABASE_URL"
-        )
+        raise EmbeddedDatabaseError(f"no embedded PostgreSQL: {NO_PGSERVER}")
     if not (pgdata / "PG_VERSION").exists():
         pgdata.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
+        made = subprocess.run(
             [str(bin_dir / "initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust"],
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if made.returncode != 0:
+            # initdb refuses root, among others: say so, and how to get the embedded server.
+            detail = made.stderr.strip()[-500:]
+            raise EmbeddedDatabaseError(
+                f"the system PostgreSQL in {bin_dir} could not initialise {pgdata}: {detail}; "
+                f"{NO_PGSERVER}"
+            )
     started = (
         subprocess.run(
             [str(bin_dir / "pg_ctl"), "-D", str(pgdata), "status"], capture_output=True

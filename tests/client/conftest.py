@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools import OLDEST_CLIENT_PYTHON, oldest_python, tool_missing
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # A user's project: its own `app.client` and `ingest` shadow nothing of ours any more.
@@ -77,6 +79,43 @@ def ci_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=300,
         capture_output=True,
     )
+    return python
+
+
+@pytest.fixture(scope="session")
+def oldest_ci_venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Like ci_venv on the oldest Python the client claims; a "tools missing" skip without it."""
+    base = oldest_python()
+    if base is None:
+        tool_missing(
+            f"python{OLDEST_CLIENT_PYTHON}",
+            "the client claims Python 3.9+: install it (pyenv, deadsnakes) or point "
+            "LAPTIME_OLDEST_PYTHON at one",
+        )
+    venv = tmp_path_factory.mktemp("venv-oldest") / "v"
+    subprocess.run([str(base), "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    version = subprocess.run(
+        [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout.strip()
+    assert version == OLDEST_CLIENT_PYTHON  # what runs is what the client claims
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "-q", "pytest", str(wheel)],
+        check=True,
+        timeout=300,
+        capture_output=True,
+    )
+    return python
+
+
+@pytest.fixture(params=["current", "oldest"])
+def client_python(request: pytest.FixtureRequest) -> Path:
+    """The python of a pytest-only venv with the client: this Python, then the oldest claimed."""
+    name = "ci_venv" if request.param == "current" else "oldest_ci_venv"
+    python: Path = request.getfixturevalue(name)
     return python
 
 

@@ -49,9 +49,13 @@ def _stopped_server_url() -> str:
 
 
 def test_user_project_uploads_and_shards_then_survives_the_outage(
-    ci_venv: Path, tmp_path: Path, live_server: LiveServer, project: ProjectFixture, engine: Engine
+    client_python: Path,
+    tmp_path: Path,
+    live_server: LiveServer,
+    project: ProjectFixture,
+    engine: Engine,
 ) -> None:
-    python = ci_venv
+    python = client_python
     pandas = subprocess.run([str(python), "-c", "import pandas"], capture_output=True, timeout=60)
     assert pandas.returncode != 0  # the client brought none of the server's dependencies
     write_user_project(tmp_path)

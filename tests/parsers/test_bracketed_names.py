@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from analysis.rollups import function_keys
 from ingest.parsers import parse_report
+from tests.corpus import corpus_path, read_corpus
 
-SONOBUOY = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared/corpus/junit/inorton__junit2html/tests/junit-sonobouy.xml"
-)
+SONOBUOY = "junit/inorton__junit2html/tests/junit-sonobouy.xml"
 
 
 def test_ginkgo_names_stay_distinct_functions() -> None:
-    results = parse_report(SONOBUOY.read_bytes()).results
+    results = parse_report(read_corpus(SONOBUOY)).results
     keys = function_keys(results["nodeid"], results["params"])
     # Each testcase of the Kubernetes e2e report is its own function; none is cut at "[".
     assert len(set(keys)) == results["nodeid"].nunique()
@@ -49,7 +45,9 @@ def test_cli_table_prints_bracketed_names_as_text_not_markup() -> None:
 
     from app.cli.analyze_cmd import analyze
 
-    result = CliRunner().invoke(analyze, ["--by", "test", "--limit", "0", str(SONOBUOY)])
+    result = CliRunner().invoke(
+        analyze, ["--by", "test", "--limit", "0", str(corpus_path(SONOBUOY))]
+    )
     assert result.exit_code == 0, result.output
     # rich would swallow "[sig-network]" and "[k8s.io]" as style tags if given as markup.
     assert "[sig-network] Networking" in result.output

@@ -25,10 +25,10 @@ from analysis.frames import RESULT_COLUMNS
 from app.cli.parse_cmd import parse
 from ingest.model import ReportParseError
 from ingest.parsers import parse_report
+from tests import corpus
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-CORPUS = SHARED / "junit"
-DURATIONS = SHARED / "durations"
+CORPUS = corpus.CORPUS / "junit"
+DURATIONS = corpus.CORPUS / "durations"
 
 FAILS_WITH: dict[str, str] = {
     "DataDog__datadog-ci/packages/plugin-junit/src/__tests__/fixtures/empty.xml": "empty-report",
@@ -218,7 +218,7 @@ _ROW = re.compile(r"^\s*(\d+\.\d+)s\s+(?:setup|call|teardown)\s+(\S.*?)\s*$", re
 
 
 def corpus_files(root: Path = CORPUS) -> list[str]:
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+    return corpus.corpus_files(root=root)
 
 
 def printed(path: Path) -> list[dict[str, object]]:
@@ -271,7 +271,7 @@ def test_table_names_only_corpus_files() -> None:
 
 @pytest.mark.parametrize("rel", corpus_files())
 def test_corpus_file(rel: str) -> None:
-    path = CORPUS / rel
+    path = corpus.corpus_path(rel, CORPUS)
     data = path.read_bytes()
     if rel in FAILS_WITH:
         with pytest.raises(ReportParseError) as caught:
@@ -307,7 +307,7 @@ def test_corpus_file(rel: str) -> None:
 
 @pytest.mark.parametrize("rel", [f for f in corpus_files(DURATIONS) if f.endswith(".txt")])
 def test_durations_corpus_file(rel: str) -> None:
-    path = DURATIONS / rel
+    path = corpus.corpus_path(rel, DURATIONS)
     rows = _ROW.findall(path.read_text())
     assert rows, "the independent reading found no rows"
     lines = printed(path)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -10,13 +9,14 @@ import pytest
 
 from ingest.model import ParsedReport
 from ingest.parsers import parse_report
+from tests import corpus
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "junit"
+CORPUS = corpus.CORPUS / "junit"
 MIKEPENZ = "mikepenz__action-junit-report/test_results"
 
 
 def parse(rel: str) -> ParsedReport:
-    return parse_report((CORPUS / rel).read_bytes(), filename=rel)
+    return parse_report(corpus.read_corpus(rel, CORPUS), filename=rel)
 
 
 def row(report: ParsedReport, nodeid: str) -> dict[str, Any]:

@@ -7,16 +7,15 @@ be identical, and an error must carry the same code, line and column.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
 from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import junit
 from ingest.parsers.junit_fast import collect_fast
+from tests import corpus
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "junit"
+CORPUS = corpus.CORPUS / "junit"
 
 
 def scanned(data: bytes) -> ParsedReport | None:
@@ -58,10 +57,10 @@ def check(data: bytes) -> ParsedReport | None:
 
 def xml_files() -> list[str]:
     out = []
-    for path in sorted(CORPUS.rglob("*")):
-        head = path.read_bytes()[:2] if path.is_file() else b""
+    for rel in corpus.corpus_files("junit"):
+        head = corpus.read_corpus(rel, CORPUS)[:2]
         if head[:1] in (b"<", b"\n", b" ", b"\xef") or head in (b"\xff\xfe", b"\xfe\xff"):
-            out.append(str(path.relative_to(CORPUS)))
+            out.append(rel)
     return out
 
 
@@ -70,7 +69,7 @@ def test_every_corpus_document_is_identical_and_most_are_scanned() -> None:
     files = xml_files()
     assert len(files) > 100
     for rel in files:
-        used += check((CORPUS / rel).read_bytes()) is not None
+        used += check(corpus.read_corpus(rel, CORPUS)) is not None
     # Most JUnit files of the corpus have childless testcases in one layout.
     assert used >= 80
 

@@ -26,6 +26,7 @@ from analysis.split_options import SplitOptions
 from analysis.split_plan import SplitPlan, plan_splits
 from ingest.parsers import parse_report
 from tests.planner.history import run_row, runs_frame
+from tests.tools import require, tool_missing
 
 RUN_TIMEOUT_S = 120
 
@@ -40,9 +41,8 @@ def _run(
 
 
 def _require(tool: str, install: str) -> None:
-    """Skip, saying how to install it, when the runner's executable is absent."""
-    if shutil.which(tool) is None:
-        pytest.skip(f"{tool} is not installed ({install})")
+    """A "tools missing" skip, saying how to install it, when the runner is absent."""
+    require(tool, tool, install)
 
 
 def _plan(
@@ -165,7 +165,7 @@ def test_maven_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
         shutil.rmtree(reports, ignore_errors=True)
         done = _run(["mvn", "-o", "-q", *argv[1:]], tmp_path)
         if done.returncode != 0 and "offline" in done.stdout:
-            pytest.skip("the local Maven repository lacks Surefire 3.2.5 / JUnit 5.11 (offline)")
+            tool_missing("maven", "the local Maven repository lacks Surefire 3.2.5 / JUnit 5.11")
         assert done.returncode == 0, done.stdout[-3000:]
         for xml in sorted(reports.glob("TEST-*.xml")):
             ran.update(parse_report(xml.read_bytes(), filename=xml.name).results["nodeid"])
@@ -198,7 +198,7 @@ def test_jest_runs_each_planned_test_exactly_once(tmp_path: Path) -> None:
         tmp_path,
     )
     if install.returncode != 0:
-        pytest.skip("jest@29 and jest-junit@16 are not in the local npm cache (offline)")
+        tool_missing("jest", "jest@29 and jest-junit@16 are not in the local npm cache")
     (tmp_path / "tests").mkdir()
     for f, n in JEST_FILES.items():
         body = "".join(f"test('{f}{i}', () => {{}});\n" for i in range(n))

@@ -3,15 +3,11 @@ the unit that runner selects, `(unknown)` under 1% of the time (issue #17)."""
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
 from ingest.model import ReportParseError
 from ingest.parsers import parse_report
-
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+from tests.corpus import manifest_rows, read_corpus
 
 # manifest producer (tool_that_produced_it, prefix match) -> runner
 PRODUCERS: dict[str, str] = {
@@ -55,10 +51,8 @@ NOT_THE_PRODUCER_TOOLS = {"Maven Surefire/Ant (Java)"}
 
 
 def _producer_rows() -> list[tuple[str, str, str]]:
-    with (SHARED / "MANIFEST.tsv").open(encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle, delimiter="\t"))
     out = []
-    for row in rows:
+    for row in manifest_rows():
         tool = row["tool_that_produced_it"]
         runner = next((r for p, r in PRODUCERS.items() if tool.startswith(p)), None)
         if runner is not None and "-style" not in tool:
@@ -78,7 +72,7 @@ def test_every_producer_has_files() -> None:
 @pytest.mark.parametrize(("rel", "tool", "runner"), ROWS, ids=[r[0] for r in ROWS])
 def test_selection_unit_and_runner(rel: str, tool: str, runner: str) -> None:
     try:
-        report = parse_report((SHARED / rel).read_bytes(), filename=rel)
+        report = parse_report(read_corpus(rel), filename=rel)
     except ReportParseError:
         return  # not a report (go test output, snapshots): test_junit_corpus checks the code
     results = report.results

@@ -1,7 +1,7 @@
 """The same reports give the same figures through `laptime analyze` (JSON and CSV), the REST
 rollups (JSON and CSV) and the time page's "split by" table, for every dimension (#15).
 
-Reports: real files of several dialects (tests/data/corpus, ATTRIBUTION.tsv names their
+Reports: real files of several dialects (tests/data/numbers, ATTRIBUTION.tsv names their
 sources), a pytest `--durations` log, and two laptime JSON reports of the same tests run by two
 jobs at different speeds (markers, parametrize ids, zero and unknown durations). Each file is
 one job named after its stem, uploaded to a live server and analysed locally.
@@ -26,10 +26,10 @@ from click.testing import CliRunner
 from app.cli.main import cli
 from app.pages.common import TABLE_ROWS
 from dashboards.humanize import count_text, duration_text, percent_text
+from tests import corpus
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.uploads import upload_all
 
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 DIMENSIONS = ("test", "function", "file", "marker", "job", "machine", "branch", "label:os")
 # Each dimension also under an explicit parent other than its default.
 WITHIN = {"test": "file", "function": "job", "file": None, "marker": "file", "job": "file"}
@@ -86,9 +86,10 @@ def laptime_json(speed: float) -> bytes:
 def reports(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     folder = tmp_path_factory.mktemp("reports")
     paths = []
-    for source in sorted(CORPUS.iterdir()):
-        if source.suffix in (".xml", ".txt"):
-            paths.append(Path(shutil.copy(source, folder / source.name)))
+    for name in corpus.corpus_files(root=corpus.NUMBERS):
+        if name.endswith((".xml", ".txt")):
+            source = corpus.corpus_path(name, corpus.NUMBERS)
+            paths.append(Path(shutil.copy(source, folder / name)))
     for job, speed in (("plugin-cpu", 1.0), ("plugin-gpu", 0.25)):
         path = folder / f"{job}.json"
         path.write_bytes(laptime_json(speed))
