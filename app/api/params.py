@@ -42,7 +42,9 @@ DurationText = Annotated[
     str, StringConstraints(max_length=MAX_DURATION_CHARS, pattern=r"^[0-9hmsHMS. ]*$")
 ]
 JobRangeText = Annotated[str, StringConstraints(max_length=15, pattern=r"^[0-9 -]+$")]
-TextList = Annotated[list[Text] | None, Query(max_length=MAX_VALUES)]
+# A repeatable filter: an empty value (`?label=`, what a form's "all" option sends) is no
+# filter, here as on the pages (app/pages/common.py drops them); the schema allows it too.
+TextList = Annotated[list[Text], Query(max_length=MAX_VALUES)]
 
 
 def invalid(name: str, message: str, value: object = None) -> RequestValidationError:
@@ -73,10 +75,15 @@ def _check_date(name: str, value: date | None) -> None:
         raise invalid(name, f"must be between {DATE_MIN} and {DATE_MAX}", value.isoformat())
 
 
+def given(values: list[str]) -> tuple[str, ...]:
+    """The values of a repeatable filter that filter: empty ones mean no filter."""
+    return tuple(v for v in values if v)
+
+
 def parse_label_filters(pairs: list[str]) -> dict[str, tuple[str, ...]]:
     """`os=linux`, `os=macos`, `python=3.11` -> {os: (linux, macos), python: (3.11,)}."""
     found: dict[str, list[str]] = {}
-    for pair in pairs:
+    for pair in given(pairs):
         try:
             key, value = split_label(pair)
         except ValueError as exc:
@@ -93,16 +100,14 @@ def query_filters(
     until: Annotated[
         date | None, Query(description=f"last day (default today), {DATE_MIN} to {DATE_MAX}")
     ] = None,
-    branch: TextList = None,
-    job: TextList = None,
-    label: Annotated[
-        list[Text] | None, Query(max_length=MAX_VALUES, description="k=v, repeatable")
-    ] = None,
-    marker: TextList = None,
-    exclude_marker: TextList = None,
+    branch: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
+    job: TextList = [],  # noqa: B006
+    label: Annotated[list[Text], Query(max_length=MAX_VALUES, description="k=v, repeatable")] = [],  # noqa: B006
+    marker: TextList = [],  # noqa: B006
+    exclude_marker: TextList = [],  # noqa: B006
     file: Annotated[
-        list[Text] | None, Query(max_length=MAX_VALUES, description="file glob, repeatable")
-    ] = None,
+        list[Text], Query(max_length=MAX_VALUES, description="file glob, repeatable")
+    ] = [],  # noqa: B006
 ) -> Filters:
     """The Filters a request's query string describes."""
     _check_date("since", since)
@@ -111,12 +116,12 @@ def query_filters(
         days,
         since=since,
         until=until,
-        branches=tuple(branch or ()),
-        jobs=tuple(job or ()),
-        labels=parse_label_filters(label or []),
-        markers=tuple(marker or ()),
-        exclude_markers=tuple(exclude_marker or ()),
-        files=tuple(file or ()),
+        branches=given(branch),
+        jobs=given(job),
+        labels=parse_label_filters(label),
+        markers=given(marker),
+        exclude_markers=given(exclude_marker),
+        files=given(file),
     )
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from analysis.rollups import records_from_frame
 from app.api.deps import AdminProject, ConnDep, ReadProject
@@ -111,6 +111,9 @@ def uploads(
 
 class TokenRequest(BaseModel):
     """A token to create."""
+
+    # JSON types as the schema says them: `true` is not a number of days, nor is "7".
+    model_config = ConfigDict(strict=True)
 
     scope: Literal["upload", "read", "admin"] = "read"
     expires_in_days: int | None = Field(

@@ -115,7 +115,11 @@ class UploadForm(BaseModel):
         "otherwise one older than 7 days or in the future dates the run when received",
     )
     runner: Annotated[str | None, AfterValidator(_runner)] = Field(
-        default=None, max_length=40, description="test runner (default: detected per report)"
+        default=None,
+        max_length=40,
+        description="test runner; empty or `auto`: detected per report",
+        # The values _runner takes, in the schema too: any other string is a 422.
+        json_schema_extra={"enum": ["", "auto", *RUNNERS]},
     )
 
     def run_metadata(self) -> dict[str, Any]:
