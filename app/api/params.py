@@ -45,6 +45,8 @@ JobRangeText = Annotated[str, StringConstraints(max_length=15, pattern=r"^[0-9 -
 # A repeatable filter: an empty value (`?label=`, what a form's "all" option sends) is no
 # filter, here as on the pages (app/pages/common.py drops them); the schema allows it too.
 TextList = Annotated[list[Text], Query(max_length=MAX_VALUES)]
+# `key=value` (a non-empty key, split on the first `=`: laptime_ci.labels), or empty.
+LabelText = Annotated[Text, StringConstraints(pattern=r"^(?:[^=\x00][^\x00]*=[^\x00]*)?$")]
 
 
 def invalid(name: str, message: str, value: object = None) -> RequestValidationError:
@@ -102,7 +104,9 @@ def query_filters(
     ] = None,
     branch: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
     job: TextList = [],  # noqa: B006
-    label: Annotated[list[Text], Query(max_length=MAX_VALUES, description="k=v, repeatable")] = [],  # noqa: B006
+    label: Annotated[
+        list[LabelText], Query(max_length=MAX_VALUES, description="k=v, repeatable")
+    ] = [],  # noqa: B006
     marker: TextList = [],  # noqa: B006
     exclude_marker: TextList = [],  # noqa: B006
     file: Annotated[

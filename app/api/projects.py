@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from analysis.rollups import records_from_frame
 from app.api.deps import AdminProject, ConnDep, ReadProject
@@ -109,14 +109,20 @@ def uploads(
     return {"uploads": recent_uploads(conn, project.id, limit=limit)}
 
 
+def _json_integer(value: object) -> object:
+    """JSON types as the schema says them: `true` or "7" is not a number of days (pydantic
+    would take them); 7.0 is (JSON Schema's integer), 7.5 is refused by the int that follows."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a JSON integer")
+    return value
+
+
 class TokenRequest(BaseModel):
     """A token to create."""
 
-    # JSON types as the schema says them: `true` is not a number of days, nor is "7".
-    model_config = ConfigDict(strict=True)
 
     scope: Literal["upload", "read", "admin"] = "read"
-    expires_in_days: int | None = Field(
+    expires_in_days: Annotated[int, BeforeValidator(_json_integer)] | None = Field(
         default=None, ge=1, le=3650, description="lifetime in days; none: never expires"
     )
 

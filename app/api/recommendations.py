@@ -269,6 +269,7 @@ def write_catalogue(
     ] = None,
 ) -> dict[str, Any]:
     """Declare the project's catalogue and/or store its own; validated before it is kept."""
+    name = name or None  # empty is not given, as everywhere
     if toml:
         try:
             custom = load_catalogue_text(toml, source=f"project {project.slug}")
