@@ -7,6 +7,7 @@ names the parameter (FastAPI's detail list, `loc: ["query", name]`) for anything
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import date
 from typing import Annotated
@@ -14,7 +15,7 @@ from typing import Annotated
 import anyio.from_thread
 from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import StringConstraints
+from pydantic import AfterValidator, BeforeValidator, StringConstraints
 
 from analysis.durations import MAX_DURATION_CHARS
 from analysis.filters import Filters
@@ -45,6 +46,25 @@ JobRangeText = Annotated[str, StringConstraints(max_length=15, pattern=r"^[0-9 -
 # A repeatable filter: an empty value (`?label=`, what a form's "all" option sends) is no
 # filter, here as on the pages (app/pages/common.py drops them); the schema allows it too.
 TextList = Annotated[list[Text], Query(max_length=MAX_VALUES)]
+
+
+def none_if_empty(value: str | None) -> str | None:
+    """An empty optional parameter is one not given (its default), like an empty filter."""
+    return value or None
+
+
+MaybeText = Annotated[Text | None, AfterValidator(none_if_empty)]
+
+
+def iso_date(value: object) -> object:
+    """Only `YYYY-MM-DD` is a date on the wire (pydantic would also take `0` or a timestamp)."""
+    if isinstance(value, str) and not _ISO_DATE.fullmatch(value):
+        raise ValueError("must be a date like 2026-12-04")
+    return value
+
+
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+IsoDate = Annotated[date | None, BeforeValidator(iso_date)]
 # `key=value` (a non-empty key, split on the first `=`: laptime_ci.labels), or empty.
 LabelText = Annotated[Text, StringConstraints(pattern=r"^(?:[^=\x00][^\x00]*=[^\x00]*)?$")]
 
@@ -97,10 +117,10 @@ def parse_label_filters(pairs: list[str]) -> dict[str, tuple[str, ...]]:
 def query_filters(
     days: Annotated[int | None, Query(ge=1, le=3650, description="window in days")] = 30,
     since: Annotated[
-        date | None, Query(description=f"first day (overrides days), {DATE_MIN} to {DATE_MAX}")
+        IsoDate, Query(description=f"first day (overrides days), {DATE_MIN} to {DATE_MAX}")
     ] = None,
     until: Annotated[
-        date | None, Query(description=f"last day (default today), {DATE_MIN} to {DATE_MAX}")
+        IsoDate, Query(description=f"last day (default today), {DATE_MIN} to {DATE_MAX}")
     ] = None,
     branch: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
     job: TextList = [],  # noqa: B006
@@ -153,6 +173,7 @@ __all__ = [
     "DurationText",
     "FiltersDep",
     "JobRangeText",
+    "MaybeText",
     "Text",
     "duration_s",
     "invalid",

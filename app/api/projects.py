@@ -13,7 +13,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 from analysis.rollups import records_from_frame
 from app.api.deps import AdminProject, ConnDep, ReadProject
 from app.api.errors import ApiError
-from app.api.params import FiltersDep, Text
+from app.api.params import FiltersDep, MaybeText, Text
 from app.api.responses import PROJECT_ERRORS, answers
 from app.api.schemas.reads import (
     Jobs,
@@ -41,7 +41,7 @@ def rollups(
     by: Annotated[
         Text, Query(description="file, function, test, marker, job, machine, branch or `label:KEY`")
     ] = "file",
-    within: Annotated[Text | None, Query(description="parent dimension for parent_share")] = None,
+    within: Annotated[MaybeText, Query(description="parent dimension for parent_share")] = None,
     sort: Annotated[Text, Query(description="column to sort rows by")] = "total_s",
     desc: bool = True,
     limit: Annotated[int | None, Query(ge=1, le=100_000)] = 100,
@@ -120,10 +120,9 @@ def _json_integer(value: object) -> object:
 class TokenRequest(BaseModel):
     """A token to create."""
 
-
     scope: Literal["upload", "read", "admin"] = "read"
-    expires_in_days: Annotated[int, BeforeValidator(_json_integer)] | None = Field(
-        default=None, ge=1, le=3650, description="lifetime in days; none: never expires"
+    expires_in_days: Annotated[int, BeforeValidator(_json_integer), Field(ge=1, le=3650)] | None = (
+        Field(default=None, description="lifetime in days; none: never expires")
     )
 
 
