@@ -10,6 +10,7 @@ from analysis.calibration import MIN_SAMPLES, Calibration
 from analysis.plan_accuracy import PlanAccuracy
 from app.api.deps import ConnDep, ReadProject
 from app.api.errors import ApiError
+from app.api.params import MaybeText
 from app.api.responses import PROJECT_ERRORS, answers
 from app.api.schemas.accuracy import AccuracyAnswer, CalibrationModel, PlanAccuracyModel
 from app.services.plan_accuracy import PlanNotFound, accuracy_report
