@@ -10,7 +10,7 @@ from analysis.calibration import MIN_SAMPLES, Calibration
 from analysis.plan_accuracy import PlanAccuracy
 from app.api.deps import ConnDep, ReadProject
 from app.api.errors import ApiError
-from app.api.params import MaybeText
+from app.api.params import Text
 from app.api.responses import PROJECT_ERRORS, answers
 from app.api.schemas.accuracy import AccuracyAnswer, CalibrationModel, PlanAccuracyModel
 from app.services.plan_accuracy import PlanNotFound, accuracy_report
@@ -51,7 +51,7 @@ def accuracy(
     project: ReadProject,
     conn: ConnDep,
     plan: Annotated[
-        MaybeText, Query(max_length=500, description="one plan's id (default: the newest)")
+        Text | None, Query(max_length=500, description="one plan's id (default: the newest)")
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PLANS, description="plans, newest first")] = 20,
 ) -> AccuracyAnswer:
