@@ -33,12 +33,6 @@ def is_transient(exc: BaseException) -> bool:
     return state[:2] in _TRANSIENT_CLASSES or state in _TRANSIENT_STATES
 
 
-def is_resource_shortage(exc: BaseException) -> bool:
-    """True for disk full, out of memory and I/O errors: transient, yet possibly caused by the
-    upload being stored (a report too big for the disk), so their free retries are counted."""
-    return isinstance(exc, psycopg.Error) and (exc.sqlstate or "")[:2] in {"53", "58"}
-
-
 def is_input_fault(exc: BaseException) -> bool:
     """True when the database refused the report's own data."""
     return isinstance(exc, psycopg.Error) and (exc.sqlstate or "")[:2] in _INPUT_CLASSES

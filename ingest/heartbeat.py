@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 
+from ingest.attempts import application_name
 from ingest.metrics import HEARTBEATS
 
 log = logging.getLogger("laptime.worker")
@@ -95,7 +96,13 @@ class Heartbeat:
         while not self._stopped.is_set():
             try:
                 if conn is None or conn.closed:
-                    conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=5)
+                    conn = psycopg.connect(
+                        self.dsn,
+                        autocommit=True,
+                        connect_timeout=5,
+                        # The worker's name: while it beats, its claims' rows are not spent.
+                        application_name=application_name(self.name),
+                    )
                     # A beat lost in a server crash is harmless: no need to wait for its fsync.
                     conn.execute("SET synchronous_commit = off")
                 with self._lock:

@@ -7,8 +7,9 @@ stops beating while its connection lingers has its claim taken over (ingest/hear
 
 Attempts are recorded on a side connection when a claim starts, so a report that crashes or
 hangs every worker fails after `max_attempts`. Transient database errors (ingest/failures.py)
-give their attempt back and the worker backs off, reconnects and goes on: a database restart
-or a full disk delays uploads, never fails them. The report's own faults fail it at once.
+spend no attempt, even when the database cannot write (ingest/attempts.py): the worker backs
+off, reconnects and goes on, and tries other queued uploads first; a database restart or a full
+disk delays uploads, never fails them. The report's own faults fail it at once.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import os
 import socket
 import threading
 import time
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,13 +27,8 @@ from typing import Any
 import psycopg
 
 from ingest import metrics
-from ingest.failures import (
-    Backoff,
-    describe,
-    is_input_fault,
-    is_resource_shortage,
-    is_transient,
-)
+from ingest.attempts import application_name, spent_sql
+from ingest.failures import Backoff, describe, is_input_fault, is_transient
 from ingest.heartbeat import Heartbeat, take_over_stale_claims
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, ReportParseError
@@ -70,10 +65,6 @@ class WorkerConfig:
     lease_s: float = 60.0
     backoff_first_s: float = 0.5
     backoff_cap_s: float = 10.0
-    # Free retries of one upload after a resource shortage (disk full, out of memory); past
-    # them each try spends an attempt, so an upload that itself causes the shortage fails
-    # after max_attempts instead of holding the head of the queue forever.
-    resource_retries: int = 10
 
 
 class ShutdownRequested(KeyboardInterrupt):
@@ -155,7 +146,7 @@ def metadata_from_json(
 _CLAIM = """
 SELECT id, project_id, (SELECT slug FROM project WHERE project.id = upload.project_id),
     metadata, job, created_at FROM upload
-WHERE status = 'queued' ORDER BY id LIMIT 1
+WHERE status = 'queued' ORDER BY id = ANY(%(deferred)s), id LIMIT 1
 FOR NO KEY UPDATE SKIP LOCKED
 """
 
@@ -167,9 +158,11 @@ def process_next(
     *,
     heartbeat: Heartbeat | None = None,
     known_tests: KnownTests | None = None,
+    deferred: frozenset[int] = frozenset(),
 ) -> int | None:
     """Claim and ingest one queued upload; returns its id, or None when the queue is empty.
-    `known_tests` is `conn`'s memo of written test cases (see store_run).
+    `known_tests` is `conn`'s memo of written test cases (see store_run); uploads in
+    `deferred` (lately failed for a transient reason) are claimed after every other one.
 
     Raises ClaimFailed (the cause chained) when the ingest fails after its attempt was recorded.
     """
@@ -178,7 +171,7 @@ def process_next(
     attempt: tuple[int, int] | None = None  # attempt id, attempts counted
     try:
         with conn.transaction():
-            row = conn.execute(_CLAIM).fetchone()
+            row = conn.execute(_CLAIM, {"deferred": list(deferred)}).fetchone()
             if row is None:
                 return None
             upload_id, project_id, slug, metadata, job, received_at = row
@@ -186,6 +179,7 @@ def process_next(
             spent, last_error = _attempts_so_far(side, upload_id)
             if spent >= config.max_attempts:
                 reason = last_error or "the worker stopped while ingesting it"
+                _drop_unspent(conn, upload_id, keep=None)
                 _finish_failed(
                     conn,
                     upload_id,
@@ -205,7 +199,7 @@ def process_next(
                     metadata,
                     job,
                     received_at,
-                    attempt[1],
+                    *attempt,
                     config,
                     known_tests,
                 )
@@ -261,11 +255,13 @@ def _ingest(
     metadata: dict[str, Any],
     job: str | None,
     received_at: datetime,
+    attempt_id: int,
     attempts: int,
     config: WorkerConfig,
     known_tests: KnownTests | None,
 ) -> Outcome:
     """Parse, store and mark done, inside the claim's transaction."""
+    _drop_unspent(conn, upload_id, keep=attempt_id)
     try:
         reports = _parse_files(conn, upload_id, config, runner=metadata.get("runner"))
     except ReportParseError as exc:
@@ -322,10 +318,11 @@ def _ingest(
 
 
 def _attempts_so_far(side: psycopg.Connection[Any], upload_id: int) -> tuple[int, str | None]:
+    """The attempts the upload has spent (ingest/attempts.py) and the last error recorded."""
     row = side.execute(
-        "SELECT count(*), (SELECT error FROM upload_attempt WHERE upload_id = %(u)s "
-        "AND error IS NOT NULL ORDER BY id DESC LIMIT 1) "
-        "FROM upload_attempt WHERE upload_id = %(u)s",
+        "SELECT count(*) FILTER (WHERE " + spent_sql("a") + "), (SELECT error FROM "
+        "upload_attempt WHERE upload_id = %(u)s AND error IS NOT NULL ORDER BY id DESC LIMIT 1) "
+        "FROM upload_attempt a WHERE a.upload_id = %(u)s",
         {"u": upload_id},
     ).fetchone()
     assert row is not None
@@ -341,8 +338,19 @@ def _record_attempt(side: psycopg.Connection[Any], upload_id: int, name: str) ->
     return int(row[0])
 
 
+def _drop_unspent(conn: psycopg.Connection[Any], upload_id: int, keep: int | None) -> None:
+    """Drop the upload's claims that spent nothing (their giving back failed), in the
+    transaction that finishes it: its attempt rows then are exactly the attempts it spent."""
+    conn.execute(
+        "DELETE FROM upload_attempt a WHERE a.upload_id = %s AND a.id IS DISTINCT FROM %s "
+        "AND NOT " + spent_sql("a"),
+        (upload_id, keep),
+    )
+
+
 def _forget_attempts(side: psycopg.Connection[Any], attempt_ids: list[int]) -> None:
-    """Give back attempts that failed for a transient reason (best effort)."""
+    """Give back attempts that failed for a transient reason (best effort: a row left behind
+    spends nothing while its worker is connected, see ingest/attempts.py)."""
     if not attempt_ids or side.closed or side.broken:
         return
     try:
@@ -403,28 +411,36 @@ def drain(
     *,
     heartbeat: Heartbeat | None = None,
     stop: threading.Event | None = None,
-    shortages: Counter[int] | None = None,
+    deferred: set[int] | None = None,
     known_tests: KnownTests | None = None,
 ) -> int:
     """Process uploads until the queue is empty (or `stop`); returns how many were processed.
     `known_tests` is `conn`'s memo of written test cases (a new one when not given).
 
     Raises TransientFailure when the database fails for a reason of the moment: the claim
-    rolled back, its attempt is given back (or listed for later if the database is gone),
-    unless `shortages` counts more than `resource_retries` of them for that upload.
+    rolled back and spent no attempt; its row is given back (or listed for later if the
+    database cannot take the write) and the upload is added to `deferred`, so the next claims
+    take other queued uploads first (one that keeps causing a shortage holds no queue).
     """
     known = KnownTests() if known_tests is None else known_tests
     processed = 0
     while stop is None or not stop.is_set():
         try:
-            upload_id = process_next(conn, side, config, heartbeat=heartbeat, known_tests=known)
+            upload_id = process_next(
+                conn,
+                side,
+                config,
+                heartbeat=heartbeat,
+                known_tests=known,
+                deferred=frozenset(deferred or ()),
+            )
         except ClaimFailed as failed:
             exc = failed.__cause__ or failed
             known.clear()  # the rollback undid what it remembers
+            # Decided before anything is written: a transient fault records nothing.
             if is_transient(exc):
-                if _spends_attempt(failed.upload_id, exc, shortages, config):
-                    _record_error(side, failed.attempt_id, describe(exc))
-                    raise TransientFailure(describe(exc), []) from exc
+                if deferred is not None:
+                    deferred.add(failed.upload_id)
                 pending = [failed.attempt_id]
                 _forget_attempts(side, pending)
                 raise TransientFailure(describe(exc), pending) from exc
@@ -444,24 +460,10 @@ def drain(
             raise
         if upload_id is None:
             return processed
-        if shortages is not None:
-            shortages.pop(upload_id, None)
+        if deferred is not None:
+            deferred.discard(upload_id)
         processed += 1
     return processed
-
-
-def _spends_attempt(
-    upload_id: int, exc: BaseException, shortages: Counter[int] | None, config: WorkerConfig
-) -> bool:
-    """Whether this transient failure counts as an attempt: a resource shortage past the
-    upload's free retries does (the count starts again for the next attempt)."""
-    if shortages is None or not is_resource_shortage(exc):
-        return False
-    shortages[upload_id] += 1
-    if shortages[upload_id] <= config.resource_retries:
-        return False
-    del shortages[upload_id]
-    return True
 
 
 def _record_error(side: psycopg.Connection[Any], attempt_id: int, error: str) -> None:
@@ -474,7 +476,7 @@ def _connect(dsn: str, name: str, *, autocommit: bool = False) -> psycopg.Connec
         dsn,
         autocommit=autocommit,
         connect_timeout=10,
-        application_name=f"laptime-worker {name}"[:63],
+        application_name=application_name(name),
         keepalives=1,
         keepalives_idle=30,
     )
@@ -489,11 +491,11 @@ def run_worker(dsn: str, config: WorkerConfig, stop: threading.Event) -> None:
     heartbeat.start()
     backoff = Backoff(config.backoff_first_s, config.backoff_cap_s)
     given_back: list[int] = []  # attempts to give back once the database answers again
-    shortages: Counter[int] = Counter()  # resource shortages per upload, see resource_retries
+    deferred: set[int] = set()  # uploads that failed for a transient reason, claimed last
     try:
         while not stop.is_set():
             try:
-                _serve_queue(dsn, name, config, stop, heartbeat, backoff, given_back, shortages)
+                _serve_queue(dsn, name, config, stop, heartbeat, backoff, given_back, deferred)
             except TransientFailure as exc:
                 given_back.extend(exc.attempt_ids)
                 detail = str(exc)
@@ -524,7 +526,7 @@ def _serve_queue(
     heartbeat: Heartbeat,
     backoff: Backoff,
     given_back: list[int],
-    shortages: Counter[int],
+    deferred: set[int],
 ) -> None:
     with (
         _connect(dsn, name) as conn,
@@ -542,7 +544,7 @@ def _serve_queue(
                 config,
                 heartbeat=heartbeat,
                 stop=stop,
-                shortages=shortages,
+                deferred=deferred,
                 known_tests=known,
             )
             backoff.reset()

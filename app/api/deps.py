@@ -127,9 +127,11 @@ def authorize_grant(grant: TokenGrant | None, conn: Connection, slug: str, actio
         if grant is None:
             raise ApiError(401, "token-required", "a token is required")
         raise ApiError(404, "project-not-found", f"no project {slug!r}")
+    if action == "read" and project.public:
+        # A public project's reads are open to everyone, whatever token (of whichever
+        # project) they hold; its writes still need its own token.
+        return project
     if grant is None:
-        if action == "read" and project.public:
-            return project
         raise ApiError(401, "token-required", "a token is required")
     if grant.project.id != project.id:
         raise ApiError(403, "token-scope", "this token belongs to another project")

@@ -9,7 +9,9 @@ docs/errors.md and a test fails when one is missing there.
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,6 +105,27 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, exc.code, exc.detail, exc.headers)
 
 
+@functools.cache
+def _path_pattern(template: str) -> re.Pattern[str]:
+    """The regex of an OpenAPI path template: `{name}` is one segment (`{name:path}` more)."""
+    parts = re.split(r"(\{[^}]+\})", template)
+    return re.compile(
+        "".join(
+            ("(.+)" if p.endswith(":path}") else "([^/]+)") if p.startswith("{") else re.escape(p)
+            for p in parts
+        )
+    )
+
+
+def allowed_methods(openapi: dict[str, Any], path: str) -> list[str]:
+    """Every method the documented route of `path` serves. Each method of a path is a route
+    of its own, so the framework's Allow header names only the first route it matched."""
+    for template, operations in openapi.get("paths", {}).items():
+        if _path_pattern(template).fullmatch(path):
+            return sorted(method.upper() for method in operations)
+    return []
+
+
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     # The framework's own refusals (no such route, wrong method, a body that is not multipart)
     # in the one shape; everything of ours raises ApiError with its code.
@@ -111,6 +134,9 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 404:
         return error_response(404, "not-found", detail, headers)
     if exc.status_code == 405:
+        allowed = allowed_methods(request.app.openapi(), request.url.path)
+        if allowed:
+            headers = {**(headers or {}), "Allow": ", ".join(allowed)}
         return error_response(405, "method-not-allowed", detail, headers)
     if exc.status_code == 400:
         return error_response(400, "malformed-body", detail, headers)

@@ -7,6 +7,7 @@ names the parameter (FastAPI's detail list, `loc: ["query", name]`) for anything
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import date
 from typing import Annotated
@@ -14,7 +15,7 @@ from typing import Annotated
 import anyio.from_thread
 from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import StringConstraints
+from pydantic import AfterValidator, BeforeValidator, StringConstraints
 
 from analysis.durations import MAX_DURATION_CHARS
 from analysis.filters import Filters
@@ -42,7 +43,30 @@ DurationText = Annotated[
     str, StringConstraints(max_length=MAX_DURATION_CHARS, pattern=r"^[0-9hmsHMS. ]*$")
 ]
 JobRangeText = Annotated[str, StringConstraints(max_length=15, pattern=r"^[0-9 -]+$")]
-TextList = Annotated[list[Text] | None, Query(max_length=MAX_VALUES)]
+# A repeatable filter: an empty value (`?label=`, what a form's "all" option sends) is no
+# filter, here as on the pages (app/pages/common.py drops them); the schema allows it too.
+TextList = Annotated[list[Text], Query(max_length=MAX_VALUES)]
+
+
+def none_if_empty(value: str | None) -> str | None:
+    """An empty optional parameter is one not given (its default), like an empty filter."""
+    return value or None
+
+
+MaybeText = Annotated[Text | None, AfterValidator(none_if_empty)]
+
+
+def iso_date(value: object) -> object:
+    """Only `YYYY-MM-DD` is a date on the wire (pydantic would also take `0` or a timestamp)."""
+    if isinstance(value, str) and not _ISO_DATE.fullmatch(value):
+        raise ValueError("must be a date like 2026-12-04")
+    return value
+
+
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+IsoDate = Annotated[date | None, BeforeValidator(iso_date)]
+# `key=value` (a non-empty key, split on the first `=`: laptime_ci.labels), or empty.
+LabelText = Annotated[Text, StringConstraints(pattern=r"^(?:[^=\x00][^\x00]*=[^\x00]*)?$")]
 
 
 def invalid(name: str, message: str, value: object = None) -> RequestValidationError:
@@ -73,10 +97,15 @@ def _check_date(name: str, value: date | None) -> None:
         raise invalid(name, f"must be between {DATE_MIN} and {DATE_MAX}", value.isoformat())
 
 
+def given(values: list[str]) -> tuple[str, ...]:
+    """The values of a repeatable filter that filter: empty ones mean no filter."""
+    return tuple(v for v in values if v)
+
+
 def parse_label_filters(pairs: list[str]) -> dict[str, tuple[str, ...]]:
     """`os=linux`, `os=macos`, `python=3.11` -> {os: (linux, macos), python: (3.11,)}."""
     found: dict[str, list[str]] = {}
-    for pair in pairs:
+    for pair in given(pairs):
         try:
             key, value = split_label(pair)
         except ValueError as exc:
@@ -88,21 +117,21 @@ def parse_label_filters(pairs: list[str]) -> dict[str, tuple[str, ...]]:
 def query_filters(
     days: Annotated[int | None, Query(ge=1, le=3650, description="window in days")] = 30,
     since: Annotated[
-        date | None, Query(description=f"first day (overrides days), {DATE_MIN} to {DATE_MAX}")
+        IsoDate, Query(description=f"first day (overrides days), {DATE_MIN} to {DATE_MAX}")
     ] = None,
     until: Annotated[
-        date | None, Query(description=f"last day (default today), {DATE_MIN} to {DATE_MAX}")
+        IsoDate, Query(description=f"last day (default today), {DATE_MIN} to {DATE_MAX}")
     ] = None,
-    branch: TextList = None,
-    job: TextList = None,
+    branch: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
+    job: TextList = [],  # noqa: B006
     label: Annotated[
-        list[Text] | None, Query(max_length=MAX_VALUES, description="k=v, repeatable")
-    ] = None,
-    marker: TextList = None,
-    exclude_marker: TextList = None,
+        list[LabelText], Query(max_length=MAX_VALUES, description="k=v, repeatable")
+    ] = [],  # noqa: B006
+    marker: TextList = [],  # noqa: B006
+    exclude_marker: TextList = [],  # noqa: B006
     file: Annotated[
-        list[Text] | None, Query(max_length=MAX_VALUES, description="file glob, repeatable")
-    ] = None,
+        list[Text], Query(max_length=MAX_VALUES, description="file glob, repeatable")
+    ] = [],  # noqa: B006
 ) -> Filters:
     """The Filters a request's query string describes."""
     _check_date("since", since)
@@ -111,12 +140,12 @@ def query_filters(
         days,
         since=since,
         until=until,
-        branches=tuple(branch or ()),
-        jobs=tuple(job or ()),
-        labels=parse_label_filters(label or []),
-        markers=tuple(marker or ()),
-        exclude_markers=tuple(exclude_marker or ()),
-        files=tuple(file or ()),
+        branches=given(branch),
+        jobs=given(job),
+        labels=parse_label_filters(label),
+        markers=given(marker),
+        exclude_markers=given(exclude_marker),
+        files=given(file),
     )
 
 
@@ -144,6 +173,7 @@ __all__ = [
     "DurationText",
     "FiltersDep",
     "JobRangeText",
+    "MaybeText",
     "Text",
     "duration_s",
     "invalid",

@@ -8,13 +8,13 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from analysis.errors import AnswerError
 from analysis.rollups import records_from_frame
 from app.api.deps import AdminProject, ConnDep, ReadProject
 from app.api.errors import ApiError
-from app.api.params import FiltersDep, Text
+from app.api.params import FiltersDep, MaybeText, Text
 from app.api.responses import PROJECT_ERRORS, answers
 from app.api.schemas.reads import (
     Jobs,
@@ -42,7 +42,7 @@ def rollups(
     by: Annotated[
         Text, Query(description="file, function, test, marker, job, machine, branch or `label:KEY`")
     ] = "file",
-    within: Annotated[Text | None, Query(description="parent dimension for parent_share")] = None,
+    within: Annotated[MaybeText, Query(description="parent dimension for parent_share")] = None,
     sort: Annotated[Text, Query(description="column to sort rows by")] = "total_s",
     desc: bool = True,
     limit: Annotated[int | None, Query(ge=1, le=100_000)] = 100,
@@ -110,12 +110,20 @@ def uploads(
     return {"uploads": recent_uploads(conn, project.id, limit=limit)}
 
 
+def _json_integer(value: object) -> object:
+    """JSON types as the schema says them: `true` or "7" is not a number of days (pydantic
+    would take them); 7.0 is (JSON Schema's integer), 7.5 is refused by the int that follows."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a JSON integer")
+    return value
+
+
 class TokenRequest(BaseModel):
     """A token to create."""
 
     scope: Literal["upload", "read", "admin"] = "read"
-    expires_in_days: int | None = Field(
-        default=None, ge=1, le=3650, description="lifetime in days; none: never expires"
+    expires_in_days: Annotated[int, BeforeValidator(_json_integer), Field(ge=1, le=3650)] | None = (
+        Field(default=None, description="lifetime in days; none: never expires")
     )
 
 

@@ -16,6 +16,7 @@ from app.api.params import (
     DurationText,
     FiltersDep,
     JobRangeText,
+    MaybeText,
     NodeidText,
     Text,
     duration_s,
@@ -115,7 +116,7 @@ def split(
     ] = None,
     objective: Literal["wait", "machine", "cost"] = "wait",
     wait_target: Annotated[DurationText | None, Query()] = None,
-    cell: Annotated[Text | None, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
+    cell: Annotated[MaybeText, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
 ) -> dict[str, Any]:
     """Which files or markers to move into their own jobs, with wait and machine time before
     and after, a verdict (including "not worth it") and the config to copy.
@@ -309,7 +310,7 @@ def machines(
     wait_target: Annotated[
         DurationText | None, Query(description="e.g. 40m; default today's wait")
     ] = None,
-    cell: Annotated[Text | None, Query()] = None,
+    cell: Annotated[MaybeText, Query()] = None,
     split_jobs: Annotated[
         JobRangeText | None, Query(description=f"also size the jobs of a split: {JOBS_TEXT}")
     ] = None,
@@ -374,6 +375,7 @@ def write_catalogue(
     ] = None,
 ) -> dict[str, Any]:
     """Declare the project's catalogue and/or store its own; validated before it is kept."""
+    name = name or None  # empty is not given, as everywhere
     if toml:
         try:
             custom = load_catalogue_text(toml, source=f"project {project.slug}")

@@ -9,7 +9,7 @@ import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
 from ingest.parsers.runners import RUNNERS
 from laptime_ci.labels import parse_labels, split_label
@@ -71,6 +71,14 @@ def _runner(value: str | None) -> str | None:
     return value
 
 
+def _form_bool(value: object) -> object:
+    """`true` or `false` (what the schema's boolean is on the wire); pydantic would also take
+    `1`, `on` or `yes`."""
+    if isinstance(value, str) and value.lower() not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return value
+
+
 def _text(name: str, description: str) -> Any:
     return Field(default=None, max_length=FIELD_MAX_CHARS[name], description=description)
 
@@ -109,13 +117,17 @@ class UploadForm(BaseModel):
     idempotency_key: Text | None = _text(
         "idempotency_key", "the same key twice is one upload (default: from the content)"
     )
-    backfill: bool = Field(
+    backfill: Annotated[bool, BeforeValidator(_form_bool)] = Field(
         default=False,
         description="keep the report's own timestamp however old (importing history); "
         "otherwise one older than 7 days or in the future dates the run when received",
     )
     runner: Annotated[str | None, AfterValidator(_runner)] = Field(
-        default=None, max_length=40, description="test runner (default: detected per report)"
+        default=None,
+        max_length=40,
+        description="test runner; empty or `auto`: detected per report",
+        # The values _runner takes, in the schema too: any other string is a 422.
+        json_schema_extra={"enum": ["", "auto", *RUNNERS]},
     )
 
     def run_metadata(self) -> dict[str, Any]:

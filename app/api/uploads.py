@@ -116,7 +116,9 @@ def create_upload(
     request: Request,
     engine: EngineDep,
     settings: SettingsDep,
-    file: Annotated[list[UploadFile], File(description="report files (gzip allowed)")],
+    file: Annotated[
+        list[UploadFile], File(min_length=1, description="report files (gzip allowed)")
+    ],
     form: Annotated[UploadForm, Form()],
 ) -> JSONResponse:
     """Store report files from a CI job and queue them for ingestion (202).

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from app.db.projects import Project
+from ingest.attempts import spent_sql
 from ingest.model import ReportParseError
 from ingest.parsers.compression import gunzip_chunks, is_gzip
 
@@ -202,7 +203,10 @@ def get_upload(conn: Connection, upload_id: int, *, lease_s: float) -> dict[str,
                 """
             SELECT u.id, u.project_id, u.status, u.counts, u.warnings, u.error_code,
                 u.error_detail, u.created_at, u.finished_at, u.run_id, u.metadata,
-                (SELECT count(*) FROM upload_attempt a WHERE a.upload_id = u.id) AS attempts,
+                CASE WHEN u.status = 'queued' THEN (SELECT count(*) FROM upload_attempt a
+                    WHERE a.upload_id = u.id AND """
+                + spent_sql("a")
+                + """) ELSE u.attempts END AS attempts,
                 EXISTS (SELECT 1 FROM worker_heartbeat h WHERE h.upload_id = u.id
                     AND h.seen_at > clock_timestamp() - make_interval(secs => :lease))
                     AS claimed,
@@ -219,9 +223,10 @@ def get_upload(conn: Connection, upload_id: int, *, lease_s: float) -> dict[str,
     )
     if row is None:
         return None
-    status = row["status"]
+    status, attempts = row["status"], row["attempts"]
     if status == "queued" and row["claimed"]:
         status = "processing"
+        attempts += 1  # the claim under way (its worker is connected: not spent yet)
     return {
         "id": row["id"],
         "project_id": row["project_id"],
@@ -230,7 +235,7 @@ def get_upload(conn: Connection, upload_id: int, *, lease_s: float) -> dict[str,
         "warnings": row["warnings"],
         "error_code": row["error_code"],
         "error_detail": row["error_detail"],
-        "attempts": row["attempts"],
+        "attempts": attempts,
         "created_at": row["created_at"].isoformat(),
         "finished_at": row["finished_at"].isoformat() if row["finished_at"] else None,
         "run_id": row["run_id"],

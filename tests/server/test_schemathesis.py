@@ -9,8 +9,11 @@ no shrinking (a failure is recorded with the request that caused it, not minimis
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -189,3 +192,53 @@ def test_generated_requests_answer_as_the_schema_says(
     assert {label for label, name in seen if name == "negative"} | unsatisfiable == labels
     # The two parameterless probes (/healthz, /readyz) and at most two GETs of one path string.
     assert len(unsatisfiable) <= 4, unsatisfiable
+
+
+# The schemathesis CLI with every check it has (positive data accepted, negative data
+# rejected, Allow headers, missing auth, ...) and its stateful phase, bounded in examples and
+# time. The slug is the rich project's, so requests reach the routes rather than a 404.
+CLI_EXAMPLES = 8
+CLI_MAX_TIME_S = 90
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="left open (issue 27, 12d): 431 undocumented for long filter lists, started_at "
+    "takes non-date strings in the upload form, recommendations/accuracy?plan= answers 500",
+)
+def test_schemathesis_cli_every_check_and_stateful_pass_clean(
+    live_server: LiveServer, rich: ProjectFixture, tmp_path: Path
+) -> None:
+    config = tmp_path / "schemathesis.toml"
+    # A well-formed request the data cannot answer (no results in the window, no such cell or
+    # catalogue) or a rule across fields (a job range's ends, a date's years) is a documented
+    # 422 (docs/errors.md): the schema cannot say it, so it is an accepted answer here.
+    config.write_text(
+        f'[parameters]\n"path.slug" = "{rich.slug}"\n'
+        "[generation]\nallow-x00 = false\n"
+        "[checks.positive_data_acceptance]\n"
+        'expected-statuses = ["2xx", "401", "403", "404", "422"]\n'
+    )
+    command = [
+        str(Path(sys.executable).parent / "st"),
+        "--config-file", str(config),
+        "run", f"{live_server.url}/openapi.json",
+        "--checks", "all",
+        "--phases", "examples,coverage,fuzzing,stateful",
+        "--mode", "all",
+        "--max-examples", str(CLI_EXAMPLES),
+        "--max-time", str(CLI_MAX_TIME_S),
+        "--seed", "27",
+        "--no-shrink",
+        "--workers", "1",
+        "--no-color",
+        "--header", f"Authorization: Bearer {rich.admin_token}",
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=CLI_MAX_TIME_S + 120, cwd=tmp_path
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert "Stateful" in output, output[-5000:]
+    assert "No issues found" in output, output[-5000:]

@@ -126,16 +126,20 @@ def test_finished_at_is_when_the_ingest_ended(private_db: str) -> None:
     assert finished - int(started.timestamp() * 1000) >= 300
 
 
-def test_a_shortage_one_upload_keeps_causing_does_not_hold_the_queue(private_db: str) -> None:
-    # Disk full on every try of one upload (as a report too big for the disk would): after
-    # `resource_retries` free retries each try spends an attempt, so it fails for good and
-    # the upload queued behind it is ingested.
+def test_a_shortage_one_upload_keeps_causing_holds_no_queue_and_spends_nothing(
+    private_db: str,
+) -> None:
+    # Disk full on every try of one upload (as a report too big for the disk would): it is
+    # claimed after the others, so the upload queued behind it is ingested, and it stays
+    # queued, with no attempt spent, until the disk has room.
     with psycopg.connect(sqlalchemy_to_dsn(private_db), autocommit=True) as conn:
         conn.execute(
             """
+            CREATE SEQUENCE poison_tries;
             CREATE FUNCTION fault_poison() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN
                 IF NEW.job = 'poison' THEN
+                    PERFORM nextval('poison_tries');
                     RAISE EXCEPTION 'injected disk full' USING ERRCODE = '53100';
                 END IF;
                 RETURN NEW;
@@ -149,26 +153,25 @@ def test_a_shortage_one_upload_keeps_causing_does_not_hold_the_queue(private_db:
     stop = threading.Event()
     config = WorkerConfig(
         poll_s=0.2, heartbeat_s=0.2, backoff_first_s=0.01, backoff_cap_s=0.05,
-        resource_retries=2, name=f"poison-{uuid.uuid4().hex[:6]}",
+        name=f"poison-{uuid.uuid4().hex[:6]}",
     )  # fmt: skip
     worker = threading.Thread(target=run_worker, args=(sqlalchemy_to_dsn(private_db), config, stop))
     worker.start()
     try:
         wait_for(
-            lambda: scalar(private_db, "SELECT count(*) FROM upload WHERE status <> 'queued'") == 2,
-            what="the poison upload failed and the healthy one done",
+            lambda: _status(private_db, healthy)["status"] == "done",
+            what="the healthy upload done behind the poison one",
         )
+        wait_for(
+            lambda: scalar(private_db, "SELECT last_value FROM poison_tries") > 12,
+            what="a dozen tries of the poison upload",
+        )
+        queued = _status(private_db, poison)
     finally:
         stop.set()
         worker.join(timeout=15)
-    failed = _status(private_db, poison)
-    assert (failed["status"], failed["error_code"], failed["attempts"]) == (
-        "failed",
-        "ingest-gave-up",
-        3,
-    )
-    assert "53100" in failed["error_detail"]
-    assert _status(private_db, healthy)["status"] == "done"
+    assert (queued["status"], queued["attempts"], queued["error_code"]) == ("queued", 0, None)
+    assert scalar(private_db, "SELECT count(*) FROM upload_attempt WHERE error IS NOT NULL") == 0
 
 
 def test_processing_only_while_a_live_worker_holds_the_claim(private_db: str) -> None:

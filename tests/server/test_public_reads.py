@@ -1,0 +1,127 @@
+"""A public project's reads are open to anyone: anonymous, or signed in to (or holding a token
+of) another project. Its writes still need its own tokens (docs/dashboard.md, docs/api.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import httpx
+import pytest
+from sqlalchemy import Engine
+
+from tests.conftest import LiveServer, ProjectFixture, make_project
+from tests.pages.conftest import session_cookies
+from tests.server.test_rollup_api import junit
+from tests.server.test_upload_flow import upload, wait_done
+
+NODE_FILE = "tests/test_a.py"
+
+
+@dataclass(frozen=True)
+class TwoProjects:
+    """A private project A (whose tokens the visitor holds) and a public project B."""
+
+    a: ProjectFixture
+    b: ProjectFixture
+
+
+@pytest.fixture(scope="module")
+def two(live_server: LiveServer, engine: Engine) -> TwoProjects:
+    """A and B; B holds one upload (on a machine type its catalogue knows) so every read,
+    the test and file pages and the machine sizing included, has data to answer with."""
+    a = make_project(engine)
+    b = make_project(engine, public=True)
+    response = upload(
+        live_server,
+        b.upload_token,
+        [("r.xml", junit([("tests.test_a", "test_one", 2.0, "passed")]))],
+        pipeline="p1",
+        machine="ubuntu-latest",
+        wall_s="10",
+        peak_rss_mib="500",
+    )
+    assert response.status_code == 202, response.text
+    assert wait_done(live_server, b.upload_token, response.json()["id"])["status"] == "done"
+    declared = httpx.put(
+        f"{live_server.url}/api/v1/projects/{b.slug}/catalogue",
+        json={"name": "github"},
+        headers={"Authorization": f"Bearer {b.admin_token}"},
+        timeout=30,
+    )
+    assert declared.status_code == 200, declared.text
+    return TwoProjects(a, b)
+
+
+def page_paths(slug: str) -> list[str]:
+    """Every project page of `slug`."""
+    base = f"/p/{quote(slug)}"
+    return [
+        base,
+        f"{base}/time",
+        f"{base}/recommendations",
+        f"{base}/recommendations/accuracy",
+        f"{base}/reductions",
+        f"{base}/files/{NODE_FILE}",
+        f"{base}/test?nodeid={quote(NODE_FILE + '::test_one')}",
+    ]
+
+
+def api_read_paths(server: LiveServer, slug: str) -> list[str]:
+    """Every GET of the API under /projects/{slug} that a read token may call, from the
+    OpenAPI document itself (a new read route is covered without touching this test)."""
+    paths = httpx.get(f"{server.url}/openapi.json", timeout=30).json()["paths"]
+    reads = []
+    for path, operations in paths.items():
+        if not path.startswith("/api/v1/projects/{slug}") or "get" not in operations:
+            continue
+        if "{token_id}" in path or path.endswith("/tokens"):
+            continue  # admin-only: a token list is never public
+        query = "?total=2&index=1" if path.endswith("/shards") else ""
+        reads.append(path.replace("{slug}", quote(slug)) + query)
+    return reads
+
+
+def test_signed_in_elsewhere_reads_public_pages(live_server: LiveServer, two: TwoProjects) -> None:
+    cookies = session_cookies(live_server.url, two.a.read_token)
+    # The cookie is a real session: A's own page answers 200 with it and 303 without.
+    own = httpx.get(f"{live_server.url}/p/{two.a.slug}", cookies=cookies, timeout=60)
+    assert own.status_code == 200
+    answers = {}
+    for path in page_paths(two.b.slug):
+        anonymous = httpx.get(f"{live_server.url}{path}", timeout=60)
+        signed_in = httpx.get(f"{live_server.url}{path}", cookies=cookies, timeout=60)
+        answers[path] = (anonymous.status_code, signed_in.status_code)
+    assert answers == dict.fromkeys(answers, (200, 200))
+
+
+@pytest.mark.parametrize("scope", ["read", "admin"])
+def test_foreign_token_reads_public_api(
+    live_server: LiveServer, two: TwoProjects, scope: str
+) -> None:
+    token = getattr(two.a, f"{scope}_token")
+    answers = {}
+    for path in api_read_paths(live_server, two.b.slug):
+        anonymous = httpx.get(f"{live_server.url}{path}", timeout=60)
+        foreign = httpx.get(
+            f"{live_server.url}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=60
+        )
+        answers[path] = (anonymous.status_code, foreign.status_code)
+    assert len(answers) >= 10, answers
+    assert answers == dict.fromkeys(answers, (200, 200))
+
+
+def test_public_project_writes_still_need_its_own_token(
+    live_server: LiveServer, two: TwoProjects
+) -> None:
+    url = f"{live_server.url}/api/v1/projects/{two.b.slug}"
+    headers = {"Authorization": f"Bearer {two.a.admin_token}"}
+    put = httpx.put(f"{url}/catalogue", json={"name": "github"}, headers=headers, timeout=30)
+    issue = httpx.post(f"{url}/tokens", json={"scope": "read"}, headers=headers, timeout=30)
+    listing = httpx.get(f"{url}/tokens", headers=headers, timeout=30)
+    assert (put.status_code, issue.status_code, listing.status_code) == (403, 403, 403)
+    assert put.json()["code"] == "token-scope"
+    # Anonymous is told to bring a token; B's own admin token may write.
+    assert httpx.get(f"{url}/tokens", timeout=30).status_code == 401
+    own = {"Authorization": f"Bearer {two.b.admin_token}"}
+    assert httpx.get(f"{url}/tokens", headers=own, timeout=30).status_code == 200
