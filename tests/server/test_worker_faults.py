@@ -166,10 +166,11 @@ def test_a_shortage_one_upload_keeps_causing_holds_no_queue_and_spends_nothing(
             lambda: scalar(private_db, "SELECT last_value FROM poison_tries") > 12,
             what="a dozen tries of the poison upload",
         )
-        queued = _status(private_db, poison)
     finally:
         stop.set()
         worker.join(timeout=15)
+    # Read once the worker has stopped: mid-try the upload is `processing`, its claim under way.
+    queued = _status(private_db, poison)
     assert (queued["status"], queued["attempts"], queued["error_code"]) == ("queued", 0, None)
     assert scalar(private_db, "SELECT count(*) FROM upload_attempt WHERE error IS NOT NULL") == 0
 
