@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis import ci_loop, runner_loop
-from analysis.ci_loop import GITHUB_START_CLOCK, MATRIX_LABELS_KEY, github_env
+from analysis.ci_loop import GITHUB_START_CLOCK, github_env
 from analysis.plan_labels import LABELS_VAR, plan_labels
 from analysis.runner_commands import JobSelection
 from analysis.split_config import (
@@ -156,7 +156,10 @@ def github_actions(
     ]
     lines += [f"      {line}" for line in setup.github_steps]
     lines += [f"      - run: {_scalar(step)}" for step in runner_loop.setup_steps(runner)[1:]]
-    lines += ["      - run: |", f"          {runner_loop.run_command(runner, '${{ matrix.command }}')}"]
+    lines += [
+        "      - run: |",
+        f"          {runner_loop.run_command(runner, '${{ matrix.command }}')}",
+    ]
     lines += [f"          {line}" for line in runner_loop.finish_lines(runner)]
     return unstored_note(plan_id) + "\n".join(lines) + "\n"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.ci_loop import DEFAULT_CLIENT_SPEC, CLIENT_SPEC_VAR, START_CLOCK
+from analysis.ci_loop import CLIENT_SPEC_VAR, DEFAULT_CLIENT_SPEC, START_CLOCK
 
 REPORT = "laptime-junit.xml"
 # Runner images (node, golang, ruby...) may lack a `python`: Debian-based ones get one.
@@ -19,7 +19,8 @@ ENSURE_PYTHON = (
     "command -v python >/dev/null || { apt-get update -qq"
     " && apt-get install -y -qq python3-pip python-is-python3; }"
 )
-INSTALL_CLIENT = f'PIP_BREAK_SYSTEM_PACKAGES=1 python -m pip install "${{{CLIENT_SPEC_VAR}:-{DEFAULT_CLIENT_SPEC}}}"'
+_SPEC = f"${{{CLIENT_SPEC_VAR}:-{DEFAULT_CLIENT_SPEC}}}"
+INSTALL_CLIENT = f'PIP_BREAK_SYSTEM_PACKAGES=1 python -m pip install "{_SPEC}"'
 STATUS = "laptime_status"
 
 
@@ -39,6 +40,9 @@ def _files(*paths: str) -> str:
 
 _NPX_MOCHA = f"--reporter-options mochaFile={REPORT}"
 WAYS: dict[str, JunitWay] = {
+    # pytest's own snippets upload through the plugin (analysis/ci_loop.py); this is for a
+    # pytest command given as a plain selection.
+    "pytest": JunitWay("", f"{{cmd}} --junitxml={REPORT}", _files(REPORT)),
     "jest": JunitWay(
         "npm install --no-save jest-junit",
         f"JEST_JUNIT_OUTPUT_FILE={REPORT} {{cmd}} --reporters=default --reporters=jest-junit",
@@ -86,7 +90,9 @@ WAYS: dict[str, JunitWay] = {
         f'{{cmd}} --logger "junit;LogFilePath=$PWD/{REPORT}"',
         _files(REPORT),
     ),
-    "bazel": JunitWay("", "{cmd}", "find -L bazel-testlogs/ -name test.xml -exec laptime-ci upload {} +"),
+    "bazel": JunitWay(
+        "", "{cmd}", "find -L bazel-testlogs/ -name test.xml -exec laptime-ci upload {} +"
+    ),
 }
 
 

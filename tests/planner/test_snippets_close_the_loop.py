@@ -203,7 +203,7 @@ def record_other_job(job: CiJob, tmp_path: Path, name: str, fail: bool) -> list[
     for tool in ("python", "laptime-ci", *TOOLS):
         body = ATOMIC_RECORDER.replace("CALL TOOL", f"CALL {tool}")
         if tool == "npx" and fail:
-            body += "[ \"$1\" = tool ] && exit 3\nexit 0\n"
+            body += '[ "$1" = tool ] && exit 3\nexit 0\n'
         if tool == "go":  # `go env GOPATH` names where `go install` puts go-junit-report
             body += '[ "$1" = env ] && echo "$HOME/go"\nexit 0\n'
         (bin_dir / tool).write_text(body)
@@ -246,7 +246,9 @@ def test_every_runners_snippet_writes_junit_installs_and_uploads(
         for index, job in enumerate(flavour_jobs, start=1):
             argvs = record_other_job(job, tmp_path, f"{flavour}-{fail}-{index}", fail)
             words = [shlex.split(a) for a in argvs]
-            install = next(i for i, w in enumerate(words) if w[:4] == ["python", "-m", "pip", "install"])
+            install = next(
+                i for i, w in enumerate(words) if w[:4] == ["python", "-m", "pip", "install"]
+            )
             assert SPEC in words[install]
             [ran] = [i for i, w in enumerate(words) if w[0] == "npx" and "tool" in w]
             assert words[ran][2] == ("a.test" if index == 1 else HOSTILE)
@@ -263,11 +265,11 @@ JUNIT_FLAG = {
     "playwright": "--reporter=junit",
     "rspec": "--format RspecJunitFormatter --out laptime-junit.xml",
     "phpunit": "--log-junit laptime-junit.xml",
-    "go": "go-junit-report\" -iocopy -set-exit-code -out laptime-junit.xml",
+    "go": 'go-junit-report" -iocopy -set-exit-code -out laptime-junit.xml',
     "maven": "target/surefire-reports/TEST-*.xml",
     "gradle": "build/test-results/test/*.xml",
     "nextest": "[profile.laptime.junit]",
-    "dotnet": "--logger \"junit;",
+    "dotnet": '--logger "junit;',
     "bazel": "bazel-testlogs/ -name test.xml",
 }
 
