@@ -3,7 +3,8 @@ job, each with its runner's own setup, install step and command (#17).
 
 pytest's snippets come from `ci_loop` (start the job clock, install the client, run with
 `--laptime-upload`: listed arguments or `--laptime-shard`); every snippet of another runner
-runs that runner's command from `runner_commands`. Values are written as JSON strings (valid
+runs that runner's command from `runner_commands`, writing JUnit XML and uploading it
+(`runner_loop`). Values are written as JSON strings (valid
 YAML double-quoted scalars), so a hostile test name cannot end the scalar; commands are
 shell-quoted by `shlex`.
 
