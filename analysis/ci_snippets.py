@@ -3,7 +3,8 @@ job, each with its runner's own setup, install step and command (#17).
 
 pytest's snippets come from `ci_loop` (start the job clock, install the client, run with
 `--laptime-upload`: listed arguments or `--laptime-shard`); every snippet of another runner
-runs that runner's command from `runner_commands`. Values are written as JSON strings (valid
+runs that runner's command from `runner_commands`, writing JUnit XML and uploading it
+(`runner_loop`). Values are written as JSON strings (valid
 YAML double-quoted scalars), so a hostile test name cannot end the scalar; commands are
 shell-quoted by `shlex`.
 
@@ -20,13 +21,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from analysis import ci_loop
-from analysis.ci_loop import MATRIX_LABELS_KEY
+from analysis import ci_loop, runner_loop
+from analysis.ci_loop import GITHUB_START_CLOCK, github_env
 from analysis.plan_labels import LABELS_VAR, plan_labels
 from analysis.runner_commands import JobSelection
 from analysis.split_config import (
     GITHUB_MATRIX_HEAD,
-    github_job_env,
     github_matrix_entry,
     unstored_note,
 )
@@ -135,6 +135,10 @@ def _unsafe(commands: Sequence[str]) -> bool:
 _UNSAFE = "# A selected test name holds a line break: run `laptime shard` in each job instead.\n"
 
 
+def _looped(runner: str, commands: Sequence[str]) -> list[str]:
+    return [runner_loop.run_command(runner, command) for command in commands]
+
+
 def github_actions(
     runner: str, selections: Sequence[JobSelection], *, plan_id: str | None = None
 ) -> str:
@@ -144,10 +148,20 @@ def github_actions(
     for i, selection in enumerate(selections, start=1):
         lines += github_matrix_entry(i, len(selections), plan_id)
         lines.append(f"            command: {_scalar(selection.command)}")
-    lines += github_job_env(plan_id, f"${{{{ matrix.{MATRIX_LABELS_KEY} }}}}")
-    lines += ["    steps:", "      - uses: actions/checkout@v4"]
+    lines += github_env(plan_id is not None)
+    lines += [
+        "    steps:",
+        f"      - run: {_scalar(GITHUB_START_CLOCK)}  # first: the job's setup counts",
+        "      - uses: actions/checkout@v4",
+        "      - uses: actions/setup-python@v5  # for the laptime client",
+    ]
     lines += [f"      {line}" for line in setup.github_steps]
-    lines.append("      - run: ${{ matrix.command }}")
+    lines += [f"      - run: {_scalar(step)}" for step in runner_loop.setup_steps(runner)[1:]]
+    lines += [
+        "      - run: |",
+        f"          {runner_loop.run_command(runner, '${{ matrix.command }}')}",
+    ]
+    lines += [f"          {line}" for line in runner_loop.finish_lines(runner)]
     return unstored_note(plan_id) + "\n".join(lines) + "\n"
 
 
@@ -165,10 +179,13 @@ def gitlab_ci(
         # the predefined CI_NODE_INDEX (1..N) and CI_NODE_TOTAL inside them.
         labels = plan_labels(plan_id, "${CI_NODE_INDEX}/${CI_NODE_TOTAL}")
         lines += ["  variables:", f"    {LABELS_VAR}: {_scalar(labels)}"]
-    if setup.install:
-        lines += ["  before_script:", f"    - {_scalar(setup.install)}"]
+    # before_script and script share one shell: the clock starts before any install.
+    start, *installs = runner_loop.setup_steps(runner)
+    steps = [start, *([setup.install] if setup.install else []), *installs]
+    lines += ["  before_script:", *(f"    - {_scalar(step)}" for step in steps)]
     lines += ["  script:", "    - |"]
-    lines += _case("CI_NODE_INDEX", commands, 1, "      ")
+    lines += _case("CI_NODE_INDEX", _looped(runner, commands), 1, "      ")
+    lines += [f"      {line}" for line in runner_loop.finish_lines(runner)]
     return unstored_note(plan_id) + "\n".join(lines) + "\n"
 
 
@@ -188,17 +205,20 @@ def circleci(runner: str, selections: Sequence[JobSelection], *, plan_id: str | 
         "    steps:",
         "      - checkout",
     ]
+    # `environment:` is not expanded and nodes count from 0: values the shell computes are
+    # exported through BASH_ENV, which every later step sources; the clock goes first.
+    exports = [f'echo "export {ci_loop.JOB_STARTED_VAR}=$(date +%s)" >> "$BASH_ENV"']
     if plan_id is not None:
-        # `environment:` is not expanded and nodes count from 0: the shard is computed by the
-        # shell and exported through BASH_ENV, which every later step sources.
         labels = plan_labels(plan_id, "$((CIRCLE_NODE_INDEX + 1))/$CIRCLE_NODE_TOTAL")
-        export = f'echo "export {LABELS_VAR}={labels}" >> "$BASH_ENV"'
-        lines += ["      - run:", "          name: laptime plan labels"]
-        lines.append(f"          command: {_scalar(export)}")
+        exports.append(f'echo "export {LABELS_VAR}={labels}" >> "$BASH_ENV"')
+    lines[7:7] = ["      - run:", "          name: laptime job start"]
+    lines.insert(9, f"          command: {_scalar(chr(10).join(exports))}")
     if setup.install:
         lines.append(f"      - run: {_scalar(setup.install)}")
+    lines += [f"      - run: {_scalar(step)}" for step in runner_loop.setup_steps(runner)[1:]]
     lines += ["      - run:", "          name: tests", "          command: |"]
-    lines += _case("CIRCLE_NODE_INDEX", commands, 0, "            ")
+    lines += _case("CIRCLE_NODE_INDEX", _looped(runner, commands), 0, "            ")
+    lines += [f"            {line}" for line in runner_loop.finish_lines(runner)]
     lines += ["workflows:", "  tests:", "    jobs: [test]"]
     return unstored_note(plan_id) + "\n".join(lines) + "\n"
 

@@ -17,6 +17,7 @@ import yaml
 from analysis.ci_snippets import SETUPS, circleci, github_actions, gitlab_ci, with_plan_labels
 from analysis.plan_labels import LABELS_VAR, UNSTORED_NOTE, plan_labels
 from analysis.runner_commands import JobSelection
+from analysis.runner_loop import run_command
 from analysis.split_config import MATRIX_MAX_ARGS, github_actions_matrix
 from analysis.split_options import SplitOptions
 from analysis.split_plan import plan_splits
@@ -91,7 +92,7 @@ def test_gitlab_ci_names_plan_and_shard_per_node(runner: str) -> None:
         for i in range(1, N + 1)
     ]
     assert got == [expected(i) for i in range(1, N + 1)]
-    assert f"1) {selections(runner)[0].command} ;;" in job["script"][0]
+    assert f"1) {run_command(runner, selections(runner)[0].command)} ;;" in job["script"][0]
 
 
 def test_circleci_names_plan_and_shard_per_node_in_a_real_shell(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ pytest-split and no `.test_durations`. The snippets' shell steps run in real bas
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from collections.abc import Callable
 from pathlib import Path
@@ -14,9 +15,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis import ci_loop
-from analysis.ci_snippets import pytest_commands, runner_snippets
+from analysis import ci_loop, runner_loop
+from analysis.ci_snippets import SETUPS, pytest_commands, runner_snippets
 from analysis.plan_labels import UNSTORED_NOTE
+from analysis.runner_commands import JobSelection
 from analysis.split_options import SplitOptions
 from analysis.split_plan import plan_splits
 from laptime_ci.shards import parse_shard_spec
@@ -173,3 +175,116 @@ def test_a_servers_unstored_plan_asks_for_shards_and_an_offline_one_lists_its_ar
     assert offline.startswith(UNSTORED_NOTE)
     entries = yaml.safe_load(offline)["jobs"]["test"]["strategy"]["matrix"]["include"]
     assert [tuple(shlex.split(e["pytest-args"])) for e in entries] == SMALL
+
+
+# Every runner laptime writes snippets for besides pytest, with a selection holding a hostile
+# name; the recording `python`, `npx`, `go`... log each call and run nothing.
+OTHER_RUNNERS = sorted(set(SETUPS) - {"pytest"})
+# One write per call: the tools of a pipeline (`go test | go-junit-report`) run at once.
+ATOMIC_RECORDER = """#!/bin/bash
+text="$(printf 'CALL TOOL'; printf ' %q' "$@"
+  printf '\\nSTARTED=%s\\nLABELS=%s' "${LAPTIME_JOB_STARTED_AT:-}" "${LAPTIME_LABELS:-}")"
+{ flock 9; echo "$text" >&9; } 9>> "$RECORD"
+"""
+TOOLS = ("npx", "npm", "go", "bundle", "mvn", "cargo", "dotnet", "bazel", "composer", "gem")
+
+
+def other_selections(runner: str) -> list[JobSelection]:
+    return [
+        JobSelection(runner, ("a",), shlex.join(["npx", "tool", "a.test"])),
+        JobSelection(runner, (HOSTILE,), shlex.join(["npx", "tool", HOSTILE])),
+    ]
+
+
+def record_other_job(job: CiJob, tmp_path: Path, name: str, fail: bool) -> list[str]:
+    """Run a non-pytest job with recording tools (`npx` fails when `fail`); its calls' argv."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in ("python", "laptime-ci", *TOOLS):
+        body = ATOMIC_RECORDER.replace("CALL TOOL", f"CALL {tool}")
+        if tool == "npx" and fail:
+            body += '[ "$1" = tool ] && exit 3\nexit 0\n'
+        if tool == "go":  # `go env GOPATH` names where `go install` puts go-junit-report
+            body += '[ "$1" = env ] && echo "$HOME/go"\nexit 0\n'
+        (bin_dir / tool).write_text(body)
+        (bin_dir / tool).chmod(0o755)
+    gobin = tmp_path / "go" / "bin"
+    gobin.mkdir(parents=True, exist_ok=True)
+    (gobin / "go-junit-report").write_text("#!/bin/bash\ncat > /dev/null\n")
+    (gobin / "go-junit-report").chmod(0o755)
+    record = tmp_path / f"{name}.log"
+    checkout = tmp_path / name
+    (checkout / "bazel-testlogs" / "t").mkdir(parents=True)  # what `bazel test` leaves
+    (checkout / "bazel-testlogs" / "t" / "test.xml").write_text("<testsuites/>")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "RECORD": str(record), "HOME": str(tmp_path)}
+    with pytest.raises(AssertionError) if fail else contextlib.nullcontext():
+        run_ci_job(job, cwd=checkout, env=env, timeout=60)
+    assert not (checkout / "x").exists()
+    assert not (checkout / "pwned").exists()
+    lines = record.read_text().splitlines()
+    for i in range(0, len(lines), 3):
+        assert lines[i + 1].removeprefix("STARTED=").isdigit(), lines[i : i + 3]
+        if lines[i + 2] != "LABELS=":
+            uploaded = metadata_from_env({"LAPTIME_LABELS": lines[i + 2][7:]}).labels
+            assert dict(uploaded) == {"plan": PLAN, "shard": f"{name[-1]}/2"}
+    return [lines[i][len("CALL ") :] for i in range(0, len(lines), 3)]
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["pass", "fail"])
+@pytest.mark.parametrize("runner", OTHER_RUNNERS)
+def test_every_runners_snippet_writes_junit_installs_and_uploads(
+    runner: str, fail: bool, tmp_path: Path
+) -> None:
+    snippets = runner_snippets(runner, other_selections(runner), [], plan_id=PLAN)
+    jobs = {
+        "github_actions": github_jobs(snippets["github_actions"], SETTINGS),
+        "gitlab_ci": gitlab_jobs(snippets["gitlab_ci"], SETTINGS),
+        "circleci": circleci_jobs(snippets["circleci"], SETTINGS),
+    }
+    for flavour, flavour_jobs in jobs.items():
+        assert len(flavour_jobs) == 2
+        for index, job in enumerate(flavour_jobs, start=1):
+            argvs = record_other_job(job, tmp_path, f"{flavour}-{fail}-{index}", fail)
+            words = [shlex.split(a) for a in argvs]
+            install = next(
+                i for i, w in enumerate(words) if w[:4] == ["python", "-m", "pip", "install"]
+            )
+            assert SPEC in words[install]
+            [ran] = [i for i, w in enumerate(words) if w[0] == "npx" and "tool" in w]
+            assert words[ran][2] == ("a.test" if index == 1 else HOSTILE)
+            [upload] = [i for i, w in enumerate(words) if w[:2] == ["laptime-ci", "upload"]]
+            assert install < ran < upload, (runner, flavour, argvs)
+
+
+# Each runner's own way to JUnit XML (its flag, reporter or default report directory).
+JUNIT_FLAG = {
+    "jest": "--reporters=jest-junit",
+    "vitest": "--reporter=junit",
+    "mocha": "mocha-junit-reporter",
+    "cypress": "--reporter junit",
+    "playwright": "--reporter=junit",
+    "rspec": "--format RspecJunitFormatter --out laptime-junit.xml",
+    "phpunit": "--log-junit laptime-junit.xml",
+    "go": 'go-junit-report" -iocopy -set-exit-code -out laptime-junit.xml',
+    "maven": "target/surefire-reports/TEST-*.xml",
+    "gradle": "build/test-results/test/*.xml",
+    "nextest": "[profile.laptime.junit]",
+    "dotnet": '--logger "junit;',
+    "bazel": "bazel-testlogs/ -name test.xml",
+}
+
+
+@pytest.mark.parametrize("runner", OTHER_RUNNERS)
+def test_every_runners_snippet_names_its_junit_report_and_starts_the_clock_first(
+    runner: str,
+) -> None:
+    way = runner_loop.WAYS[runner]
+    command = runner_loop.run_command(runner, "true")
+    assert JUNIT_FLAG[runner] in f"{way.install}\n{command}\n{way.upload}"
+    assert runner_loop.setup_steps(runner)[0] == ci_loop.START_CLOCK
+    snippets = runner_snippets(runner, other_selections(runner), [], plan_id=PLAN)
+    for key in ("github_actions", "gitlab_ci", "circleci"):
+        text = snippets[key]
+        yaml.safe_load(text)
+        assert text.index(ci_loop.JOB_STARTED_VAR) < text.index("pip install")
+        assert text.index("pip install") < text.index("laptime-ci upload")

@@ -232,7 +232,8 @@ def test_three_job_plan_selects_each_test_once_in_the_runners_terms(runner: str)
     entries = workflow["jobs"]["test"]["strategy"]["matrix"]["include"]
     assert [e["command"] for e in entries] == [job.command for job in plan.jobs]
     steps = "\n".join(str(s) for s in workflow["jobs"]["test"]["steps"])
-    assert "pip install" not in steps
+    assert "pip install" in steps  # the laptime client
+    assert "laptime-ci upload" in steps
     assert yaml.safe_load(plan.config["gitlab_ci"])["test"]["parallel"] == 3
     assert yaml.safe_load(plan.config["circleci"])["jobs"]["test"]["parallelism"] == 3
 
@@ -252,6 +253,7 @@ def test_marker_split_is_pytest_only() -> None:
 @pytest.mark.parametrize("runner", sorted(SETUPS))
 def test_snippets_use_the_runners_command_and_install(runner: str) -> None:
     from analysis.runner_commands import JobSelection
+    from analysis.runner_loop import run_command
 
     hostile = "a'; rm -rf / #\"\\"
     selections = [
@@ -263,13 +265,14 @@ def test_snippets_use_the_runners_command_and_install(runner: str) -> None:
         s.command for s in selections
     ]
     text = str(gha["jobs"]["test"]["steps"])
-    assert ("pip install" in text) == (runner == "pytest")
+    assert "pip install" in text  # the laptime client
+    assert "laptime-ci upload" in text
     lab = yaml.safe_load(gitlab_ci(runner, selections))
     assert lab["test"]["image"] == SETUPS[runner].image
     script = lab["test"]["script"][0]
-    assert f"1) {selections[0].command} ;;" in script
+    assert f"1) {run_command(runner, selections[0].command)} ;;" in script
     assert shlex.split(selections[0].command)[1] == hostile
     circle = yaml.safe_load(circleci(runner, selections))
     command = circle["jobs"]["test"]["steps"][-1]["run"]["command"]
-    assert "0) run-it" in command
-    assert "1) run-it b ;;" in command
+    assert f"0) {run_command(runner, selections[0].command)} ;;" in command
+    assert f"1) {run_command(runner, 'run-it b')} ;;" in command
