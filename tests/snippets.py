@@ -6,12 +6,17 @@ from __future__ import annotations
 import re
 import string
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+import lxml.html  # type: ignore[import-untyped]
 import yaml
+
+from tests.conftest import LiveServer
 
 _MATRIX_EXPRESSION = re.compile(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}")
 _EXPRESSION = re.compile(r"\$\{\{\s*(matrix|vars|secrets)\.([\w-]+)\s*\}\}")
@@ -138,3 +143,42 @@ def run_ci_job(job: CiJob, *, cwd: Path, env: Mapping[str, str], timeout: float 
                 key, _, value = line.partition("=")
                 extra[key] = value
     return "\n".join(output)
+
+
+def page_snippets(server: LiveServer, slug: str, ask: dict[str, str]) -> dict[str, str]:
+    """Every code block of the page's "Config changes to copy", by its heading."""
+    page = httpx.get(f"{server.url}/p/{slug}/recommendations", params=ask, timeout=120)
+    assert page.status_code == 200, page.text
+    doc = lxml.html.fromstring(page.text)
+    [section] = doc.xpath("//section[h2[contains(., 'Config changes to copy')]]")
+    blocks = {}
+    for pre in section.cssselect("pre.code"):
+        [heading] = pre.xpath("preceding-sibling::h3[1]")
+        blocks[heading.text_content().strip()] = pre.text_content()
+    return blocks
+
+
+def accuracy_pipeline(
+    server: LiveServer, slug: str, token: str, run_id: str, jobs: int
+) -> dict[str, Any]:
+    """The accuracy answer's pipeline of CI run `run_id` once all its jobs are matched (60 s
+    at most: the uploads are processed by the server's worker)."""
+    deadline = time.monotonic() + 60
+    while True:
+        answer = httpx.get(
+            f"{server.url}/api/v1/projects/{slug}/recommendations/accuracy",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        )
+        assert answer.status_code == 200, answer.text
+        pipelines = [
+            p
+            for plan in answer.json()["plans"]
+            for p in plan["pipelines"]
+            if p["pipeline"].startswith(run_id)
+        ]
+        matched = [p for p in pipelines if sum(j["run_id"] is not None for j in p["jobs"]) == jobs]
+        if matched or time.monotonic() > deadline:
+            assert matched, answer.json()
+            return matched[0]
+        time.sleep(0.5)

@@ -1,0 +1,161 @@
+"""A non-pytest runner's snippet runs as the page shows it and closes the loop (issue 27,
+item 5): a live server holding a Jest history, the recommendations page's real HTML, its
+GitHub Actions snippet's `run:` steps run per matrix job in a fresh checkout of a generated
+Jest project (`npm ci` from its lockfile, jest-junit installed by the snippet, the client
+installed by the snippet from ./client through LAPTIME_CI_SPEC, the variables GitHub sets).
+Each job's upload arrives, every test runs in exactly one job, and "Did it come true?" has
+the pipeline with every job matched and measured.
+
+Node's packages come from npm's local cache (scripts/test.sh fills it with jest@29 and
+jest-junit@16), as a CI's npm cache would give them; without npm the test says "tools missing".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+from tests.client.conftest import ROOT
+from tests.conftest import LiveServer, make_project
+from tests.snippets import accuracy_pipeline, github_jobs, page_snippets, run_ci_job
+from tests.tools import require, tool_missing
+from tests.uploads import upload_all
+
+RUN_ID = "7070"
+GITHUB = "GitHub Actions matrix"
+# Seconds per test in the history, by test file: four files, a file split over two jobs.
+JEST_TESTS = {"a": (12.0, 12.0, 11.0), "b": (15.0, 14.0), "c": (20.0,), "d": (9.0, 8.0)}
+PACKAGE = {
+    "name": "snippet-user-jest",
+    "version": "1.0.0",
+    "private": True,
+    "devDependencies": {"jest": "^29"},
+}
+
+
+def nodeids() -> list[str]:
+    return [f"tests/{f}.test.js::{f}{i}" for f, times in JEST_TESTS.items() for i in range(len(times))]
+
+
+def jest_history() -> bytes:
+    """A jest-junit report as the snippet has it written: a suite per test file (its path)."""
+    suites = "".join(
+        f'<testsuite name="tests/{f}.test.js" tests="{len(times)}">'
+        + "".join(f'<testcase classname="" name="{f}{i}" time="{s}"/>' for i, s in enumerate(times))
+        + "</testsuite>"
+        for f, times in JEST_TESTS.items()
+    )
+    total = sum(sum(t) for t in JEST_TESTS.values())
+    return f'<testsuites name="jest tests" time="{total}">{suites}</testsuites>'.encode()
+
+
+def write_project(root: Path, lock: Path) -> None:
+    """A checkout of a Jest project: package.json, its lockfile, and tests that log their run."""
+    (root / "tests").mkdir(parents=True)
+    (root / "package.json").write_text(json.dumps(PACKAGE))
+    shutil.copy(lock, root / "package-lock.json")
+    for f, times in JEST_TESTS.items():
+        body = "const fs = require('fs');\n" + "".join(
+            f"test('{f}{i}', () => {{\n"
+            f"  fs.appendFileSync(process.env.RAN_LOG, 'tests/{f}.test.js::{f}{i}\\n');\n"
+            "});\n"
+            for i in range(len(times))
+        )
+        (root / "tests" / f"{f}.test.js").write_text(body)
+
+
+@pytest.fixture(scope="module")
+def npm_cache() -> str:
+    """npm's cache holding jest@29 and jest-junit@16 (a "tools missing" skip without them)."""
+    require("node", "node", "Node.js")
+    npm = require("npm", "npm", "Node.js's npm")
+    done = subprocess.run(
+        [npm, "config", "get", "cache"], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def lockfile(npm_cache: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's package-lock.json (`npm ci` needs one), resolved from npm's cache."""
+    work = tmp_path_factory.mktemp("lock")
+    (work / "package.json").write_text(json.dumps(PACKAGE))
+    done = subprocess.run(
+        ["npm", "install", "--package-lock-only", "--offline", "--no-audit", "--no-fund"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if done.returncode != 0:
+        tool_missing("jest", "jest@29 is not in the local npm cache (scripts/test.sh fills it)")
+    return work / "package-lock.json"
+
+
+def test_the_pages_jest_snippet_runs_and_closes_the_loop(
+    live_server: LiveServer,
+    engine: Engine,
+    bare_venv: Path,
+    npm_cache: str,
+    lockfile: Path,
+    tmp_path: Path,
+) -> None:
+    project = make_project(engine, public=True)
+    upload_all(
+        live_server,
+        project.upload_token,
+        [("jest-junit.xml", jest_history(), {"pipeline": f"h{i}"}) for i in range(2)],
+    )
+    blocks = page_snippets(live_server, project.slug, {"jobs": "2", "granularity": "file"})
+    snippet = blocks[GITHUB]
+    assert "npx jest" in snippet, snippet
+    settings = {
+        "LAPTIME_URL": live_server.url,
+        "LAPTIME_PROJECT": project.slug,
+        "LAPTIME_TOKEN": project.upload_token,
+        "LAPTIME_READ_TOKEN": project.read_token,
+        "LAPTIME_CI_SPEC": str(ROOT / "client"),  # a local path, as a wheel or index would be
+    }
+    jobs = github_jobs(snippet, settings)
+    assert len(jobs) == 2
+    ran: list[str] = []
+    for index, job in enumerate(jobs, start=1):
+        checkout = tmp_path / f"job{index}"
+        write_project(checkout, lockfile)
+        ci = {
+            "PATH": f"{bare_venv}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(tmp_path),
+            "RAN_LOG": str(checkout / "ran.log"),
+            # setup-node's npm cache: packages come from it, the registry only when missing.
+            "npm_config_cache": npm_cache,
+            "npm_config_prefer_offline": "true",
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_RUN_ID": RUN_ID,
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_JOB": "test",
+            "GITHUB_SHA": "c0ffee",
+        }
+        output = run_ci_job(job, cwd=checkout, env=ci, timeout=300)
+        assert re.search(r"upload \d+: queued", output), output
+        ran += (checkout / "ran.log").read_text().splitlines()
+    # Every test of the project ran, each in exactly one job.
+    assert sorted(ran) == sorted(nodeids())
+    pipeline = accuracy_pipeline(live_server, project.slug, project.read_token, RUN_ID, len(jobs))
+    assert pipeline["complete"] is True, pipeline
+    assert all(j["wall_s"]["measured"] is not None for j in pipeline["jobs"]), pipeline
+    with engine.connect() as conn:
+        # The uploads carry the jobs' clock and the tests under the history's own names, so
+        # the next plan and "Did it come true?" read them as the same tests in the same files.
+        walls = conn.execute(
+            text("SELECT job_wall_s FROM run WHERE project_id = :p AND pipeline LIKE :r"),
+            {"p": project.id, "r": f"{RUN_ID}%"},
+        ).scalars()
+        assert [w is not None for w in walls] == [True] * len(jobs)
