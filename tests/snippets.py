@@ -145,11 +145,21 @@ def run_ci_job(job: CiJob, *, cwd: Path, env: Mapping[str, str], timeout: float 
     return "\n".join(output)
 
 
-def page_snippets(server: LiveServer, slug: str, ask: dict[str, str]) -> dict[str, str]:
-    """Every code block of the page's "Config changes to copy", by its heading."""
-    page = httpx.get(f"{server.url}/p/{slug}/recommendations", params=ask, timeout=120)
-    assert page.status_code == 200, page.text
-    doc = lxml.html.fromstring(page.text)
+def page_snippets(
+    server: LiveServer, slug: str, ask: dict[str, str], *, track: bool = False
+) -> dict[str, str]:
+    """Every code block of the page's "Config changes to copy", by its heading; with `track`,
+    of the page its "Track this plan" form answers (posted as a browser does)."""
+    with httpx.Client(base_url=server.url, timeout=120) as browser:
+        page = browser.get(f"/p/{slug}/recommendations", params=ask)
+        assert page.status_code == 200, page.text
+        doc = lxml.html.fromstring(page.text)
+        if track:
+            [form] = doc.cssselect("form.track-plan")
+            fields = {i.get("name"): i.get("value") for i in form.cssselect("input[type=hidden]")}
+            page = browser.post(str(form.get("action")), data=fields)
+            assert page.status_code == 200, page.text
+            doc = lxml.html.fromstring(page.text)
     [section] = doc.xpath("//section[h2[contains(., 'Config changes to copy')]]")
     blocks = {}
     for pre in section.cssselect("pre.code"):

@@ -40,7 +40,9 @@ PACKAGE = {
 
 
 def nodeids() -> list[str]:
-    return [f"tests/{f}.test.js::{f}{i}" for f, times in JEST_TESTS.items() for i in range(len(times))]
+    return [
+        f"tests/{f}.test.js::{f}{i}" for f, times in JEST_TESTS.items() for i in range(len(times))
+    ]
 
 
 def jest_history() -> bytes:
@@ -113,9 +115,12 @@ def test_the_pages_jest_snippet_runs_and_closes_the_loop(
         project.upload_token,
         [("jest-junit.xml", jest_history(), {"pipeline": f"h{i}"}) for i in range(2)],
     )
-    blocks = page_snippets(live_server, project.slug, {"jobs": "2", "granularity": "file"})
-    snippet = blocks[GITHUB]
-    assert "npx jest" in snippet, snippet
+    ask = {"jobs": "2", "granularity": "file"}
+    # A read stores no plan: the page's own snippet says how to get one whose runs are matched.
+    untracked = page_snippets(live_server, project.slug, ask)[GITHUB]
+    assert "Track this plan" in untracked, untracked
+    snippet = page_snippets(live_server, project.slug, ask, track=True)[GITHUB]
+    assert "npx jest" in snippet and "plan=" in snippet, snippet
     settings = {
         "LAPTIME_URL": live_server.url,
         "LAPTIME_PROJECT": project.slug,
@@ -152,8 +157,18 @@ def test_the_pages_jest_snippet_runs_and_closes_the_loop(
     assert pipeline["complete"] is True, pipeline
     assert all(j["wall_s"]["measured"] is not None for j in pipeline["jobs"]), pipeline
     with engine.connect() as conn:
-        # The uploads carry the jobs' clock and the tests under the history's own names, so
-        # the next plan and "Did it come true?" read them as the same tests in the same files.
+        # The uploads hold the tests under the history's own names and files, so the next
+        # plan reads them as the same tests, selectable by path.
+        uploaded = conn.execute(
+            text(
+                "SELECT tc.nodeid, tc.file FROM test_result tr"
+                " JOIN test_case tc ON tc.id = tr.test_id JOIN run r ON r.id = tr.run_id"
+                " WHERE r.project_id = :p AND r.pipeline LIKE :r"
+            ),
+            {"p": project.id, "r": f"{RUN_ID}%"},
+        ).all()
+        assert sorted(uploaded) == sorted((n, n.partition("::")[0]) for n in nodeids())
+        # Each upload carries its job's clock, started by the snippet's first step.
         walls = conn.execute(
             text("SELECT job_wall_s FROM run WHERE project_id = :p AND pipeline LIKE :r"),
             {"p": project.id, "r": f"{RUN_ID}%"},
