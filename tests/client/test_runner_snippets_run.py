@@ -3,7 +3,8 @@ item 5): a live server holding a Jest history, the recommendations page's real H
 GitHub Actions snippet's `run:` steps run per matrix job in a fresh checkout of a generated
 Jest project (`npm ci` from its lockfile, jest-junit installed by the snippet, the client
 installed by the snippet from ./client through LAPTIME_CI_SPEC, the variables GitHub sets).
-Each job's upload arrives, every test runs in exactly one job, and "Did it come true?" has
+Each job's upload arrives (a failing test's job too, which then fails), every test runs
+in exactly one job, and "Did it come true?" has
 the pipeline with every job matched and measured.
 
 Node's packages come from npm's local cache (scripts/test.sh fills it with jest@29 and
@@ -23,7 +24,7 @@ from sqlalchemy import Engine, text
 
 from tests.client.conftest import ROOT
 from tests.conftest import LiveServer, make_project
-from tests.snippets import accuracy_pipeline, github_jobs, page_snippets, run_ci_job
+from tests.snippets import accuracy_pipeline, ci_job_status, github_jobs, page_snippets
 from tests.tools import require, tool_missing
 from tests.uploads import upload_all
 
@@ -31,6 +32,8 @@ RUN_ID = "7070"
 GITHUB = "GitHub Actions matrix"
 # Seconds per test in the history, by test file: four files, a file split over two jobs.
 JEST_TESTS = {"a": (12.0, 12.0, 11.0), "b": (15.0, 14.0), "c": (20.0,), "d": (9.0, 8.0)}
+# The one test that fails: its job still uploads, then fails as the tests did.
+FAILING = "tests/c.test.js::c0"
 PACKAGE = {
     "name": "snippet-user-jest",
     "version": "1.0.0",
@@ -58,7 +61,8 @@ def jest_history() -> bytes:
 
 
 def write_project(root: Path, lock: Path) -> None:
-    """A checkout of a Jest project: package.json, its lockfile, and tests that log their run."""
+    """A checkout of a Jest project: package.json, its lockfile, and tests that log their run
+    (FAILING then fails)."""
     (root / "tests").mkdir(parents=True)
     (root / "package.json").write_text(json.dumps(PACKAGE))
     shutil.copy(lock, root / "package-lock.json")
@@ -66,7 +70,12 @@ def write_project(root: Path, lock: Path) -> None:
         body = "const fs = require('fs');\n" + "".join(
             f"test('{f}{i}', () => {{\n"
             f"  fs.appendFileSync(process.env.RAN_LOG, 'tests/{f}.test.js::{f}{i}\\n');\n"
-            "});\n"
+            + (
+                "  throw new Error('a real failure');\n"
+                if f"tests/{f}.test.js::{f}{i}" == FAILING
+                else ""
+            )
+            + "});\n"
             for i in range(len(times))
         )
         (root / "tests" / f"{f}.test.js").write_text(body)
@@ -119,7 +128,9 @@ def test_the_pages_jest_snippet_runs_and_closes_the_loop(
     # A read stores no plan: the page's own snippet says how to get one whose runs are matched.
     untracked = page_snippets(live_server, project.slug, ask)[GITHUB]
     assert "Track this plan" in untracked, untracked
-    snippet = page_snippets(live_server, project.slug, ask, track=True)[GITHUB]
+    tracked = page_snippets(live_server, project.slug, ask, track=True)
+    assert set(tracked) == {GITHUB}  # every CI job the page shows runs below
+    snippet = tracked[GITHUB]
     assert "npx jest" in snippet, snippet
     assert "plan=" in snippet, snippet
     settings = {
@@ -149,8 +160,13 @@ def test_the_pages_jest_snippet_runs_and_closes_the_loop(
             "GITHUB_JOB": "test",
             "GITHUB_SHA": "c0ffee",
         }
-        output = run_ci_job(job, cwd=checkout, env=ci, timeout=300)
+        status, output, steps = ci_job_status(job, cwd=checkout, env=ci, timeout=300)
         assert re.search(r"upload \d+: queued", output), output
+        if FAILING.partition("::")[0] in job.scripts[-1]:
+            # The failing job uploads, then exits with jest's status in its last step.
+            assert (status, steps) == (1, len(job.scripts)), output
+        else:
+            assert status == 0, output
         ran += (checkout / "ran.log").read_text().splitlines()
     # Every test of the project ran, each in exactly one job.
     assert sorted(ran) == sorted(nodeids())
