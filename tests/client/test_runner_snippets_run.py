@@ -94,19 +94,22 @@ def npm_cache() -> str:
 
 @pytest.fixture(scope="module")
 def lockfile(npm_cache: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project's package-lock.json (`npm ci` needs one), resolved from npm's cache."""
+    """The project's package-lock.json (`npm ci` needs one), resolved from npm's cache, which
+    must hold jest-junit too (the snippet installs it)."""
     work = tmp_path_factory.mktemp("lock")
     (work / "package.json").write_text(json.dumps(PACKAGE))
-    done = subprocess.run(
-        ["npm", "install", "--package-lock-only", "--offline", "--no-audit", "--no-fund"],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    if done.returncode != 0:
-        tool_missing("jest", "jest@29 is not in the local npm cache (scripts/test.sh fills it)")
+    (work / "check").mkdir()
+    for cwd, packages in ((work / "check", ["jest-junit@16"]), (work, [])):
+        done = subprocess.run(
+            ["npm", "install", "--package-lock-only", "--offline", "--no-audit", *packages],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if done.returncode != 0:
+            tool_missing("jest", "jest@29 and jest-junit@16 are not in the local npm cache")
     return work / "package-lock.json"
 
 
