@@ -140,7 +140,11 @@ def _looped(runner: str, commands: Sequence[str]) -> list[str]:
 
 
 def github_actions(
-    runner: str, selections: Sequence[JobSelection], *, plan_id: str | None = None
+    runner: str,
+    selections: Sequence[JobSelection],
+    *,
+    plan_id: str | None = None,
+    server: bool = False,
 ) -> str:
     """A GitHub Actions job with one matrix entry per planned job, in the runner's terms."""
     setup = SETUPS[runner]
@@ -162,11 +166,15 @@ def github_actions(
         f"          {runner_loop.run_command(runner, '${{ matrix.command }}')}",
     ]
     lines += [f"          {line}" for line in runner_loop.finish_lines(runner)]
-    return unstored_note(plan_id) + "\n".join(lines) + "\n"
+    return unstored_note(plan_id, server=server) + "\n".join(lines) + "\n"
 
 
 def gitlab_ci(
-    runner: str, selections: Sequence[JobSelection], *, plan_id: str | None = None
+    runner: str,
+    selections: Sequence[JobSelection],
+    *,
+    plan_id: str | None = None,
+    server: bool = False,
 ) -> str:
     """A GitLab CI job run `parallel: N` times, each picking its command by CI_NODE_INDEX."""
     commands = [s.command for s in selections]
@@ -186,10 +194,16 @@ def gitlab_ci(
     lines += ["  script:", "    - |"]
     lines += _case("CI_NODE_INDEX", _looped(runner, commands), 1, "      ")
     lines += [f"      {line}" for line in runner_loop.finish_lines(runner)]
-    return unstored_note(plan_id) + "\n".join(lines) + "\n"
+    return unstored_note(plan_id, server=server) + "\n".join(lines) + "\n"
 
 
-def circleci(runner: str, selections: Sequence[JobSelection], *, plan_id: str | None = None) -> str:
+def circleci(
+    runner: str,
+    selections: Sequence[JobSelection],
+    *,
+    plan_id: str | None = None,
+    server: bool = False,
+) -> str:
     """A CircleCI job with `parallelism: N`, each node picking its command by CIRCLE_NODE_INDEX."""
     commands = [s.command for s in selections]
     if _unsafe(commands):
@@ -220,7 +234,7 @@ def circleci(runner: str, selections: Sequence[JobSelection], *, plan_id: str | 
     lines += _case("CIRCLE_NODE_INDEX", _looped(runner, commands), 0, "            ")
     lines += [f"            {line}" for line in runner_loop.finish_lines(runner)]
     lines += ["workflows:", "  tests:", "    jobs: [test]"]
-    return unstored_note(plan_id) + "\n".join(lines) + "\n"
+    return unstored_note(plan_id, server=server) + "\n".join(lines) + "\n"
 
 
 # The config keys holding a CI snippet.
@@ -248,10 +262,9 @@ def runner_snippets(
             "shell": ci_loop.shell_script(len(pytest_args)),
         }
     if runner in SETUPS:
-        out["github_actions"] = github_actions(runner, selections, plan_id=plan_id)
-    if runner in SETUPS:
-        out["gitlab_ci"] = gitlab_ci(runner, selections, plan_id=plan_id)
-        out["circleci"] = circleci(runner, selections, plan_id=plan_id)
+        out["github_actions"] = github_actions(runner, selections, plan_id=plan_id, server=server)
+        out["gitlab_ci"] = gitlab_ci(runner, selections, plan_id=plan_id, server=server)
+        out["circleci"] = circleci(runner, selections, plan_id=plan_id, server=server)
     return out
 
 

@@ -21,6 +21,13 @@ UNSTORED_NOTE = (
     "# runs to it. Take the snippet from the server's recommendations (API or page): each\n"
     "# job then names its plan and shard in LAPTIME_LABELS.\n"
 )
+# The first line of a server's snippet for a plan it has not stored (a read stores nothing,
+# #27) whose jobs cannot ask for their shard (every runner but pytest).
+UNTRACKED_NOTE = (
+    "# laptime: this plan is not stored yet, so the accuracy view cannot match these jobs'\n"
+    '# runs to it. Press "Track this plan" on the recommendations page (or POST the same\n'
+    "# question to .../recommendations/split): each job then names its plan and shard.\n"
+)
 
 
 def plan_labels(plan_id: str, shard: str) -> str:

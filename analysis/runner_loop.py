@@ -39,13 +39,21 @@ def _files(*paths: str) -> str:
 
 
 _NPX_MOCHA = f"--reporter-options mochaFile={REPORT}"
+# jest-junit names a suite by its first `describe` ("undefined" without one) and prefixes
+# each name with it: the suite named by the test file's path is what the plan selects by
+# (`--runTestsByPath`), and `describe` blocks are the classname, as the parser reads them.
+_JEST_NAMES = (
+    "JEST_JUNIT_SUITE_NAME='{filepath}' JEST_JUNIT_CLASSNAME='{classname}'"
+    " JEST_JUNIT_TITLE='{title}'"
+)
 WAYS: dict[str, JunitWay] = {
     # pytest's own snippets upload through the plugin (analysis/ci_loop.py); this is for a
     # pytest command given as a plain selection.
     "pytest": JunitWay("", f"{{cmd}} --junitxml={REPORT}", _files(REPORT)),
     "jest": JunitWay(
         "npm install --no-save jest-junit",
-        f"JEST_JUNIT_OUTPUT_FILE={REPORT} {{cmd}} --reporters=default --reporters=jest-junit",
+        f"JEST_JUNIT_OUTPUT_FILE={REPORT} {_JEST_NAMES} {{cmd}}"
+        " --reporters=default --reporters=jest-junit",
         _files(REPORT),
     ),
     "vitest": JunitWay(

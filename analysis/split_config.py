@@ -16,7 +16,7 @@ import pandas as pd
 
 from analysis import ci_loop
 from analysis.ci_loop import LISTED_MAX_ARGS, MATRIX_LABELS_KEY
-from analysis.plan_labels import LABELS_VAR, UNSTORED_NOTE, plan_labels
+from analysis.plan_labels import LABELS_VAR, UNSTORED_NOTE, UNTRACKED_NOTE, plan_labels
 
 
 @dataclass(frozen=True)
@@ -100,10 +100,12 @@ def github_job_env(plan_id: str | None, labels: str) -> list[str]:
     return [] if plan_id is None else ["    env:", f"      {LABELS_VAR}: {labels}"]
 
 
-def unstored_note(plan_id: str | None) -> str:
+def unstored_note(plan_id: str | None, *, server: bool = False) -> str:
     """The opening comment of a snippet: empty for a stored plan, else why its runs cannot
-    be matched."""
-    return "" if plan_id is not None else UNSTORED_NOTE
+    be matched and (`server`: a server hands it out) how to have it stored."""
+    if plan_id is not None:
+        return ""
+    return UNTRACKED_NOTE if server else UNSTORED_NOTE
 
 
 def github_actions_matrix(

@@ -6,12 +6,17 @@ from __future__ import annotations
 import re
 import string
 import subprocess
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+import lxml.html  # type: ignore[import-untyped]
 import yaml
+
+from tests.conftest import LiveServer
 
 _MATRIX_EXPRESSION = re.compile(r"\$\{\{\s*matrix\.([\w-]+)\s*\}\}")
 _EXPRESSION = re.compile(r"\$\{\{\s*(matrix|vars|secrets)\.([\w-]+)\s*\}\}")
@@ -114,6 +119,16 @@ def shell_jobs(snippet: str, total: int, settings: Mapping[str, str]) -> list[Ci
 def run_ci_job(job: CiJob, *, cwd: Path, env: Mapping[str, str], timeout: float = 300) -> str:
     """Run the job's steps in order as its CI would (bash -eo pipefail, stop at the first
     failure); returns the output; raises AssertionError naming a failing step."""
+    status, output, _steps = ci_job_status(job, cwd=cwd, env=env, timeout=timeout)
+    assert status == 0, output
+    return output
+
+
+def ci_job_status(
+    job: CiJob, *, cwd: Path, env: Mapping[str, str], timeout: float = 300
+) -> tuple[int, str, int]:
+    """Run the job's steps as run_ci_job does: (the job's exit status, its output, how many
+    steps ran), for a job expected to fail."""
     carry = cwd.parent / f".{cwd.name}.carry"
     carry.write_text("")
     extra: dict[str, str] = {}
@@ -132,9 +147,59 @@ def run_ci_job(job: CiJob, *, cwd: Path, env: Mapping[str, str], timeout: float 
             check=False,
         )
         output.append(f"$ {script}\n{done.stdout}{done.stderr}")
-        assert done.returncode == 0, "\n".join(output)
+        if done.returncode != 0:
+            return done.returncode, "\n".join(output), len(output)
         if job.carry == "GITHUB_ENV":
             for line in carry.read_text().splitlines():
                 key, _, value = line.partition("=")
                 extra[key] = value
-    return "\n".join(output)
+    return 0, "\n".join(output), len(output)
+
+
+def page_snippets(
+    server: LiveServer, slug: str, ask: dict[str, str], *, track: bool = False
+) -> dict[str, str]:
+    """Every code block of the page's "Config changes to copy", by its heading; with `track`,
+    of the page its "Track this plan" form answers (posted as a browser does)."""
+    with httpx.Client(base_url=server.url, timeout=120) as browser:
+        page = browser.get(f"/p/{slug}/recommendations", params=ask)
+        assert page.status_code == 200, page.text
+        doc = lxml.html.fromstring(page.text)
+        if track:
+            [form] = doc.cssselect("form.track-plan")
+            fields = {i.get("name"): i.get("value") for i in form.cssselect("input[type=hidden]")}
+            page = browser.post(str(form.get("action")), data=fields)
+            assert page.status_code == 200, page.text
+            doc = lxml.html.fromstring(page.text)
+    [section] = doc.xpath("//section[h2[contains(., 'Config changes to copy')]]")
+    blocks = {}
+    for pre in section.cssselect("pre.code"):
+        [heading] = pre.xpath("preceding-sibling::h3[1]")
+        blocks[heading.text_content().strip()] = pre.text_content()
+    return blocks
+
+
+def accuracy_pipeline(
+    server: LiveServer, slug: str, token: str, run_id: str, jobs: int
+) -> dict[str, Any]:
+    """The accuracy answer's pipeline of CI run `run_id` once all its jobs are matched (60 s
+    at most: the uploads are processed by the server's worker)."""
+    deadline = time.monotonic() + 60
+    while True:
+        answer = httpx.get(
+            f"{server.url}/api/v1/projects/{slug}/recommendations/accuracy",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        )
+        assert answer.status_code == 200, answer.text
+        pipelines = [
+            p
+            for plan in answer.json()["plans"]
+            for p in plan["pipelines"]
+            if p["pipeline"].startswith(run_id)
+        ]
+        matched = [p for p in pipelines if sum(j["run_id"] is not None for j in p["jobs"]) == jobs]
+        if matched or time.monotonic() > deadline:
+            assert matched, answer.json()
+            return matched[0]
+        time.sleep(0.5)

@@ -139,3 +139,11 @@ def run_pytest(
         timeout=120,
         check=False,
     )
+
+
+@pytest.fixture(scope="session")
+def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What setup-python gives a job: a Python with pip and nothing else; its bin directory."""
+    venv = tmp_path_factory.mktemp("bare") / "v"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    return venv / "bin"

@@ -9,21 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
-import httpx
-import lxml.html  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy import Engine, text
 
 from tests.client.conftest import ROOT
 from tests.conftest import LiveServer, make_project
-from tests.snippets import CiJob, github_jobs, run_ci_job
+from tests.snippets import CiJob, accuracy_pipeline, github_jobs, page_snippets, run_ci_job
 from tests.uploads import upload_all
 
 RUN_ID = "9090"
@@ -93,51 +87,6 @@ def history_report(seconds: dict[str, float], wall_s: float) -> bytes:
     return json.dumps(doc).encode()
 
 
-def page_snippets(server: LiveServer, slug: str, ask: dict[str, str]) -> dict[str, str]:
-    """Every code block of the page's "Config changes to copy", by its heading."""
-    page = httpx.get(f"{server.url}/p/{slug}/recommendations", params=ask, timeout=120)
-    assert page.status_code == 200, page.text
-    doc = lxml.html.fromstring(page.text)
-    [section] = doc.xpath("//section[h2[contains(., 'Config changes to copy')]]")
-    blocks = {}
-    for pre in section.cssselect("pre.code"):
-        [heading] = pre.xpath("preceding-sibling::h3[1]")
-        blocks[heading.text_content().strip()] = pre.text_content()
-    return blocks
-
-
-@pytest.fixture(scope="module")
-def bare_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """What setup-python gives a job: a Python with pip and nothing else; its bin directory."""
-    venv = tmp_path_factory.mktemp("bare") / "v"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
-    return venv / "bin"
-
-
-def accuracy_pipeline(server: LiveServer, slug: str, token: str, jobs: int) -> dict[str, Any]:
-    """The accuracy answer's pipeline of RUN_ID once all its jobs are matched (60 s at most:
-    the uploads are processed by the server's worker)."""
-    deadline = time.monotonic() + 60
-    while True:
-        answer = httpx.get(
-            f"{server.url}/api/v1/projects/{slug}/recommendations/accuracy",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=60,
-        )
-        assert answer.status_code == 200, answer.text
-        pipelines = [
-            p
-            for plan in answer.json()["plans"]
-            for p in plan["pipelines"]
-            if p["pipeline"].startswith(RUN_ID)
-        ]
-        matched = [p for p in pipelines if sum(j["run_id"] is not None for j in p["jobs"]) == jobs]
-        if matched or time.monotonic() > deadline:
-            assert matched, answer.json()
-            return matched[0]
-        time.sleep(0.5)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_every_snippet_on_the_page_runs_and_closes_the_loop(
     case: str, live_server: LiveServer, engine: Engine, bare_venv: Path, tmp_path: Path
@@ -187,7 +136,9 @@ def test_every_snippet_on_the_page_runs_and_closes_the_loop(
             ran += (checkout / "ran.log").read_text().splitlines()
         # Every collected test ran in exactly one job.
         assert sorted(ran) == sorted(history)
-        pipeline = accuracy_pipeline(live_server, project.slug, project.read_token, len(jobs))
+        pipeline = accuracy_pipeline(
+            live_server, project.slug, project.read_token, RUN_ID, len(jobs)
+        )
         assert all(j["wall_s"]["measured"] is not None for j in pipeline["jobs"]), pipeline
         assert pipeline["complete"] is True
         # The job clock the snippet starts first reached every upload (GitHub has no own).

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from analysis.ci_snippets import SETUPS, circleci, github_actions, gitlab_ci, with_plan_labels
-from analysis.plan_labels import LABELS_VAR, UNSTORED_NOTE, plan_labels
+from analysis.plan_labels import LABELS_VAR, UNSTORED_NOTE, UNTRACKED_NOTE, plan_labels
 from analysis.runner_commands import JobSelection
 from analysis.runner_loop import run_command
 from analysis.split_config import MATRIX_MAX_ARGS, github_actions_matrix
@@ -140,6 +140,21 @@ def test_without_an_id_the_snippets_say_their_runs_cannot_be_matched() -> None:
         assert snippet.startswith(UNSTORED_NOTE)
         assert "plan=" not in snippet
         assert "shard=" not in snippet
+        yaml.safe_load(snippet)
+
+
+def test_a_servers_untracked_snippets_say_how_to_have_the_plan_stored() -> None:
+    # A server's read stores nothing (#27), and only pytest's jobs ask it for their shard:
+    # another runner's snippet names the page's "Track this plan" (and the POST) instead.
+    sel = selections("jest")
+    for snippet in (
+        github_actions("jest", sel, server=True),
+        gitlab_ci("jest", sel, server=True),
+        circleci("jest", sel, server=True),
+    ):
+        assert snippet.startswith(UNTRACKED_NOTE)
+        assert "Track this plan" in snippet
+        assert "plan=" not in snippet
         yaml.safe_load(snippet)
 
 
