@@ -4,11 +4,15 @@ method its route serves."""
 
 from __future__ import annotations
 
+import json
+from urllib.parse import urlencode
+
 import httpx
 import pytest
 from sqlalchemy import Engine
 
 from tests.conftest import LiveServer, ProjectFixture, make_project
+from tests.server.test_request_bounds import raw_request
 from tests.server.test_upload_flow import upload
 
 FILTERS = ("branch", "job", "label", "marker", "exclude_marker", "file")
@@ -99,3 +103,116 @@ def test_token_lifetime_is_a_json_integer(
     )
     assert response.status_code == 422, response.text
     assert response.json()["detail"][0]["loc"] == ["body", "expires_in_days"]
+
+
+# The most bytes one character takes in a query string: four UTF-8 bytes, each `%XX`.
+WORST_CHAR_BYTES = 12
+
+
+def _worst_bytes(schema: dict[str, object], name: str) -> int:
+    """The most bytes a value of this parameter schema takes in a URL (as `name=value&`)."""
+    if "anyOf" in schema:
+        return max(_worst_bytes(s, name) for s in schema["anyOf"])  # type: ignore[attr-defined]
+    if schema.get("type") == "array":
+        assert "maxItems" in schema, (name, schema)
+        return int(schema["maxItems"]) * _worst_bytes(schema["items"], name)  # type: ignore[arg-type,call-overload]
+    if schema.get("type") in ("integer", "number", "boolean", "null"):
+        return len(name) + 2 + 32  # a bounded number or a boolean, as text
+    if "enum" in schema:
+        values = schema["enum"]
+        return len(name) + 2 + WORST_CHAR_BYTES * max(len(str(v)) for v in values)  # type: ignore[attr-defined]
+    if schema.get("format") == "date":
+        return len(name) + 2 + 10
+    assert "maxLength" in schema, (name, schema)
+    return len(name) + 2 + WORST_CHAR_BYTES * int(schema["maxLength"])  # type: ignore[call-overload]
+
+
+def test_no_schema_valid_request_line_is_too_long_for_the_server(live_server: LiveServer) -> None:
+    """Every path and query parameter is bounded, and together at their bounds (every
+    character four UTF-8 bytes) they fit the request target the server reads."""
+    from app.server_options import MAX_TARGET_BYTES
+
+    paths = httpx.get(f"{live_server.url}/openapi.json", timeout=30).json()["paths"]
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            params = operation.get("parameters", [])
+            worst = len(path) + sum(
+                _worst_bytes(p["schema"], p["name"]) for p in params if p["in"] != "header"
+            )
+            assert worst <= MAX_TARGET_BYTES, (method, path, worst)
+            # What a request head over its budget answers is documented too.
+            assert {"414", "431"} <= set(operation["responses"]), (method, path)
+
+
+def test_the_longest_valid_filters_are_answered(
+    live_server: LiveServer, proj: ProjectFixture
+) -> None:
+    """Every filter of the jobs read at its most values, each at its longest, of four-byte
+    characters: answered (not 414/431)."""
+    paths = httpx.get(f"{live_server.url}/openapi.json", timeout=30).json()["paths"]
+    path = "/api/v1/projects/{slug}/jobs"
+    params: list[tuple[str, str]] = []
+    for param in paths[path]["get"]["parameters"]:
+        if param["name"] in FILTERS:
+            schema = param["schema"]
+            longest = "\U0001f600" * schema["items"]["maxLength"]
+            if param["name"] == "label":
+                longest = "k=" + longest[2:]
+            params += [(param["name"], longest)] * schema["maxItems"]
+    # httpx refuses a query over 64 KiB: the request goes over a socket as bytes.
+    target = f"{path.format(slug=proj.slug)}?{urlencode(params)}"
+    head = f"GET {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+    head += f"Authorization: Bearer {proj.read_token}\r\n\r\n"
+    answer = raw_request(live_server, head.encode())
+    status, _, body = answer.partition(b"\r\n\r\n")
+    assert status.startswith(b"HTTP/1.1 200 "), answer[:300]
+    nothing = _get(live_server, proj.read_token, path.format(slug=proj.slug), branch="nosuch")
+    assert json.loads(body) == nothing.json()
+
+
+def _one_case(name: str) -> bytes:
+    """A report of its own (an upload of the same content is answered as a duplicate)."""
+    return f'<testsuite><testcase classname="a" name="{name}" time="1"/></testsuite>'.encode()
+
+
+@pytest.mark.parametrize(
+    "started_at", ["0", "1700000000", "2026-12-04", "tomorrow", "2026-12-04T09:00:00 UTC"]
+)
+def test_started_at_is_an_iso_date_and_time(
+    live_server: LiveServer, proj: ProjectFixture, started_at: str
+) -> None:
+    report = [("r.xml", _one_case(started_at))]
+    wrong = upload(
+        live_server, proj.upload_token, report, started_at=started_at, idempotency_key=started_at
+    )
+    assert wrong.status_code == 422, wrong.text
+    (issue,) = wrong.json()["detail"]
+    assert issue["loc"] == ["body", "started_at"]
+    assert "ISO 8601" in issue["msg"], issue
+
+
+@pytest.mark.parametrize(
+    "started_at",
+    [
+        "2026-12-01T09:00:00Z",
+        "2026-12-01T09:00:00+01:00",
+        "2026-12-01 09:00:00.25",
+        "2026-12-01T09:00",
+    ],
+)
+def test_started_at_takes_iso_date_times_with_or_without_offset(
+    live_server: LiveServer, proj: ProjectFixture, started_at: str
+) -> None:
+    report = [("r.xml", _one_case(started_at))]
+    response = upload(
+        live_server, proj.upload_token, report, started_at=started_at, idempotency_key=started_at
+    )
+    assert response.status_code == 202, response.text
+
+
+def test_an_empty_plan_is_no_plan(live_server: LiveServer, proj: ProjectFixture) -> None:
+    path = f"/api/v1/projects/{proj.slug}/recommendations/accuracy"
+    unfiltered = _get(live_server, proj.read_token, path)
+    empty = _get(live_server, proj.read_token, path, plan="")
+    assert (unfiltered.status_code, empty.status_code) == (200, 200), empty.text
+    assert empty.json() == unfiltered.json()
