@@ -5,6 +5,7 @@ The limits live here only; docs/errors.md lists them and a test keeps the two in
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
@@ -49,6 +50,23 @@ def _label(value: str) -> str:
     for part, text in (("label key", key), ("label value", label_value)):
         if len(text) > FIELD_MAX_CHARS[part]:
             raise ValueError(f"{part} is longer than {FIELD_MAX_CHARS[part]} characters")
+    return value
+
+
+# ISO 8601 date and time (seconds, fraction and offset optional): pydantic alone would also
+# take `0` or `1700000000` (a Unix time) or a bare date, which the schema's date-time is not.
+_ISO_DATE_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,9})?)?"
+    r"([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)?"
+)
+
+
+def _iso_date_time(value: object) -> object:
+    """Only an ISO 8601 date and time is a `started_at` on the wire."""
+    if isinstance(value, str) and not _ISO_DATE_TIME.fullmatch(value):
+        raise ValueError(
+            "must be an ISO 8601 date and time like 2026-12-04T09:00:00Z (UTC when no offset)"
+        )
     return value
 
 
@@ -104,7 +122,9 @@ class UploadForm(BaseModel):
     label: list[Annotated[str, AfterValidator(_label)]] = Field(
         default_factory=list, max_length=100, description="run label `key=value`, repeatable"
     )
-    started_at: Annotated[datetime | None, AfterValidator(_in_range)] = Field(
+    started_at: Annotated[
+        datetime | None, BeforeValidator(_iso_date_time), AfterValidator(_in_range)
+    ] = Field(
         default=None, description="job start, ISO 8601 (UTC when no offset is given)"
     )
     wall_s: Seconds | None = Field(default=None, description="job wall time, setup included")
