@@ -124,9 +124,7 @@ class UploadForm(BaseModel):
     )
     started_at: Annotated[
         datetime | None, BeforeValidator(_iso_date_time), AfterValidator(_in_range)
-    ] = Field(
-        default=None, description="job start, ISO 8601 (UTC when no offset is given)"
-    )
+    ] = Field(default=None, description="job start, ISO 8601 (UTC when no offset is given)")
     wall_s: Seconds | None = Field(default=None, description="job wall time, setup included")
     peak_rss_mib: Seconds | None = Field(default=None, description="job peak memory in MiB")
     job_wall_s: JobWall | None = Field(
