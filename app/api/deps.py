@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Request
 from sqlalchemy import Connection, Engine
 
 from app.api.errors import ApiError
 from app.db.auth_failures import record_failure, refusal_wait_s
-from app.db.projects import MAX_SLUG, Project, TokenGrant, get_project, resolve_token
+from app.db.projects import Project, TokenGrant, get_project, resolve_token
 from app.settings import Settings
 
 
@@ -147,17 +147,12 @@ def authorize(request: Request, conn: Connection, slug: str, action: str) -> Pro
     return authorize_grant(grant_of(request, conn), conn, slug, action)
 
 
-# The slug in a path, bounded in the schema like every other parameter (the database holds
-# none longer), so a request line at its schema's bounds fits the server (app.server_options).
-SlugPath = Annotated[str, Path(max_length=MAX_SLUG, description="the project's slug")]
-
-
-def read_project(request: Request, conn: ConnDep, slug: SlugPath) -> Project:
+def read_project(request: Request, conn: ConnDep, slug: str) -> Project:
     """Dependency: the project in the path, readable by this request."""
     return authorize(request, conn, slug, "read")
 
 
-def admin_project(request: Request, conn: ConnDep, slug: SlugPath) -> Project:
+def admin_project(request: Request, conn: ConnDep, slug: str) -> Project:
     """Dependency: the project in the path, administrable by this request."""
     return authorize(request, conn, slug, "admin")
 

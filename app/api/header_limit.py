@@ -24,15 +24,22 @@ class HeaderLimit:
             await self.app(scope, receive, send)
             return
         if _target_bytes(scope) > self.max_target:
-            status, code = 414, "uri-too-long"
-            detail = f"the request's path and query are over {self.max_target} bytes"
+            answer = error_response(
+                414,
+                "uri-too-long",
+                f"the request's path and query are over {self.max_target} bytes",
+                headers={"Connection": "close"},
+            )
         elif _header_bytes(scope) > self.max_bytes:
-            status, code = 431, "headers-too-large"
-            detail = f"request headers are over {self.max_bytes} bytes"
+            answer = error_response(
+                431,
+                "headers-too-large",
+                f"request headers are over {self.max_bytes} bytes",
+                headers={"Connection": "close"},
+            )
         else:
             await self.app(scope, receive, send)
             return
-        answer = error_response(status, code, detail, headers={"Connection": "close"})
         await answer(scope, receive, send)
 
 

@@ -10,7 +10,7 @@ import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from ingest.parsers.runners import RUNNERS
 from laptime_ci.labels import parse_labels, split_label
@@ -97,6 +97,19 @@ def _form_bool(value: object) -> object:
     return value
 
 
+# Fields that are not text: a form cannot send null, and an empty value is the field not
+# given (FastAPI answers it with the default), so their schema admits "" too.
+_NOT_TEXT = ("started_at", "wall_s", "peak_rss_mib", "job_wall_s", "backfill")
+
+
+def _empty_is_unset(schema: dict[str, Any]) -> None:
+    """Model schema hook: the non-text fields also take an empty string (not given)."""
+    for name in _NOT_TEXT:
+        field = schema["properties"][name]
+        options = field.pop("anyOf", None) or [{"type": field.pop("type")}]
+        field["anyOf"] = [*options, {"type": "string", "maxLength": 0}]
+
+
 def _text(name: str, description: str) -> Any:
     return Field(default=None, max_length=FIELD_MAX_CHARS[name], description=description)
 
@@ -110,6 +123,8 @@ JobWall = Annotated[float, Field(ge=0, le=JOB_WALL_MAX_S, allow_inf_nan=False)]
 
 class UploadForm(BaseModel):
     """The metadata a CI job sends next to its report files."""
+
+    model_config = ConfigDict(json_schema_extra=_empty_is_unset)
 
     job: Text | None = _text("job", "CI job name (default: `default`)")
     commit: Text | None = _text("commit", "commit SHA")
