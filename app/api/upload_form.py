@@ -107,7 +107,7 @@ def _empty_is_unset(schema: dict[str, Any]) -> None:
     for name in _NOT_TEXT:
         field = schema["properties"][name]
         options = field.pop("anyOf", None) or [{"type": field.pop("type")}]
-        field["anyOf"] = [*options, {"type": "string", "maxLength": 0}]
+        field["anyOf"] = [*options, {"enum": [""]}]
 
 
 def _text(name: str, description: str) -> Any:
