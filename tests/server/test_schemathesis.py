@@ -199,6 +199,26 @@ def test_generated_requests_answer_as_the_schema_says(
 # time. The slug is the rich project's, so requests reach the routes rather than a 404.
 CLI_EXAMPLES = 8
 CLI_MAX_TIME_S = 90
+# Every warning schemathesis shows by default but `validation_mismatch` ("most generated data
+# rejected with 422"): the documented 422s accepted below (no results in the window, a rule
+# across fields such as a job range's ends) are most of what some planners answer to generated
+# input, by design, and which operations cross the threshold changes from run to run. A
+# warning shown makes the run fail below (no "No issues found").
+WARNINGS_SHOWN = [
+    "missing_auth",
+    "missing_test_data",
+    "base_url_mismatch",
+    "missing_deserializer",
+    "unused_openapi_auth",
+    "unsupported_regex",
+    "method_not_allowed",
+    "constants_extraction",
+    "unmatched_filter",
+    "unresolvable_reference",
+    "rate_limited",
+    "dictionary_mismatch",
+    "timeout_units",
+]
 
 
 @pytest.mark.slow
@@ -216,6 +236,7 @@ def test_schemathesis_cli_every_check_and_stateful_pass_clean(
         "[generation]\nallow-x00 = false\n"
         "[checks.positive_data_acceptance]\n"
         'expected-statuses = ["2xx", "401", "403", "404", "409", "422"]\n'
+        f"[warnings]\ndisplay = {WARNINGS_SHOWN!r}\n"
     )
     command = [
         str(Path(sys.executable).parent / "st"),
