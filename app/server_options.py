@@ -1,11 +1,11 @@
 """How uvicorn is configured to serve laptime: one place for `laptime serve` and the tests.
 
-A request head larger than MAX_HEADER_BYTES is answered 431 by app.api.header_limit. For that
-answer to reach the client, h11 must first read the whole head: its own limit (16 KiB by
-default) makes it drop the connection mid-upload, which the client sees as a reset. So h11
-buffers up to HEAD_BUFFER_BYTES per connection; a head past even that is answered 400 and
-closed by uvicorn. A request whose head or body is too slow in coming gets 408
-(app.read_deadlines).
+Header lines over MAX_HEADER_BYTES are answered 431, a request target (path and query) over
+MAX_TARGET_BYTES 414, by app.api.header_limit. For that answer to reach the client, h11 must
+first read the whole head: its own limit (16 KiB by default) makes it drop the connection
+mid-upload, which the client sees as a reset. So h11 buffers up to HEAD_BUFFER_BYTES per
+connection; a head past even that is answered 400 and closed by uvicorn. A request whose
+head or body is too slow in coming gets 408 (app.read_deadlines).
 """
 
 from __future__ import annotations
@@ -15,12 +15,16 @@ from typing import Any
 from app.read_deadlines import deadline_protocol
 from app.settings import Settings
 
-# Largest request head (request line + headers) the app answers; browsers send < 16 KiB.
+# Largest header lines (names and values) the app answers; browsers send < 16 KiB.
 MAX_HEADER_BYTES = 64 * 1024
+# Largest request target (path and query string) the app answers: every parameter of every
+# operation at its schema bound fits (tests/server/test_schema_agrees.py), so a request the
+# schema calls valid is never refused for its size.
+MAX_TARGET_BYTES = 1024 * 1024
 # Largest head h11 reads before giving up on the connection: a 1 MiB header (what a proxy or
 # a broken client may send) gets its 431. Each connection may buffer this much, so it stays
 # small: 1,000 idle connections half-way through a head hold at most ~1 GiB.
-HEAD_BUFFER_BYTES = 1024 * 1024 + MAX_HEADER_BYTES
+HEAD_BUFFER_BYTES = MAX_TARGET_BYTES + MAX_HEADER_BYTES + 1024
 
 
 def uvicorn_options(settings: Settings | None = None) -> dict[str, Any]:

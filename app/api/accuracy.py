@@ -5,17 +5,24 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from pydantic import AfterValidator, StringConstraints
 
 from analysis.calibration import MIN_SAMPLES, Calibration
 from analysis.plan_accuracy import PlanAccuracy
 from app.api.deps import ConnDep, ReadProject
 from app.api.errors import ApiError
-from app.api.params import Text
+from app.api.params import Text, none_if_empty
 from app.api.responses import PROJECT_ERRORS, answers
 from app.api.schemas.accuracy import AccuracyAnswer, CalibrationModel, PlanAccuracyModel
 from app.services.plan_accuracy import PlanNotFound, accuracy_report
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["recommendations"])
+
+# A plan id, empty meaning none. Its bound is part of the type: a `Query(max_length=...)` beside
+# MaybeText would measure the None an empty value became (a TypeError, answered 500).
+PlanIdText = Annotated[
+    Annotated[Text, StringConstraints(max_length=500)] | None, AfterValidator(none_if_empty)
+]
 
 # Most plans one answer compares (each with every pipeline that ran it).
 MAX_PLANS = 100
@@ -50,9 +57,7 @@ def accuracy_answer(plans: list[PlanAccuracy], calibration: Calibration) -> Accu
 def accuracy(
     project: ReadProject,
     conn: ConnDep,
-    plan: Annotated[
-        Text | None, Query(max_length=500, description="one plan's id (default: the newest)")
-    ] = None,
+    plan: Annotated[PlanIdText, Query(description="one plan's id (default: the newest)")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PLANS, description="plans, newest first")] = 20,
 ) -> AccuracyAnswer:
     """Did it come true: each plan's predicted wall per job against the jobs that ran it

@@ -35,6 +35,7 @@ API_ERROR_CODES: dict[str, str] = {
     "request-unprocessable": "well-formed, but the project's data or settings cannot answer it",
     "auth-rate-limited": "too many failed authentications from this address lately",
     "headers-too-large": "the request's headers are larger than the server accepts",
+    "uri-too-long": "the request's path and query are longer than the server accepts",
     "request-timeout": "the request's head or body did not arrive in time",
     "malformed-body": "the request body cannot be parsed (e.g. broken multipart framing)",
     "not-found": "no such route",

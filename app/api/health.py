@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from app.api.responses import error_responses
+from app.api.responses import error_responses, head_error_responses
 from app.api.schemas.health import CheckResult, Liveness, Readiness
 from app.db.readiness import check_readiness
 from app.settings import Settings
@@ -13,7 +13,7 @@ from app.settings import Settings
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=Liveness)
+@router.get("/healthz", response_model=Liveness, responses=head_error_responses())
 def healthz() -> dict[str, str]:
     """Liveness: the process answers. Touches no database, so it stays up during an outage
     (restarting the API would not bring Postgres back)."""
@@ -25,6 +25,7 @@ def healthz() -> dict[str, str]:
     response_model=Readiness,
     # Not ready answers the same report (not the error body), so a probe sees which check.
     responses={
+        **head_error_responses(),
         500: error_responses()[500],
         503: {
             "description": "Not ready; `failing` names the checks that failed.",

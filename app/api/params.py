@@ -20,13 +20,21 @@ from pydantic import AfterValidator, BeforeValidator, StringConstraints
 from analysis.durations import MAX_DURATION_CHARS
 from analysis.filters import Filters
 from analysis.split_options import parse_job_range, parse_plan_duration_s
+from app.api.upload_form import FIELD_MAX_CHARS
 from app.services.project_reads import window_filters
 from laptime_ci.labels import split_label
 
-# Longest value of one text parameter (a branch, a glob, a cell key...).
+# Longest value of one text parameter (a cell key, a catalogue name...).
 MAX_TEXT_CHARS = 1000
-# Most values of one repeatable filter (`?job=a&job=b...`).
-MAX_VALUES = 100
+# Longest value of a repeatable filter (a branch, a job, a marker, a file glob): more than any
+# stored branch or job (FIELD_MAX_CHARS of the upload form) or a real path; a label filter
+# `key=value` is as long as a stored label can be.
+MAX_FILTER_CHARS = 300
+MAX_LABEL_CHARS = FIELD_MAX_CHARS["label key"] + 1 + FIELD_MAX_CHARS["label value"]
+# Most values of one repeatable filter (`?job=a&job=b...`). With the lengths above, every
+# parameter of a read at its bound (4-byte characters, percent-encoded) fits the request
+# target the server reads (MAX_TARGET_BYTES); tests/server/test_schema_agrees.py checks it.
+MAX_VALUES = 32
 # Dates a filter may name: before 1970 or past 2999 no CI run exists, and date arithmetic on
 # the window (`until - days`) must not leave Python's date range (year 1..9999).
 DATE_MIN = date(1970, 1, 1)
@@ -45,7 +53,8 @@ DurationText = Annotated[
 JobRangeText = Annotated[str, StringConstraints(max_length=15, pattern=r"^[0-9 -]+$")]
 # A repeatable filter: an empty value (`?label=`, what a form's "all" option sends) is no
 # filter, here as on the pages (app/pages/common.py drops them); the schema allows it too.
-TextList = Annotated[list[Text], Query(max_length=MAX_VALUES)]
+FilterText = Annotated[Text, StringConstraints(max_length=MAX_FILTER_CHARS)]
+TextList = Annotated[list[FilterText], Query(max_length=MAX_VALUES)]
 
 
 def none_if_empty(value: str | None) -> str | None:
@@ -66,7 +75,10 @@ def iso_date(value: object) -> object:
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 IsoDate = Annotated[date | None, BeforeValidator(iso_date)]
 # `key=value` (a non-empty key, split on the first `=`: laptime_ci.labels), or empty.
-LabelText = Annotated[Text, StringConstraints(pattern=r"^(?:[^=\x00][^\x00]*=[^\x00]*)?$")]
+LabelText = Annotated[
+    Text,
+    StringConstraints(max_length=MAX_LABEL_CHARS, pattern=r"^(?:[^=\x00][^\x00]*=[^\x00]*)?$"),
+]
 
 
 def invalid(name: str, message: str, value: object = None) -> RequestValidationError:
@@ -130,7 +142,7 @@ def query_filters(
     marker: TextList = [],  # noqa: B006
     exclude_marker: TextList = [],  # noqa: B006
     file: Annotated[
-        list[Text], Query(max_length=MAX_VALUES, description="file glob, repeatable")
+        list[FilterText], Query(max_length=MAX_VALUES, description="file glob, repeatable")
     ] = [],  # noqa: B006
 ) -> Filters:
     """The Filters a request's query string describes."""

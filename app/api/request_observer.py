@@ -7,7 +7,7 @@ update and a log call per request.
 
 Latency is labelled by route template (`/api/v1/uploads/{upload_id}`, never the raw path), so
 the series stay as few as the routes; a path no route matches (and a head refused before
-routing with 431) is `unmatched`, a method outside the standard ones `OTHER`.
+routing with 414 or 431) is `unmatched`, a method outside the standard ones `OTHER`.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def route_label(scope: Scope) -> str:
     if template:
         return str(template)
     # The upload guard refuses (401, 403, 413) before routing: still that route's requests.
-    # A 431 refused before routing, like a path no route matches, is `unmatched`.
+    # A 414 or 431 refused before routing, like a path no route matches, is `unmatched`.
     return UPLOADS_PATH if is_upload_post(scope) else UNMATCHED
 
 

@@ -52,11 +52,17 @@ _ERRORS: dict[int, tuple[str, Any]] = {
     404: ("No such project, upload or token (`*-not-found`).", ErrorBody),
     409: ("The resource is not in a state that allows this.", ErrorBody),
     413: ("The body is larger than LAPTIME_MAX_UPLOAD_BYTES (`upload-too-large`).", ErrorBody),
+    414: (
+        "The path and query are over 1 MiB (`uri-too-long`): only values past the bounds "
+        "this schema states can make them so.",
+        ErrorBody,
+    ),
     422: (
         "Invalid fields (`invalid-field`, `detail` lists them with `loc`), or a well-formed "
         "request the data cannot answer (`request-unprocessable`, `detail` a sentence).",
         InvalidFieldBody | ErrorBody,
     ),
+    431: ("The header lines add up to more than 64 KiB (`headers-too-large`).", ErrorBody),
     429: (
         "Too many failed authentications from this address (`auth-rate-limited`); see Retry-After.",
         ErrorBody,
@@ -67,8 +73,11 @@ _ERRORS: dict[int, tuple[str, Any]] = {
         ErrorBody,
     ),
 }
+# Any request at all can be refused with these, before any route runs: a request head too
+# large (app.api.header_limit).
+HEAD_ERRORS = (414, 431)
 # Every route that reads the database can answer these, whatever its own errors.
-ALWAYS = (500, 503)
+ALWAYS = (*HEAD_ERRORS, 500, 503)
 # What any route of a project can refuse: no or unknown token, another project's or too weak
 # a token, no such project, invalid parameters, an address over its failed-auth budget.
 PROJECT_ERRORS = (401, 403, 404, 422, 429)
@@ -78,6 +87,11 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The `responses=` entries of these error statuses (and ALWAYS)."""
     chosen = sorted({*statuses, *ALWAYS})
     return {s: {"description": _ERRORS[s][0], "model": _ERRORS[s][1]} for s in chosen}
+
+
+def head_error_responses() -> dict[int | str, dict[str, Any]]:
+    """The `responses=` entries of HEAD_ERRORS, for a route that answers nothing else."""
+    return {s: {"description": _ERRORS[s][0], "model": _ERRORS[s][1]} for s in HEAD_ERRORS}
 
 
 def answers(model: Any, *statuses: int, **extra: Any) -> dict[str, Any]:

@@ -5,11 +5,12 @@ The limits live here only; docs/errors.md lists them and a test keeps the two in
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from ingest.parsers.runners import RUNNERS
 from laptime_ci.labels import parse_labels, split_label
@@ -52,6 +53,23 @@ def _label(value: str) -> str:
     return value
 
 
+# ISO 8601 date and time (seconds, fraction and offset optional): pydantic alone would also
+# take `0` or `1700000000` (a Unix time) or a bare date, which the schema's date-time is not.
+_ISO_DATE_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,9})?)?"
+    r"([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)?"
+)
+
+
+def _iso_date_time(value: object) -> object:
+    """Only an ISO 8601 date and time is a `started_at` on the wire."""
+    if isinstance(value, str) and not _ISO_DATE_TIME.fullmatch(value):
+        raise ValueError(
+            "must be an ISO 8601 date and time like 2026-12-04T09:00:00Z (UTC when no offset)"
+        )
+    return value
+
+
 def _in_range(value: datetime | None) -> datetime | None:
     if value is None:
         return None
@@ -79,6 +97,19 @@ def _form_bool(value: object) -> object:
     return value
 
 
+# Fields that are not text: a form cannot send null, and an empty value is the field not
+# given (FastAPI answers it with the default), so their schema admits "" too.
+_NOT_TEXT = ("started_at", "wall_s", "peak_rss_mib", "job_wall_s", "backfill")
+
+
+def _empty_is_unset(schema: dict[str, Any]) -> None:
+    """Model schema hook: the non-text fields also take an empty string (not given)."""
+    for name in _NOT_TEXT:
+        field = schema["properties"][name]
+        options = field.pop("anyOf", None) or [{"type": field.pop("type")}]
+        field["anyOf"] = [*options, {"enum": [""]}]
+
+
 def _text(name: str, description: str) -> Any:
     return Field(default=None, max_length=FIELD_MAX_CHARS[name], description=description)
 
@@ -93,6 +124,8 @@ JobWall = Annotated[float, Field(ge=0, le=JOB_WALL_MAX_S, allow_inf_nan=False)]
 class UploadForm(BaseModel):
     """The metadata a CI job sends next to its report files."""
 
+    model_config = ConfigDict(json_schema_extra=_empty_is_unset)
+
     job: Text | None = _text("job", "CI job name (default: `default`)")
     commit: Text | None = _text("commit", "commit SHA")
     branch: Text | None = _text("branch", "branch name")
@@ -104,9 +137,9 @@ class UploadForm(BaseModel):
     label: list[Annotated[str, AfterValidator(_label)]] = Field(
         default_factory=list, max_length=100, description="run label `key=value`, repeatable"
     )
-    started_at: Annotated[datetime | None, AfterValidator(_in_range)] = Field(
-        default=None, description="job start, ISO 8601 (UTC when no offset is given)"
-    )
+    started_at: Annotated[
+        datetime | None, BeforeValidator(_iso_date_time), AfterValidator(_in_range)
+    ] = Field(default=None, description="job start, ISO 8601 (UTC when no offset is given)")
     wall_s: Seconds | None = Field(default=None, description="job wall time, setup included")
     peak_rss_mib: Seconds | None = Field(default=None, description="job peak memory in MiB")
     job_wall_s: JobWall | None = Field(
