@@ -120,7 +120,13 @@ def test_a_failure_is_counted_with_one_pooled_connection(database: Database) -> 
     settings = Settings(home=database.home, database_url=database.url, auth_failures=2)
     try:
         project = make_project(engine)
-        with serve(create_app(settings, engine)) as url, httpx.Client(base_url=url) as client:
+        # An address of its own: failures are counted per address in the shared database, and
+        # other tests' wrong tokens from 127.0.0.1 would spend this test's budget of 2.
+        own_address = httpx.HTTPTransport(local_address="127.0.0.9")
+        with (
+            serve(create_app(settings, engine)) as url,
+            httpx.Client(base_url=url, transport=own_address) as client,
+        ):
             wrong = {"Authorization": "Bearer lt_read_wrong"}
             jobs = f"/api/v1/projects/{project.slug}/jobs"
             assert client.get(jobs, headers=wrong).status_code == 401

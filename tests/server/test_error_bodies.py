@@ -64,7 +64,7 @@ def test_oversized_headers_answer_431_with_a_code(live_server: LiveServer) -> No
 @pytest.mark.parametrize(
     ("path", "files", "loc"),
     [
-        ("/api/v1/projects/{slug}/rollups?label=no-equals-sign", None, ["query", "label"]),
+        ("/api/v1/projects/{slug}/rollups?label=no-equals-sign", None, ["query", "label", 0]),
         ("/api/v1/projects/{slug}/recommendations/split?jobs=7-2", None, ["query", "jobs"]),
         ("/api/v1/uploads", [("file", ("empty.xml", b""))], ["body", "file", 0]),
     ],
