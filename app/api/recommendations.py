@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Depends, Query
 
 from analysis.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
 from analysis.errors import AnswerError
@@ -64,28 +65,53 @@ def _catalogue_key(project: Project) -> tuple[str | None, str | None]:
     return project.catalogue, project.catalogue_toml
 
 
+@dataclass(frozen=True)
+class SplitQuestion:
+    """A split question's parameters, asked the same way read (GET) or tracked (POST)."""
+
+    jobs: str
+    granularity: str
+    overhead: str | None
+    budget: str | None
+    objective: str
+    wait_target: str | None
+    cell: str | None
+
+
+def split_question(
+    jobs: Annotated[JobRangeText, Query(description=JOBS_TEXT)] = "2-6",
+    granularity: Literal["file", "marker", "test", "auto"] = "auto",
+    overhead: Annotated[DurationText | None, Query(description="per-job setup, e.g. 5m")] = None,
+    budget: Annotated[
+        DurationText | None, Query(description="per-job wall limit, e.g. 30m")
+    ] = None,
+    objective: Literal["wait", "machine", "cost"] = "wait",
+    wait_target: Annotated[DurationText | None, Query()] = None,
+    cell: Annotated[MaybeText, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
+) -> SplitQuestion:
+    """The split question from the query string."""
+    return SplitQuestion(jobs, granularity, overhead, budget, objective, wait_target, cell)
+
+
+SplitQuestionDep = Annotated[SplitQuestion, Depends(split_question)]
+
+
 def _split_answer(
     project: Project,
     conn: ConnDep,
     filters: Any,
     client_gone: Any,
-    *,
-    jobs: str,
-    granularity: str,
-    overhead: str | None,
-    budget: str | None,
-    objective: str,
-    wait_target: str | None,
-    cell: str | None,
+    question: SplitQuestion,
 ) -> dict[str, Any]:
     options = _options(
-        jobs=job_range("jobs", jobs),
-        granularity=granularity,
-        overhead_s=duration_s("overhead", overhead),
-        budget_s=duration_s("budget", budget),
-        objective=objective,
-        wait_target_s=duration_s("wait_target", wait_target),
+        jobs=job_range("jobs", question.jobs),
+        granularity=question.granularity,
+        overhead_s=duration_s("overhead", question.overhead),
+        budget_s=duration_s("budget", question.budget),
+        objective=question.objective,
+        wait_target_s=duration_s("wait_target", question.wait_target),
     )
+    cell = question.cell
     should_stop = stop_after(PLAN_TIME_LIMIT_S, also=client_gone)
     try:
         # Computed once per question and data version (see app.services.project_reads.FrameCache);
@@ -108,15 +134,7 @@ def split(
     conn: ConnDep,
     filters: FiltersDep,
     client_gone: ClientGoneDep,
-    jobs: Annotated[JobRangeText, Query(description=JOBS_TEXT)] = "2-6",
-    granularity: Literal["file", "marker", "test", "auto"] = "auto",
-    overhead: Annotated[DurationText | None, Query(description="per-job setup, e.g. 5m")] = None,
-    budget: Annotated[
-        DurationText | None, Query(description="per-job wall limit, e.g. 30m")
-    ] = None,
-    objective: Literal["wait", "machine", "cost"] = "wait",
-    wait_target: Annotated[DurationText | None, Query()] = None,
-    cell: Annotated[MaybeText, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
+    question: SplitQuestionDep,
 ) -> dict[str, Any]:
     """Which files or markers to move into their own jobs, with wait and machine time before
     and after, a verdict (including "not worth it") and the config to copy.
@@ -124,19 +142,7 @@ def split(
     Planning stops at a time limit (or when the client leaves); the answer then holds the job
     counts done and says `"complete": false`. A read: stores nothing and answers `plan_id: null`;
     POST the same question to track the plan."""
-    return _split_answer(
-        project,
-        conn,
-        filters,
-        client_gone,
-        jobs=jobs,
-        granularity=granularity,
-        overhead=overhead,
-        budget=budget,
-        objective=objective,
-        wait_target=wait_target,
-        cell=cell,
-    )
+    return _split_answer(project, conn, filters, client_gone, question)
 
 
 @router.post("/recommendations/split", **answers(SplitPlan, *PROJECT_ERRORS))
@@ -145,36 +151,11 @@ def track_split(
     conn: ConnDep,
     filters: FiltersDep,
     client_gone: ClientGoneDep,
-    jobs: Annotated[JobRangeText, Query(description=JOBS_TEXT)] = "2-6",
-    granularity: Literal["file", "marker", "test", "auto"] = "auto",
-    overhead: Annotated[DurationText | None, Query(description="per-job setup, e.g. 5m")] = None,
-    budget: Annotated[
-        DurationText | None, Query(description="per-job wall limit, e.g. 30m")
-    ] = None,
-    objective: Literal["wait", "machine", "cost"] = "wait",
-    wait_target: Annotated[DurationText | None, Query()] = None,
-    cell: Annotated[Text | None, Query(description="labels key, e.g. os=linux,python=3.11")] = None,
+    question: SplitQuestionDep,
 ) -> dict[str, Any]:
-    """Which files or markers to move into their own jobs, with wait and machine time before
-    and after, a verdict (including "not worth it") and the config to copy.
-
-    Planning stops at a time limit (or when the client leaves); the answer then holds the job
-    counts done and says `"complete": false`. Tracked: the plan is stored and `plan_id`
-    names it; the config's jobs upload it, so the accuracy page compares it with what they
-    measured."""
-    answer = _split_answer(
-        project,
-        conn,
-        filters,
-        client_gone,
-        jobs=jobs,
-        granularity=granularity,
-        overhead=overhead,
-        budget=budget,
-        objective=objective,
-        wait_target=wait_target,
-        cell=cell,
-    )
+    """The same answer as GET, tracked: the plan is stored and `plan_id` names it; the
+    config's jobs upload it, so the accuracy page compares it with what they measured."""
+    answer = _split_answer(project, conn, filters, client_gone, question)
     return track_split_plan(conn, project, answer)
 
 

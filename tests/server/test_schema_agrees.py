@@ -252,3 +252,18 @@ def test_an_empty_form_field_is_not_given_in_the_schema_too(
     report = [("r.xml", _one_case(f"empty-{name}"))]
     response = upload(live_server, proj.upload_token, report, **{name: ""})
     assert response.status_code == 202, response.text
+
+
+def test_a_split_question_is_the_same_read_or_tracked(
+    live_server: LiveServer, proj: ProjectFixture
+) -> None:
+    # GET reads a plan, POST tracks it: the one question, documented and answered alike.
+    paths = httpx.get(f"{live_server.url}/openapi.json", timeout=30).json()["paths"]
+    split = paths["/api/v1/projects/{slug}/recommendations/split"]
+    assert split["get"]["parameters"] == split["post"]["parameters"]
+    url = f"{live_server.url}/api/v1/projects/{proj.slug}/recommendations/split"
+    headers = {"Authorization": f"Bearer {proj.read_token}"}
+    read = httpx.get(url, params={"cell": ""}, headers=headers, timeout=60)
+    tracked = httpx.post(url, params={"cell": ""}, headers=headers, timeout=60)
+    assert read.status_code == tracked.status_code != 500, tracked.text
+    assert read.json().get("code") == tracked.json().get("code")
