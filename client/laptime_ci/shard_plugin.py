@@ -50,6 +50,7 @@ class ShardSelector:
         self.plan_id: str | None = None
         self.notes: list[str] = []
         self.seconds: dict[str, float] = {}
+        self.finished: set[str] = set()
         # This shard's plan and collection (from a worker under xdist): its record.
         self.record: ShardRecord | None = None
 
@@ -86,6 +87,8 @@ class ShardSelector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Add up every phase and attempt of each test: what the next split balances."""
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        if report.when == "teardown":
+            self.finished.add(report.nodeid)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Merge this run's seconds into the cache; an xdist worker instead hands its plan's
@@ -105,7 +108,8 @@ class ShardSelector:
                     save_durations(self.cache_path, self.seconds)
             elif self.record is not None:
                 target = record_path(self.cache_path, self.index, self.total)
-                record = replace(self.record, seconds=dict(self.seconds))
+                unfinished = tuple(n for n in self.record.selected if n not in self.finished)
+                record = replace(self.record, seconds=dict(self.seconds), unfinished=unfinished)
                 write_record(target, record)
                 self.notes.append(f"record of this shard: {target} (laptime-ci shard-verify)")
         except OSError as exc:

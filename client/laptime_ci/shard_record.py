@@ -34,6 +34,8 @@ class ShardRecord:
     plan_id: str | None = None
     pipeline: str | None = None
     warning: str | None = None
+    # Selected tests the run never finished (a CI timeout or -x stopped it first).
+    unfinished: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The record's JSON document."""
@@ -48,6 +50,7 @@ class ShardRecord:
             "collected": list(self.collected),
             "selected": list(self.selected),
             "seconds": {k: round(v, 6) for k, v in self.seconds.items()},
+            "unfinished": list(self.unfinished),
         }
 
     @classmethod
@@ -67,6 +70,7 @@ class ShardRecord:
                 plan_id=doc.get("plan_id"),
                 pipeline=doc.get("pipeline"),
                 warning=doc.get("warning"),
+                unfinished=tuple(str(n) for n in doc.get("unfinished") or ()),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a shard record ({exc})") from exc
@@ -139,8 +143,13 @@ def verify_records(records: Sequence[ShardRecord]) -> Verdict:
     everything = [r for r in records if r.source == "all" and r.total > 1]
     for r in everything:
         notes.append(f"shard {r.index}/{r.total} ran everything: {r.warning or 'no plan'}")
-    ran = Counter(n for r in records for n in set(r.selected))
-    agreed = Counter(n for r in planned for n in set(r.selected))
+    for r in records:
+        if r.unfinished:
+            notes.append(
+                f"shard {r.index}/{r.total} stopped before {len(r.unfinished)} of its tests"
+            )
+    ran = Counter(n for r in records for n in set(r.selected) - set(r.unfinished))
+    agreed = Counter(n for r in planned for n in set(r.selected) - set(r.unfinished))
     problems += [f"ran in no shard: {n}" for n in collected if not ran[n]]
     problems += [f"ran in {c} shards: {n}" for n, c in sorted(agreed.items()) if c > 1]
     if everything:

@@ -348,3 +348,35 @@ def test_live_server_then_server_down_leaves_nothing_unrun(
     assert sorted(ran) == collected
     assert len(first) < 40
     assert verify(records_of(tmp_path), up).returncode == 0
+
+
+def test_a_shard_stopped_part_way_fails_verify(tmp_path: Path) -> None:
+    # A CI timeout stops a shard mid-run (KeyboardInterrupt in a test): the tests it never
+    # reached ran in no shard, and shard-verify must say so, not count them as run.
+    where = tmp_path / "project"
+    nodeids = make_project(where, files=6)
+    env = base_env(LAPTIME_URL="")
+    full_run(where, env)
+    records = []
+    stopped_at = None
+    for index in (1, 2):
+        plan = subprocess.run(
+            [sys.executable, "-m", "pytest", f"--laptime-shard={index}/2", "--co", "-q"],
+            cwd=where, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        mine = [line for line in plan.stdout.splitlines() if line in nodeids]
+        if stopped_at is None and len(mine) >= 2:
+            # Interrupt this shard at its first test: the rest of its share never runs.
+            stopped_at = mine[0]
+            path, name = stopped_at.split("::")
+            (where / path).write_text(f"def {name}():\n    raise KeyboardInterrupt\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", f"--laptime-shard={index}/2", "-q"],
+            cwd=where, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert done.returncode in (0, 2), done.stdout + done.stderr
+        records.append(where / ".laptime" / "shards" / f"shard-{index}-of-2.json")
+    assert stopped_at is not None
+    verdict = verify(records, env)
+    assert verdict.returncode == 1, verdict.stdout + verdict.stderr
+    assert "ran in no shard" in verdict.stdout + verdict.stderr
