@@ -61,6 +61,18 @@ class LoopJob:
         return shlex.join([*PYTEST, *self.pytest_args])
 
 
+# The opening of a GitHub Actions job whose matrix lists one entry per planned job.
+GITHUB_MATRIX_HEAD = (
+    "jobs:",
+    "  test:",
+    "    runs-on: ubuntu-latest",
+    "    strategy:",
+    "      fail-fast: false",
+    "      matrix:",
+    "        include:",
+)
+
+
 def listed(args_per_job: Sequence[Sequence[str]], plan_id: str | None, *, server: bool) -> bool:
     """True when the snippet lists each job's own arguments: they fit, and either the plan is
     stored (its runs are matched by label) or no server hands out plans (`laptime plan`
@@ -139,15 +151,7 @@ def github_actions(
 ) -> str:
     """A GitHub Actions job, one matrix entry per planned job, that runs and uploads it."""
     jobs = loop_jobs(args_per_job, plan_id, server=server)
-    lines = [
-        "jobs:",
-        "  test:",
-        "    runs-on: ubuntu-latest",
-        "    strategy:",
-        "      fail-fast: false",
-        "      matrix:",
-        "        include:",
-    ]
+    lines = list(GITHUB_MATRIX_HEAD)
     for job in jobs:
         lines.append(f"          - group: {job.index}")
         if job.labels is not None:

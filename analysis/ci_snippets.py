@@ -22,11 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis import ci_loop, runner_loop
-from analysis.ci_loop import GITHUB_START_CLOCK, github_env
+from analysis.ci_loop import GITHUB_MATRIX_HEAD, GITHUB_START_CLOCK, github_env
 from analysis.plan_labels import LABELS_VAR, plan_labels
 from analysis.runner_commands import JobSelection
 from analysis.split_config import (
-    GITHUB_MATRIX_HEAD,
     github_matrix_entry,
     unstored_note,
 )

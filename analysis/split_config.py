@@ -72,16 +72,6 @@ def job_pytest_args(
 # Past this many pytest arguments in all, a snippet lets each job ask the server for its shard
 # (`--laptime-shard`) instead of listing every nodeid in the workflow.
 MATRIX_MAX_ARGS = LISTED_MAX_ARGS
-# The opening of a GitHub Actions job whose matrix lists one entry per planned job.
-GITHUB_MATRIX_HEAD = (
-    "jobs:",
-    "  test:",
-    "    runs-on: ubuntu-latest",
-    "    strategy:",
-    "      fail-fast: false",
-    "      matrix:",
-    "        include:",
-)
 
 
 def github_matrix_entry(index: int, total: int, plan_id: str | None) -> list[str]:

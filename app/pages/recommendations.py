@@ -65,34 +65,11 @@ def track_plan(
     csrf: Annotated[str, Form(max_length=200)] = "",
 ) -> Any:
     """Store the plan shown for the same question and show it with its id and labelled config."""
+    question = (jobs, granularity, objective, overhead, budget, cell)
     if not csrf_ok(request, csrf):
-        return _page(
-            request,
-            project,
-            conn,
-            filters,
-            jobs,
-            granularity,
-            objective,
-            overhead,
-            budget,
-            cell,
-            notice="The form expired: reload the page and track the plan again.",
-            status=403,
-        )
-    return _page(
-        request,
-        project,
-        conn,
-        filters,
-        jobs,
-        granularity,
-        objective,
-        overhead,
-        budget,
-        cell,
-        track=True,
-    )
+        notice = "The form expired: reload the page and track the plan again."
+        return _page(request, project, conn, filters, *question, notice=notice, status=403)
+    return _page(request, project, conn, filters, *question, track=True)
 
 
 def _page(
