@@ -7,7 +7,9 @@ COPY client client
 COPY app app
 COPY ingest ingest
 COPY analysis analysis
-COPY dashboards dashboards
+COPY figures figures
+COPY model model
+COPY demo demo
 COPY pgcodec pgcodec
 COPY migrations migrations
 # The locked versions without the embedded extra: this image's PostgreSQL is its own service

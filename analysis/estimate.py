@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import AnswerError
-from analysis.frames import named_results
+from model.frames import named_results
 
 DEFAULT_WINDOW_RUNS = 20
 # Columns of an estimates frame (index: nodeid).

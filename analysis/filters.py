@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 import numpy as np
 import pandas as pd
 
-from analysis.frames import label_values, labels_key
+from model.frames import label_values, labels_key
 
 UNMARKED = "(unmarked)"
 UNKNOWN_MARKERS = "(unknown)"

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import psycopg
 
-from analysis.synthetic import SyntheticHistory, iter_history_chunks
+from demo.synthetic import SyntheticHistory, iter_history_chunks
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
 from ingest.store import KnownTests, RunMetadata, store_run

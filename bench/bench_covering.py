@@ -18,7 +18,7 @@ from functools import partial
 
 from allpairspy import AllPairs
 
-from analysis.covering import build_covering, is_covering, lower_bound
+from analysis.reduce.covering import build_covering, is_covering, lower_bound
 
 QUICK = [(3, 2, 2, 2, 2, 2), (3, 3, 3, 3), (2,) * 10, (4, 4, 4, 4, 4)]
 FULL = [

@@ -24,8 +24,8 @@ from bench.common import scratch_database, store_upload
 
 def demo_size(results: int) -> object:
     """A synthetic history shape of about `results` results."""
-    from analysis.synthetic import MIN_TESTS
     from app.demo_load import DemoSize
+    from demo.synthetic import MIN_TESTS
 
     if results >= 5_000_000:
         days, jobs = 60, 16
@@ -86,12 +86,12 @@ def main() -> None:
     from fastapi.testclient import TestClient
     from sqlalchemy import text
 
-    from analysis.synthetic import TRANSFORMS_FILE
     from app.api.app import create_app
     from app.db.engine import make_engine
     from app.db.projects import create_project, get_project
     from app.demo_load import load_demo
     from app.settings import Settings
+    from demo.synthetic import TRANSFORMS_FILE
 
     size = demo_size(args.results)
     with scratch_database(args.keep_home) as (url, dsn):

@@ -18,8 +18,8 @@ import time
 import numpy as np
 import pandas as pd
 
-from analysis.split_options import MAX_JOBS
-from analysis.split_plan import Granularity, SplitOptions, plan_splits
+from analysis.split.options import MAX_JOBS
+from analysis.split.plan import Granularity, SplitOptions, plan_splits
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 from bench.common import one_run
 

@@ -13,7 +13,7 @@ Every phase runs real processes on a scratch embedded Postgres:
 - web: `laptime serve --ingest-workers 0 --workers N` for N = 1, 2; 4 client processes of 4
   threads POST --web-uploads small reports (100 testcases), then GET a rollup
   --web-reads times (answered from kept frames after the first). Rates per second.
-- storage: a synthetic history (analysis.synthetic through the real store) of --days days x
+- storage: a synthetic history (demo.synthetic through the real store) of --days days x
   --jobs jobs x 3 pipelines a day x --tests tests; bytes of each table with its indexes and
   TOAST (pg_total_relation_size, partitions summed) after VACUUM, per million results; the
   raw reports kept per result come from the ingest phase (upload_file).

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 from pytest_split.algorithms import Algorithms
 
-from analysis.partition import lower_bound, partition_items
-from analysis.split_plan import Granularity, SplitOptions, plan_splits
+from analysis.split.partition import lower_bound, partition_items
+from analysis.split.plan import Granularity, SplitOptions, plan_splits
 from bench.common import one_run
 
 

@@ -98,8 +98,8 @@ def one_run(ids: list[str], weights: Any) -> tuple[Any, Any]:
     import numpy as np
     import pandas as pd
 
-    from analysis.frames import RUN_COLUMNS, RUN_MEASURE_DEFAULTS
     from ingest.model import results_frame
+    from model.frames import RUN_COLUMNS, RUN_MEASURE_DEFAULTS
 
     results = results_frame(
         {

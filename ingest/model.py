@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from analysis.frames import OUTCOMES, RESULT_COLUMNS
+from model.frames import OUTCOMES, RESULT_COLUMNS
 
 __all__ = ["OUTCOMES", "RESULT_COLUMNS", "ParsedReport", "ReportParseError", "SessionInfo"]
 
@@ -67,7 +67,7 @@ class SessionInfo:
     heap_objects_end: int | None = None  # after the last test
     # Seconds the tests' thread(s) were runnable but waiting for a CPU (#18 follow-up)
     cpu_wait_s: float | None = None
-    # The state glibc's malloc ran the tests in: analysis.frames.MALLOC_STATES (#18 follow-up)
+    # The state glibc's malloc ran the tests in: model.frames.MALLOC_STATES (#18 follow-up)
     malloc: str | None = None
 
 

@@ -20,11 +20,11 @@ import pandas as pd
 import psycopg
 from pandas.util import hash_array
 
-from analysis.frames import fact_values, labels_key, named_results, sum_fact_values
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
 from ingest.parsers.row_checks import durations_in_range
 from ingest.run_time import RunStart, run_start
+from model.frames import fact_values, labels_key, named_results, sum_fact_values
 from pgcodec.binary_copy import PgType, encode_binary_copy
 from pgcodec.text_values import MAX_NAME_BYTES, cut_name, cut_names, storable_column, storable_text
 

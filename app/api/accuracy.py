@@ -7,8 +7,8 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import AfterValidator, StringConstraints
 
-from analysis.calibration import MIN_SAMPLES, Calibration
-from analysis.plan_accuracy import PlanAccuracy
+from analysis.accuracy.calibration import MIN_SAMPLES, Calibration
+from analysis.accuracy.plan_accuracy import PlanAccuracy
 from app.api.deps import ConnDep, ReadProject
 from app.api.errors import ApiError
 from app.api.params import Text, none_if_empty

@@ -27,7 +27,7 @@ from app.api.uploads import router as uploads_router
 from app.db.pool_metrics import instrument_pool
 from app.pages.routes import mount as mount_pages
 from app.settings import Settings
-from dashboards.theme import warm_up as warm_up_figures
+from figures.theme import warm_up as warm_up_figures
 
 
 def create_app(settings: Settings, engine: Engine) -> FastAPI:

@@ -11,7 +11,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, BeforeValidator, Field
 
 from analysis.errors import AnswerError
-from analysis.rollups import records_from_frame
+from analysis.rollups.shares import records_from_frame
 from app.api.deps import AdminProject, ConnDep, ReadProject
 from app.api.errors import ApiError
 from app.api.params import FiltersDep, MaybeText, Text

@@ -7,9 +7,9 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
 
-from analysis.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
 from analysis.errors import AnswerError
-from analysis.split_options import MAX_JOBS, SplitOptions
+from analysis.sizing.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
+from analysis.split.options import MAX_JOBS, SplitOptions
 from app.api.deps import AdminProject, ConnDep, ReadProject
 from app.api.errors import ApiError
 from app.api.params import (

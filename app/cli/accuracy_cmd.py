@@ -13,7 +13,7 @@ from app.api.schemas.accuracy import AccuracyAnswer
 from app.cli.admin_cmds import on_project
 from app.db.projects import Project
 from app.services.plan_accuracy import PlanNotFound, accuracy_report
-from dashboards.humanize import duration_text
+from figures.humanize import duration_text
 
 
 def _pct(value: float | None) -> str:

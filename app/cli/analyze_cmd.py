@@ -10,11 +10,11 @@ from rich.text import Text
 
 from analysis.durations import format_duration
 from analysis.filters import Filters, filter_facts, filter_runs
-from analysis.frames import facts_from_results
-from analysis.rollups import ROLLUP_DIMENSIONS, Rollup, check_dimension, rollup
+from analysis.rollups.shares import ROLLUP_DIMENSIONS, Rollup, check_dimension, rollup
 from app.cli.local_reports import load_local
 from app.cli.options import report_console, report_format_option
-from dashboards.humanize import percent_text
+from figures.humanize import percent_text
+from model.frames import facts_from_results
 
 
 @click.command()

@@ -10,13 +10,13 @@ import click
 import numpy as np
 import pandas as pd
 
-from analysis.frames import RUN_COLUMNS, RUN_TEXT_COLUMNS, text_or_none
-from analysis.pytest_selection import Invocation, recorded_invocation
+from analysis.ci.pytest_selection import Invocation, recorded_invocation
 from app.cli.options import chosen_runner
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, ReportParseError, SessionInfo
 from ingest.parsers import parse_report
 from ingest.run_files import run_groups
+from model.frames import RUN_COLUMNS, RUN_TEXT_COLUMNS, text_or_none
 
 # The job name `--history` gives every run (`laptime plan`, `laptime size`): the files are
 # repeated runs of one job, so they are one job, not the jobs of one pipeline.

@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from analysis.pytest_selection import INVOCATIONS
-from analysis.split_options import MAX_JOBS, parse_job_range, parse_plan_duration_s
+from analysis.ci.pytest_selection import INVOCATIONS
+from analysis.split.options import MAX_JOBS, parse_job_range, parse_plan_duration_s
 from ingest.parsers.runners import RUNNERS
 
 # Report formats the offline commands read; `auto` sniffs each file.

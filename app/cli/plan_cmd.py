@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from analysis.durations import format_duration
-from analysis.split_options import (
+from analysis.split.options import (
     GRANULARITIES,
     MAX_WINDOW_RUNS,
     OBJECTIVES,
@@ -21,7 +21,7 @@ from analysis.split_options import (
     Objective,
     SplitOptions,
 )
-from analysis.split_plan import SplitPlan, plan_splits
+from analysis.split.plan import SplitPlan, plan_splits
 from app.cli.local_reports import HISTORY_JOB, history_invocation, load_local, local_runner
 from app.cli.options import (
     DURATION,

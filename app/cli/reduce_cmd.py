@@ -12,11 +12,16 @@ import click
 import pandas as pd
 
 from analysis.durations import format_duration
-from analysis.matrix_reduce import GROUP_BYS, MatrixVerdict, reduce_matrix
-from analysis.parametrize import CoveringProposal, Explosion, find_explosions, propose_covering
+from analysis.reduce.matrix_reduce import GROUP_BYS, MatrixVerdict, reduce_matrix
+from analysis.reduce.parametrize import (
+    CoveringProposal,
+    Explosion,
+    find_explosions,
+    propose_covering,
+)
 from app.cli.local_reports import LocalData, load_local
 from app.work_limits import MAX_TOP_EXPLOSIONS
-from dashboards.humanize import percent_text
+from figures.humanize import percent_text
 
 # A label given with FILE@k=v under this key sets the run's commit instead of a label.
 COMMIT_KEY = "commit"

@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 import pandas as pd
 
+from analysis.ci.pytest_selection import Invocation, match_collected
 from analysis.estimate import estimate_durations
-from analysis.pytest_selection import Invocation, match_collected
-from analysis.shards import Shard, assign_shards
-from analysis.split_plan import format_duration
+from analysis.split.plan import format_duration
+from analysis.split.shards import Shard, assign_shards
 from app.cli.local_reports import history_invocation, load_local, local_runner
 from app.cli.options import (
     NO_ROOTDIR_WARNING,

@@ -13,15 +13,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from analysis.catalogue import (
+from analysis.durations import format_duration
+from analysis.sizing.catalogue import (
     Catalogue,
     CatalogueError,
     load_catalogue_data,
     load_catalogue_text,
     resolve_catalogues,
 )
-from analysis.durations import format_duration
-from analysis.machine_fit import DEFAULT_HEADROOM, SizingReport, fit_machines
+from analysis.sizing.machine_fit import DEFAULT_HEADROOM, SizingReport, fit_machines
 from app.cli.local_reports import HISTORY_JOB, load_local
 from app.cli.options import DURATION, report_console, report_format_option
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import pandas as pd
 from sqlalchemy import Connection, text
 
-from analysis.plan_accuracy import RUN_COLUMNS
-from analysis.plan_record import PlanRecord, PredictedJob
+from analysis.accuracy.plan_accuracy import RUN_COLUMNS
+from analysis.accuracy.plan_record import PlanRecord, PredictedJob
 
 # Plans kept per project that no run has executed yet: every question asked of the planner
 # stores one, so the oldest unexecuted ones go first. Executed plans leave with their runs.

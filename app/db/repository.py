@@ -18,7 +18,8 @@ from psycopg import sql
 from sqlalchemy import Connection, text
 
 from analysis.filters import Filters, filter_facts
-from analysis.frames import (
+from app.db.copy_frames import copy_frame, copy_numeric_frame, read_frame
+from model.frames import (
     OUTCOMES,
     RUN_COLUMNS,
     RUN_TEXT_COLUMNS,
@@ -27,7 +28,6 @@ from analysis.frames import (
     text_or_none,
     unnamed,
 )
-from app.db.copy_frames import copy_frame, copy_numeric_frame, read_frame
 from pgcodec.binary_copy import PgType
 
 

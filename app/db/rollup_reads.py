@@ -16,9 +16,9 @@ from psycopg import sql
 from sqlalchemy import Connection, text
 
 from analysis.filters import Filters
-from analysis.frames import FACT_COLUMNS
 from app.db.copy_frames import copy_frame, copy_numeric_frame
 from app.db.repository import cell_where, narrow_tests
+from model.frames import FACT_COLUMNS
 from pgcodec.binary_copy import PgType
 
 WEEKLY_AFTER_DAYS = 14

@@ -12,8 +12,8 @@ from app.api.accuracy import MAX_PLANS, accuracy_answer
 from app.api.deps import ConnDep
 from app.pages.common import PageError, PageProject, project_context, render
 from app.services.plan_accuracy import PlanNotFound, accuracy_report
-from dashboards.accuracy_figure import accuracy_figure
-from dashboards.theme import figure_html
+from figures.accuracy_figure import accuracy_figure
+from figures.theme import figure_html
 
 router = APIRouter(include_in_schema=False)
 

@@ -8,7 +8,7 @@ import pandas as pd
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from analysis.rollups import function_keys
+from analysis.rollups.shares import function_keys
 from app.api.deps import ConnDep
 from app.api.params import FiltersDep, NodeidText
 from app.db.repository import load_test_case, load_test_history
@@ -21,8 +21,8 @@ from app.pages.common import (
     render,
 )
 from app.services.project_reads import project_rollup
-from dashboards.history_figures import duration_history_figure, variants_figure
-from dashboards.theme import figure_html
+from figures.history_figures import duration_history_figure, variants_figure
+from figures.theme import figure_html
 
 router = APIRouter(include_in_schema=False)
 

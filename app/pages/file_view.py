@@ -18,8 +18,8 @@ from app.pages.common import (
     render,
 )
 from app.services.project_reads import project_rollup
-from dashboards.theme import figure_html
-from dashboards.time_split import within_file_figure
+from figures.theme import figure_html
+from figures.time_split import within_file_figure
 
 router = APIRouter(include_in_schema=False)
 

@@ -1,6 +1,6 @@
 """Human formatting for the pages: "38 min", "2 h 5 min", "1.2 s", "34.4%", "3 h ago".
 
-The number spellings live in `dashboards.humanize` so figures and tables agree; this module
+The number spellings live in `figures.humanize` so figures and tables agree; this module
 adds the page-only ones (timestamps) and registers them all as Jinja filters.
 """
 
@@ -13,8 +13,7 @@ from typing import Any
 from jinja2 import Environment, Undefined
 from markupsafe import Markup
 
-from analysis.frames import parse_labels_key
-from dashboards.humanize import (
+from figures.humanize import (
     MISSING,
     count_text,
     duration_text,
@@ -22,6 +21,7 @@ from dashboards.humanize import (
     money_text,
     percent_text,
 )
+from model.frames import parse_labels_key
 
 __all__ = [
     "ago_text",

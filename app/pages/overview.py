@@ -13,8 +13,8 @@ from app.api.params import FiltersDep
 from app.db.uploads import recent_uploads
 from app.pages.common import TABLE_ROWS, PageProject, project_context, render
 from app.services.project_reads import project_pipelines
-from dashboards.pipelines import job_time_figure, pipeline_time_figure
-from dashboards.theme import figure_html
+from figures.pipelines import job_time_figure, pipeline_time_figure
+from figures.theme import figure_html
 
 router = APIRouter(include_in_schema=False)
 

@@ -11,7 +11,7 @@ from sqlalchemy import Connection
 
 from analysis.errors import AnswerError
 from analysis.filters import Filters
-from analysis.split_options import SplitOptions, parse_job_range, parse_plan_duration_s
+from analysis.split.options import SplitOptions, parse_job_range, parse_plan_duration_s
 from app.api.deps import ConnDep
 from app.api.params import FiltersDep
 from app.db.projects import Project
@@ -24,8 +24,8 @@ from app.services.recommendations import (
     split_recommendation,
     track_split_plan,
 )
-from dashboards.split_gantt import split_gantt_figure
-from dashboards.theme import figure_html
+from figures.split_gantt import split_gantt_figure
+from figures.theme import figure_html
 
 router = APIRouter(include_in_schema=False)
 

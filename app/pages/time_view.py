@@ -10,13 +10,13 @@ from sqlalchemy import Connection
 
 from analysis.errors import AnswerError
 from analysis.filters import Filters
-from analysis.rollups import Rollup, check_dimension
+from analysis.rollups.shares import Rollup, check_dimension
 from app.api.deps import ConnDep
 from app.api.params import FiltersDep
 from app.pages.common import TABLE_ROWS, PageError, PageProject, project_context, render
 from app.services.project_reads import FrameCache, project_rollup
-from dashboards.theme import figure_html
-from dashboards.time_split import pareto_figure, phase_figure, share_figure, treemap_figure
+from figures.theme import figure_html
+from figures.time_split import pareto_figure, phase_figure, share_figure, treemap_figure
 
 router = APIRouter(include_in_schema=False)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pandas as pd
 from sqlalchemy import Connection
 
-from analysis.calibration import Calibration
-from analysis.plan_accuracy import PlanAccuracy, plan_accuracy
+from analysis.accuracy.calibration import Calibration
+from analysis.accuracy.plan_accuracy import PlanAccuracy, plan_accuracy
 from app.db.plans import load_plan_runs, load_plans
 from app.db.projects import Project
 from app.services.plan_store import project_calibration

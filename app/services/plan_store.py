@@ -9,15 +9,15 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection
 
-from analysis.calibration import Calibration, calibrate
-from analysis.plan_accuracy import job_samples, plan_accuracy
-from analysis.plan_record import (
+from analysis.accuracy.calibration import Calibration, calibrate
+from analysis.accuracy.plan_accuracy import job_samples, plan_accuracy
+from analysis.accuracy.plan_record import (
     median_setup_s,
     median_workers,
     shard_plan_record,
     split_plan_record,
 )
-from analysis.shards import Shard
+from analysis.split.shards import Shard
 from app.db.plans import load_plan_runs, load_plans, store_plan
 from app.db.projects import Project
 

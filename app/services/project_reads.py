@@ -17,8 +17,8 @@ import pandas as pd
 from sqlalchemy import Connection, Engine, text
 
 from analysis.filters import Filters
-from analysis.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
-from analysis.rollups import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, rollup
+from analysis.rollups.pipelines import PipelineSummary, daily_trend, job_summary, pipeline_summary
+from analysis.rollups.shares import DEFAULT_WITHIN, LABEL_PREFIX, Rollup, rollup
 from app.db.repository import (
     load_run_results,
     load_runs,

@@ -13,24 +13,23 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection
 
-from analysis.catalogue import (
+from analysis.ci.pytest_selection import recorded_invocation
+from analysis.ci.snippets import with_plan_labels
+from analysis.errors import AnswerError
+from analysis.estimate import estimate_durations
+from analysis.filters import Filters
+from analysis.reduce.matrix_reduce import reduce_matrix
+from analysis.reduce.parametrize import find_explosions, propose_covering
+from analysis.sizing.catalogue import (
     Catalogue,
     load_catalogue_text,
     machine_prices,
     resolve_catalogues,
 )
-from analysis.ci_snippets import with_plan_labels
-from analysis.errors import AnswerError
-from analysis.estimate import estimate_durations
-from analysis.filters import Filters
-from analysis.frames import cell_key as labels_cell
-from analysis.machine_fit import fit_machines, job_specs
-from analysis.matrix_reduce import reduce_matrix
-from analysis.parametrize import find_explosions, propose_covering
-from analysis.pytest_selection import recorded_invocation
-from analysis.shards import Shard, assign_shards
-from analysis.split_options import SplitOptions
-from analysis.split_plan import SplitPlan, plan_splits
+from analysis.sizing.machine_fit import fit_machines, job_specs
+from analysis.split.options import SplitOptions
+from analysis.split.plan import SplitPlan, plan_splits
+from analysis.split.shards import Shard, assign_shards
 from app.db.projects import Project
 from app.db.repository import load_run_results, load_runs, run_days, with_tests
 from app.db.runners import runner_of_runs
@@ -43,6 +42,7 @@ from app.services.plan_store import (
 )
 from app.services.project_reads import kept_test_dictionary, run_results
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
+from model.frames import cell_key as labels_cell
 
 # Recommendations look at the latest runs of each job; older history only slows them down.
 RUNS_PER_JOB = 10
@@ -171,7 +171,7 @@ def split_recommendation(
     # A read stores nothing (#27): tracking the plan is track_split_plan's, behind a POST.
     answer["plan_id"] = None
     # Pasted as is, each job asks this server for its shard and uploads it
-    # (analysis/ci_loop.py); a tracked plan's config names the plan instead.
+    # (analysis/ci/loop.py); a tracked plan's config names the plan instead.
     answer["config"] = with_plan_labels(answer["config"], answer["jobs"], None)
     # With the error that this project's earlier plans had (#18).
     answer["expected_error"] = expected_error(calibration)

@@ -34,7 +34,6 @@ from xml.parsers import expat
 import numpy as np
 import pandas as pd
 
-from analysis.frames import RESULT_COLUMNS
 from ingest.model import FLOAT_COLUMNS, ParsedReport, ReportParseError, SessionInfo
 from ingest.parsers.detect import sniff_xml, utf16_as_utf8
 from ingest.parsers.executions import merge_reruns, number_executions
@@ -48,6 +47,7 @@ from ingest.parsers.junit_fast import collect_fast
 from ingest.parsers.junit_times import durations_s, wall_s
 from ingest.parsers.nodeid import pytest_nodeid, split_pytest_classname
 from ingest.parsers.row_checks import keep_named
+from model.frames import RESULT_COLUMNS
 
 _STATUS_OUTCOME = {
     "disabled": "skipped",

@@ -15,7 +15,6 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from analysis.frames import OUTCOMES
 from ingest.model import (
     MEASURE_COLUMNS,
     ParsedReport,
@@ -38,6 +37,7 @@ from ingest.parsers.laptime_json_schema import (
     TEST_REQUIRED,
 )
 from ingest.parsers.row_checks import durations_in_range, keep_named
+from model.frames import OUTCOMES
 
 __all__ = ["MESSAGE_MAX_CHARS", "parse_laptime_json"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from analysis.frames import MALLOC_STATES, OUTCOMES
+from model.frames import MALLOC_STATES, OUTCOMES
 
 __all__ = [
     "FORMAT_NAME",
@@ -35,7 +35,7 @@ JOB_WALL_MAX_S: Final = 7 * 24 * 3600.0
 # Files in collect_by_file: beyond this the object is not a test suite's collection.
 COLLECT_BY_FILE_MAX: Final = 100_000
 INVOCATIONS: Final = ("paths", "pyargs")
-# The session's malloc is one of MALLOC_STATES (analysis.frames, which the job model reads).
+# The session's malloc is one of MALLOC_STATES (model.frames, which the job model reads).
 
 SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "started_at": ("timestamp", None),

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.frames import unnamed
+from model.frames import unnamed
 
 __all__ = ["MAX_DURATION_S", "durations_in_range", "keep_named", "nameless"]
 
@@ -28,7 +28,7 @@ _BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
 
 def nameless(nodeids: Sequence[Any]) -> _BoolArray:
-    """Rows with no test name (analysis.frames.unnamed: the one rule readers apply too)."""
+    """Rows with no test name (model.frames.unnamed: the one rule readers apply too)."""
     return unnamed(pd.Series(list(nodeids), dtype=object)).to_numpy(dtype=bool)
 
 

@@ -27,7 +27,7 @@ CREATE TABLE server_secret (
 );
 """
 
-# A copy of analysis.frames.labels_key as of this revision: migrations must not change when
+# A copy of model.frames.labels_key as of this revision: migrations must not change when
 # the code does.
 _ESCAPES = str.maketrans({"%": "%25", ",": "%2C", "=": "%3D"})
 

@@ -8,9 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.calibration import FACTOR_BOUNDS, MIN_SAMPLES, calibrate
-from analysis.plan_accuracy import JobSample, job_samples, plan_accuracy, shard_index
-from analysis.plan_record import PlanRecord, PredictedJob
+from analysis.accuracy.calibration import FACTOR_BOUNDS, MIN_SAMPLES, calibrate
+from analysis.accuracy.plan_accuracy import JobSample, job_samples, plan_accuracy, shard_index
+from analysis.accuracy.plan_record import PlanRecord, PredictedJob
 
 
 def sample(setup: float, tests: float, measured_setup: float, measured_tests: float) -> JobSample:

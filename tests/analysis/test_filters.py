@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.filters import Filters, filter_facts, filter_results, filter_runs
-from analysis.frames import facts_from_results
 from ingest.model import results_frame
+from model.frames import facts_from_results
 
 
 def make_runs():

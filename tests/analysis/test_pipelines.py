@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.pipelines import (
+from analysis.rollups.pipelines import (
     daily_trend,
     job_summary,
     pipeline_summary,

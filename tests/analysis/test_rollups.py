@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.frames import FACT_COLUMNS, facts_from_results, sum_fact_values
-from analysis.rollups import (
+from analysis.rollups.shares import (
     ROLLUP_DIMENSIONS,
     ROW_COLUMNS,
     data_completeness,
@@ -21,6 +20,7 @@ from analysis.rollups import (
     weighted_nearest_rank,
 )
 from ingest.model import results_frame
+from model.frames import FACT_COLUMNS, facts_from_results, sum_fact_values
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "rollups.md"
 

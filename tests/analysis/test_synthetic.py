@@ -10,9 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.frames import RESULT_COLUMNS, RUN_COLUMNS, facts_from_results
-from analysis.rollups import rollup
-from analysis.synthetic import (
+from analysis.rollups.shares import rollup
+from demo.synthetic import (
     AUGMIX_PARAMS,
     BACKBONE_FILE,
     MODELS_FILE,
@@ -20,6 +19,7 @@ from analysis.synthetic import (
     generate_history,
     iter_history_chunks,
 )
+from model.frames import RESULT_COLUMNS, RUN_COLUMNS, facts_from_results
 
 ARGS: dict[str, Any] = {"days": 2, "tests": 400, "jobs": 4, "seed": 3, "pipelines_per_day": 2}
 

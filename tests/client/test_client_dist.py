@@ -18,7 +18,7 @@ from tests.client.fake_server import fake_server
 from tests.conftest import LiveServer, ProjectFixture
 
 MAX_WHEEL_BYTES = 200 * 1024
-SERVER_PACKAGES = ("app", "ingest", "analysis", "dashboards", "migrations")
+SERVER_PACKAGES = ("app", "ingest", "analysis", "figures", "model", "demo", "migrations")
 
 
 def test_wheel_holds_one_distinctive_package_and_no_dependencies(wheel: Path) -> None:

@@ -8,7 +8,7 @@ import lxml.html  # type: ignore[import-untyped]
 import pytest
 from sqlalchemy import Engine
 
-from analysis.plan_record import PlanRecord, PredictedJob
+from analysis.accuracy.plan_record import PlanRecord, PredictedJob
 from app.db.plans import store_plan
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.pages.conftest import Watched

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboards.history_figures import duration_history_figure, variants_figure
-from dashboards.pipelines import MAX_PIPELINES, job_time_figure, pipeline_time_figure
-from dashboards.plot_text import plot_text, tick_texts
-from dashboards.split_gantt import split_gantt_figure
-from dashboards.theme import figure_html
-from dashboards.time_split import (
+from figures.history_figures import duration_history_figure, variants_figure
+from figures.pipelines import MAX_PIPELINES, job_time_figure, pipeline_time_figure
+from figures.plot_text import plot_text, tick_texts
+from figures.split_gantt import split_gantt_figure
+from figures.theme import figure_html
+from figures.time_split import (
     pareto_figure,
     phase_figure,
     share_figure,

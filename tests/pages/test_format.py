@@ -9,7 +9,7 @@ import pytest
 from jinja2 import Environment
 
 from app.pages.format import ago_text, register_filters, timestamp_text
-from dashboards.humanize import (
+from figures.humanize import (
     count_text,
     duration_text,
     memory_text,

@@ -287,7 +287,7 @@ def test_recommendations_page_shows_the_api_plan(site: Site, query: str) -> None
     assert api.status_code == 200, api.text
     plan = api.json()
     doc = page(site, f"/p/{slug}/recommendations{query}")
-    from dashboards.humanize import duration_text
+    from figures.humanize import duration_text
 
     assert stat(doc, "verdict") == plan["verdict"].replace("_", " ")
     assert stat(doc, "wait-after") == duration_text(plan["after"]["wait_s"])

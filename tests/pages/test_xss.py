@@ -17,7 +17,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
-from dashboards.plot_text import NARROW_TICK_CHARS, short_name
+from figures.plot_text import NARROW_TICK_CHARS, short_name
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.pages.conftest import Watched, watch
 from tests.server.test_upload_flow import upload, wait_done

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.rollups import function_keys
+from analysis.rollups.shares import function_keys
 from ingest.parsers import parse_report
 from tests.corpus import corpus_path, read_corpus
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.frames import RESULT_COLUMNS
 from ingest.model import ReportParseError
 from ingest.parsers.durations import (
     OUTCOMES_UNKNOWN_WARNING,
@@ -22,6 +21,7 @@ from ingest.parsers.durations import (
     parse_durations,
     split_nodeids,
 )
+from model.frames import RESULT_COLUMNS
 
 SAMPLES = Path(__file__).parent / "samples" / "durations"
 VERSIONS = ("3.10", "4.6", "5.4", "6.2", "7.4", "8.3", "9")

@@ -21,10 +21,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from analysis.frames import RESULT_COLUMNS
 from app.cli.parse_cmd import parse
 from ingest.model import ReportParseError
 from ingest.parsers import parse_report
+from model.frames import RESULT_COLUMNS
 from tests import corpus
 
 CORPUS = corpus.CORPUS / "junit"

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from analysis.frames import RESULT_COLUMNS
 from ingest.model import ReportParseError, SessionInfo
 from ingest.parsers.laptime_json import MESSAGE_MAX_CHARS, parse_laptime_json
 from ingest.parsers.laptime_json_schema import (
@@ -21,6 +20,7 @@ from ingest.parsers.laptime_json_schema import (
     TEST_FIELDS,
     TEST_REQUIRED,
 )
+from model.frames import RESULT_COLUMNS
 
 SESSION: dict[str, Any] = {
     "started_at": "2026-12-02T18:00:00+00:00",

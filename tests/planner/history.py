@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.frames import RUN_COLUMNS
 from ingest.model import results_frame
+from model.frames import RUN_COLUMNS
 
 
 def run_row(

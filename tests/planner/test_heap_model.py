@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.heap_model import align_heap_profile, fit_heap_profile
-from analysis.split_plan import SplitOptions, plan_splits
+from analysis.split.heap_model import align_heap_profile, fit_heap_profile
+from analysis.split.plan import SplitOptions, plan_splits
 from tests.planner.history import results_for, run_row, runs_frame
 
 A = {f"a.py::t{i}": 1.0 for i in range(5)}

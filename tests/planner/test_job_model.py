@@ -8,10 +8,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis.catalogue import load_catalogue_text
-from analysis.job_model import MODEL_INPUTS, fit_job_model, parallel_profile, quiet_wall
-from analysis.machine_fit import fit_machines, platform_os_arch
-from analysis.split_plan import SplitOptions, plan_splits
+from analysis.sizing.catalogue import load_catalogue_text
+from analysis.sizing.machine_fit import fit_machines, platform_os_arch
+from analysis.split.job_model import MODEL_INPUTS, fit_job_model, parallel_profile, quiet_wall
+from analysis.split.plan import SplitOptions, plan_splits
 from ingest.model import results_frame
 from tests.planner.history import one_job, run_row, runs_frame
 from tests.sizing.test_catalogue import ENTRY, user_text

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pytest_split.algorithms import Algorithms
 
-from analysis.partition import greedy_partition, lower_bound, partition_items
+from analysis.split.partition import greedy_partition, lower_bound, partition_items
 
 weights_st = st.lists(
     st.floats(min_value=0.0, max_value=1000.0, allow_nan=False), min_size=0, max_size=40

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from analysis.pytest_selection import Invocation, coarsest_members, job_args, match_collected
+from analysis.ci.pytest_selection import Invocation, coarsest_members, job_args, match_collected
 from app.cli.main import cli
 from laptime_ci.shards import read_collected
 

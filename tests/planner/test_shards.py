@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.shards import assign_shards
+from analysis.split.shards import assign_shards
 
 HISTORY = pd.Series(
     {
@@ -89,7 +89,7 @@ def test_shard_properties(known: dict[str, float], extra: list[str], total: int)
 
 
 def test_a_plan_id_names_the_whole_assignment() -> None:
-    from analysis.shards import plan_id
+    from analysis.split.shards import plan_id
 
     shards = assign_shards(HISTORY, None, 2)
     assert plan_id(shards) == plan_id(assign_shards(HISTORY, None, 2))

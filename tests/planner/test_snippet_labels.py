@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.ci_snippets import SETUPS, circleci, github_actions, gitlab_ci, with_plan_labels
-from analysis.plan_labels import LABELS_VAR, UNSTORED_NOTE, UNTRACKED_NOTE, plan_labels
-from analysis.runner_commands import JobSelection
-from analysis.runner_loop import run_command
-from analysis.split_config import MATRIX_MAX_ARGS, github_actions_matrix
-from analysis.split_options import SplitOptions
-from analysis.split_plan import plan_splits
+from analysis.ci.config import MATRIX_MAX_ARGS, github_actions_matrix
+from analysis.ci.plan_labels import LABELS_VAR, UNSTORED_NOTE, UNTRACKED_NOTE, plan_labels
+from analysis.ci.runner_commands import JobSelection
+from analysis.ci.runner_loop import run_command
+from analysis.ci.snippets import SETUPS, circleci, github_actions, gitlab_ci, with_plan_labels
+from analysis.split.options import SplitOptions
+from analysis.split.plan import plan_splits
 from laptime_ci.upload import metadata_from_env
 from tests.planner.history import one_job
 from tests.snippets import github_matrix_envs

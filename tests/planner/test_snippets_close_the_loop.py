@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis import ci_loop, runner_loop
-from analysis.ci_snippets import SETUPS, pytest_commands, runner_snippets
-from analysis.plan_labels import UNSTORED_NOTE
-from analysis.runner_commands import JobSelection
-from analysis.split_options import SplitOptions
-from analysis.split_plan import plan_splits
+from analysis.ci import loop as ci_loop
+from analysis.ci import runner_loop
+from analysis.ci.plan_labels import UNSTORED_NOTE
+from analysis.ci.runner_commands import JobSelection
+from analysis.ci.snippets import SETUPS, pytest_commands, runner_snippets
+from analysis.split.options import SplitOptions
+from analysis.split.plan import plan_splits
 from laptime_ci.shards import parse_shard_spec
 from laptime_ci.upload import metadata_from_env
 from tests.planner.history import one_job

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis.split_options import MAX_JOBS, parse_job_range
-from analysis.split_plan import SplitOptions, parse_duration_s, plan_splits
+from analysis.split.options import MAX_JOBS, parse_job_range
+from analysis.split.plan import SplitOptions, parse_duration_s, plan_splits
 from tests.planner.history import one_job, results_for, run_row, runs_frame
 
 # a.py 600 s (two tests), b.py 400 s, c.py 200 s: 1200 s of tests; setup 100 s.

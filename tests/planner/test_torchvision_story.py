@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis.frames import labels_key
-from analysis.split_plan import SplitOptions, SplitPlan, plan_cells
+from analysis.split.plan import SplitOptions, SplitPlan, plan_cells
 from ingest.model import results_frame
+from model.frames import labels_key
 from tests.planner.history import run_row, runs_frame
 
 MODELS = "test/test_models.py"

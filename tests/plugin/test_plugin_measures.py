@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from analysis.pytest_selection import Invocation
+from analysis.ci.pytest_selection import Invocation
 
 BURN = """
 import time

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.covering import (
+from analysis.reduce.covering import (
     build_covering,
     cover_by_max_levels,
     cover_pairs_ipog,

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.frames import RUN_COLUMNS
-from analysis.matrix_reduce import reduce_matrix
+from analysis.reduce.matrix_reduce import reduce_matrix
 from ingest.model import results_frame
+from model.frames import RUN_COLUMNS
 
 
 def _runs(specs):

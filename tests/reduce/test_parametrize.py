@@ -8,14 +8,14 @@ import math
 import pandas as pd
 import pytest
 
-from analysis.covering import is_covering
-from analysis.frames import empty_runs
-from analysis.parametrize import (
+from analysis.reduce.covering import is_covering
+from analysis.reduce.parametrize import (
     find_explosions,
     infer_values_from_ids,
     propose_covering,
 )
 from ingest.model import results_frame
+from model.frames import empty_runs
 
 FILE = "test/test_transforms.py"
 ARGNAMES = ("fill", "severity", "mixture_width", "chain_depth", "all_ops", "grayscale")

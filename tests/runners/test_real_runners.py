@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.split_options import SplitOptions
-from analysis.split_plan import SplitPlan, plan_splits
+from analysis.split.options import SplitOptions
+from analysis.split.plan import SplitPlan, plan_splits
 from ingest.parsers import parse_report
 from tests.planner.history import run_row, runs_frame
 from tests.tools import require, tool_missing

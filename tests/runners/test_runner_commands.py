@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from analysis.ci_snippets import SETUPS, circleci, github_actions, gitlab_ci
-from analysis.runner_commands import (
+from analysis.ci.runner_commands import (
     COMMAND_RUNNERS,
     FILE_ONLY,
     java_class_of,
@@ -18,8 +17,9 @@ from analysis.runner_commands import (
     nodeids_of_members,
     select_jobs,
 )
-from analysis.split_options import SplitOptions
-from analysis.split_plan import plan_splits
+from analysis.ci.snippets import SETUPS, circleci, github_actions, gitlab_ci
+from analysis.split.options import SplitOptions
+from analysis.split.plan import plan_splits
 from ingest.parsers.runners import RUNNERS
 from tests.planner.history import run_row, runs_frame
 
@@ -252,8 +252,8 @@ def test_marker_split_is_pytest_only() -> None:
 
 @pytest.mark.parametrize("runner", sorted(SETUPS))
 def test_snippets_use_the_runners_command_and_install(runner: str) -> None:
-    from analysis.runner_commands import JobSelection
-    from analysis.runner_loop import run_command
+    from analysis.ci.runner_commands import JobSelection
+    from analysis.ci.runner_loop import run_command
 
     hostile = "a'; rm -rf / #\"\\"
     selections = [

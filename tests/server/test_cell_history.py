@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Connection, Engine
 
 from analysis.filters import Filters
-from analysis.split_plan import SplitOptions
+from analysis.split.plan import SplitOptions
 from app.db.projects import get_project
 from app.db.repository import load_run_results, load_runs, run_days
 from app.services.project_reads import SharedFrames, run_results

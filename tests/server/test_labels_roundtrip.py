@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import Engine, text
 
-from analysis.frames import label_values, labels_key, parse_labels_key
+from model.frames import label_values, labels_key, parse_labels_key
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.factories import junit_xml
 from tests.server.test_upload_flow import upload, wait_done

@@ -25,7 +25,7 @@ from click.testing import CliRunner
 
 from app.cli.main import cli
 from app.pages.common import TABLE_ROWS
-from dashboards.humanize import count_text, duration_text, percent_text
+from figures.humanize import count_text, duration_text, percent_text
 from tests import corpus
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.uploads import upload_all

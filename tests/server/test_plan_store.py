@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 import app.db.plans as plans_db
-from analysis.plan_record import PlanRecord, PredictedJob, split_plan_id, split_plan_record
+from analysis.accuracy.plan_record import PlanRecord, PredictedJob, split_plan_id, split_plan_record
 from tests.conftest import ProjectFixture
 
 

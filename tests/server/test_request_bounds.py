@@ -11,7 +11,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
-from analysis.split_options import MAX_JOBS
+from analysis.split.options import MAX_JOBS
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.server.test_rollup_api import junit
 from tests.server.test_upload_flow import upload, wait_done

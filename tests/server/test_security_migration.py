@@ -11,8 +11,8 @@ import pytest
 from alembic import command
 from sqlalchemy import Engine, create_engine, make_url, text
 
-from analysis.frames import labels_key
 from app.db.engine import alembic_config
+from model.frames import labels_key
 from tests.conftest import Database
 
 OLD_STYLE = {"platform": "linux,arm64", "python": "3.11"}  # old key: "platform=linux,arm64,..."

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.catalogue import (
+from analysis.sizing.catalogue import (
     SHIPPED,
     CatalogueError,
     load_catalogue_data,

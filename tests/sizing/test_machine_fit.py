@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from analysis.catalogue import load_catalogue_text, shipped_catalogues
-from analysis.machine_fit import (
+from analysis.sizing.catalogue import load_catalogue_text, shipped_catalogues
+from analysis.sizing.machine_fit import (
     COLLECT_MEMORY,
     JobSpec,
     fit_machines,
@@ -16,7 +16,7 @@ from analysis.machine_fit import (
     predict_wall_s,
     workers_on,
 )
-from analysis.split_plan import SplitOptions, plan_splits
+from analysis.split.plan import SplitOptions, plan_splits
 from tests.sizing.factories import results_for, run_row, runs_frame
 
 CIRCLECI = shipped_catalogues()["circleci"]

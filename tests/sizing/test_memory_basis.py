@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from analysis.catalogue import shipped_catalogues
-from analysis.machine_fit import fit_machines
+from analysis.sizing.catalogue import shipped_catalogues
+from analysis.sizing.machine_fit import fit_machines
 from app.cli.main import cli
 from tests.sizing.factories import results_for, run_row, runs_frame
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from analysis.catalogue import Catalogue, shipped_catalogues
-from analysis.machine_fit import JobSpec, fit_machines
+from analysis.sizing.catalogue import Catalogue, shipped_catalogues
+from analysis.sizing.machine_fit import JobSpec, fit_machines
 from tests.sizing.factories import results_for, run_row, runs_frame
 
 MODEL_FILES = ("test/test_models.py", "test/test_backbone_utils.py")

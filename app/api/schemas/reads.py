@@ -22,7 +22,7 @@ class Completeness(ApiModel):
 
 
 class RollupRow(ApiModel):
-    """One key of the dimension (analysis.rollups.ROW_COLUMNS); null where unknown."""
+    """One key of the dimension (analysis.rollups.shares.ROW_COLUMNS); null where unknown."""
 
     key: str | None
     runs: int | None

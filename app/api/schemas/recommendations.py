@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from analysis.split_options import Granularity, Objective
+from analysis.split.options import Granularity, Objective
 from app.api.responses import ApiModel
 
 CONFIG_TEXT = (

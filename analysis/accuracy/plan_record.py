@@ -1,0 +1,210 @@
+"""What a handed-out plan predicted, per job, in one shape for split plans and shard plans.
+
+A plan is stored when it is handed out (app/db/plans.py) and compared later with the jobs
+that ran it (analysis/accuracy/plan_accuracy.py). Its id is a hash of what the jobs run, so the same
+plan asked twice has the same id; the prediction kept is the one made when it was first
+handed out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+
+from analysis.split.shards import Shard, plan_id
+
+PlanKind = Literal["split", "shard"]
+# Members stored per job: a shard of a 200k-test suite lists every nodeid, the stored record
+# keeps the first ones and the count (the id already names the whole selection).
+MAX_STORED_MEMBERS = 200
+
+
+@dataclass(frozen=True)
+class PredictedJob:
+    """One planned job: its 1-based index (the `shard=I/N` of the jobs that run it), its
+    predicted wall and what that wall is made of."""
+
+    index: int
+    name: str
+    wall_s: float
+    tests_s: float  # every test's seconds, before dividing by workers
+    setup_s: float | None  # wall - tests / workers: CI setup, start, collection, first use
+    workers: int = 1
+    machine: str | None = None
+    cost: float | None = None
+    n_tests: int = 0
+    members: tuple[str, ...] = ()
+    members_total: int = 0
+    # The model's named parts when it gives them (ci_setup_s, startup_s, collect_s...).
+    parts: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, as stored in plan.predicted."""
+        return {
+            "index": self.index,
+            "name": self.name,
+            "wall_s": self.wall_s,
+            "tests_s": self.tests_s,
+            "setup_s": self.setup_s,
+            "workers": self.workers,
+            "machine": self.machine,
+            "cost": self.cost,
+            "n_tests": self.n_tests,
+            "members": list(self.members),
+            "members_total": self.members_total,
+            "parts": dict(self.parts),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> PredictedJob:
+        """The stored JSON form back."""
+        return cls(
+            index=int(doc["index"]),
+            name=str(doc["name"]),
+            wall_s=float(doc["wall_s"]),
+            tests_s=float(doc["tests_s"]),
+            setup_s=None if doc.get("setup_s") is None else float(doc["setup_s"]),
+            workers=int(doc.get("workers") or 1),
+            machine=doc.get("machine"),
+            cost=None if doc.get("cost") is None else float(doc["cost"]),
+            n_tests=int(doc.get("n_tests") or 0),
+            members=tuple(str(m) for m in doc.get("members") or ()),
+            members_total=int(doc.get("members_total") or 0),
+            parts={str(k): float(v) for k, v in (doc.get("parts") or {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class PlanRecord:
+    """A plan as handed out: id, kind, the cell it was made for and its predicted jobs."""
+
+    id: str
+    kind: PlanKind
+    cell: str
+    jobs: tuple[PredictedJob, ...]
+    created_at: pd.Timestamp | None = None
+
+    @property
+    def wait_s(self) -> float:
+        """Predicted wait: the longest job."""
+        return max((job.wall_s for job in self.jobs), default=0.0)
+
+    @property
+    def machine_s(self) -> float:
+        """Predicted machine time: every job's wall."""
+        return sum(job.wall_s for job in self.jobs)
+
+    @property
+    def cost(self) -> float | None:
+        """Predicted cost, None unless every job is priced."""
+        costs = [job.cost for job in self.jobs]
+        return sum(c for c in costs if c is not None) if all(c is not None for c in costs) else None
+
+
+def _bounded(members: Sequence[str]) -> tuple[tuple[str, ...], int]:
+    return tuple(members[:MAX_STORED_MEMBERS]), len(members)
+
+
+def shard_plan_record(
+    shards: Sequence[Shard],
+    *,
+    cell: str,
+    setup_s: float | None,
+    workers: int = 1,
+    machine: str | None = None,
+    price_per_min: Mapping[str, float] | None = None,
+) -> PlanRecord:
+    """A shard assignment as a plan: each shard's wall is the history's setup plus its tests
+    over the history's xdist workers (the shards API predicts test seconds only; setup None
+    counts as 0 s)."""
+    price = price_per_min.get(machine) if price_per_min and machine else None
+    workers = max(workers, 1)
+    jobs = []
+    for shard in shards:
+        wall = (setup_s or 0.0) + shard.predicted_s / workers
+        members, total = _bounded(shard.members)
+        jobs.append(
+            PredictedJob(
+                index=shard.index,
+                name=f"shard {shard.index}/{len(shards)}",
+                wall_s=wall,
+                tests_s=shard.predicted_s,
+                setup_s=setup_s,
+                workers=workers,
+                machine=machine,
+                cost=None if price is None else wall / 60.0 * price,
+                n_tests=len(shard.nodeids),
+                members=members,
+                members_total=total,
+            )
+        )
+    return PlanRecord(plan_id(shards), "shard", cell, tuple(jobs))
+
+
+def split_plan_id(cell: str, jobs: Sequence[Mapping[str, Any]]) -> str:
+    """A short stable id of a split plan: its cell and each job's selection, in order."""
+    digest = hashlib.sha256(b"split\0")
+    digest.update(cell.encode("utf-8", "surrogatepass") + b"\0")
+    for index, job in enumerate(jobs, start=1):
+        digest.update(f"{index}\0".encode())
+        for arg in (*job.get("members", ()), "\1", *job.get("runner_args", ())):
+            digest.update(str(arg).encode("utf-8", "surrogatepass") + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def split_plan_record(cell: str, answer: Mapping[str, Any]) -> PlanRecord:
+    """The proposed jobs of a split recommendation (its `to_dict()` form) as a plan."""
+    jobs = []
+    for index, job in enumerate(answer["jobs"], start=1):
+        workers = max(int(job.get("workers") or 1), 1)
+        members, total = _bounded(list(job.get("members", ())))
+        parts = job.get("parts") if isinstance(job.get("parts"), Mapping) else {}
+        jobs.append(
+            PredictedJob(
+                index=index,
+                name=str(job["name"]),
+                wall_s=float(job["predicted_wall_s"]),
+                tests_s=float(job["predicted_test_s"]),
+                setup_s=float(job["overhead_s"]),
+                workers=workers,
+                machine=job.get("machine"),
+                cost=None if job.get("cost") is None else float(job["cost"]),
+                n_tests=int(job.get("n_tests") or 0),
+                members=members,
+                members_total=total,
+                parts=_finite_parts(parts),
+            )
+        )
+    return PlanRecord(split_plan_id(cell, answer["jobs"]), "split", cell, tuple(jobs))
+
+
+def _finite_parts(parts: Mapping[str, Any]) -> dict[str, float]:
+    """The model's named parts that are numbers (an unknown part is left out, never 0)."""
+    return {
+        str(name): float(value)
+        for name, value in parts.items()
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    }
+
+
+def median_workers(runs: pd.DataFrame) -> int:
+    """The history's typical xdist worker count (1 without runs)."""
+    workers = pd.to_numeric(runs["xdist_workers"], errors="coerce").dropna()
+    return max(int(workers.median()), 1) if len(workers) else 1
+
+
+def median_setup_s(runs: pd.DataFrame) -> float | None:
+    """The history's per-job setup: median over runs with a wall of wall - test_s / workers
+    (the split planner's overhead, from the runs frame's own totals); None without walls."""
+    if runs.empty:
+        return None
+    wall = pd.to_numeric(runs["wall_s"], errors="coerce")
+    workers = pd.to_numeric(runs["xdist_workers"], errors="coerce").fillna(1).clip(lower=1)
+    setup = (wall - pd.to_numeric(runs["test_s"], errors="coerce") / workers).clip(lower=0.0)
+    setup = setup.dropna()
+    return float(setup.median()) if len(setup) else None
