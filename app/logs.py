@@ -2,7 +2,7 @@
 
 `LAPTIME_LOG_FORMAT=json` writes one JSON object per line with the record's structured fields
 (`extra=`) as keys, so a log pipeline needs no parsing rules; `text` stays readable in a
-terminal. The request id of the request being served (app.api.request_observer) is added to
+terminal. The request id of the request being served (app.http.request_observer) is added to
 every record logged while serving it, whichever thread logs it (the context variable follows
 the request into the thread pool). Nothing here ever sees a token: no header, form field or
 query string is logged.

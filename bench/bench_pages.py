@@ -86,10 +86,10 @@ def main() -> None:
     from fastapi.testclient import TestClient
     from sqlalchemy import text
 
-    from app.api.app import create_app
     from app.db.engine import make_engine
     from app.db.projects import create_project, get_project
     from app.demo_load import load_demo
+    from app.factory import create_app
     from app.settings import Settings
     from demo.synthetic import TRANSFORMS_FILE
 

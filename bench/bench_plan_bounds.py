@@ -57,10 +57,10 @@ def over_http(results: int) -> None:
     """GET recommendations/split on a demo history: the default range, then the widest."""
     from fastapi.testclient import TestClient
 
-    from app.api.app import create_app
     from app.db.engine import make_engine
     from app.db.projects import create_project
     from app.demo_load import load_demo
+    from app.factory import create_app
     from app.settings import Settings
     from bench.bench_pages import demo_size
     from bench.common import scratch_database

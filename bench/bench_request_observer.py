@@ -22,12 +22,12 @@ from typing import Any, cast
 
 from fastapi import FastAPI
 
-from app.api.app import create_app
-from app.api.request_observer import RequestObserver
-from app.api.upload_outcomes import UploadOutcomes
 from app.db.engine import make_engine
+from app.factory import create_app
+from app.http.request_observer import RequestObserver
 from app.logs import configure_logging
 from app.settings import Settings
+from app.uploads.outcomes import UploadOutcomes
 
 SCOPE: dict[str, Any] = {
     "type": "http",

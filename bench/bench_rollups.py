@@ -113,10 +113,10 @@ def main() -> None:
 
     import uvicorn
 
-    from app.api.app import create_app
     from app.db.engine import make_engine
     from app.db.projects import create_project, create_token, get_project
     from app.demo_load import DemoSize, load_demo
+    from app.factory import create_app
     from app.settings import Settings
 
     size = DemoSize(days=args.days, tests=args.tests, jobs=args.jobs, pipelines_per_day=1)

@@ -18,7 +18,7 @@ from typing import Any
 
 from fastapi.encoders import jsonable_encoder
 
-from app.api.schemas.reads import Rollup
+from app.schemas.reads import Rollup
 
 
 def rollup_document(rows: int) -> dict[str, Any]:

@@ -34,8 +34,8 @@ def _serve(url: str) -> tuple[str, object]:
 
     import uvicorn
 
-    from app.api.app import create_app
     from app.db.engine import make_engine
+    from app.factory import create_app
     from app.settings import Settings
 
     with socket.socket() as s:

@@ -114,7 +114,7 @@ def live_server(database: Database, engine: Engine) -> Iterator[LiveServer]:
     """Serve the real app over HTTP for the whole session."""
     import uvicorn
 
-    from app.api.app import create_app
+    from app.factory import create_app
     from app.server_options import uvicorn_options
     from app.settings import Settings
     from ingest.parsers.limits import ParseLimits

@@ -82,7 +82,7 @@ def test_the_installed_server_runs_and_names_the_embedded_extra(
 ) -> None:
     bin_dir = server_venv.parent
     imported = run(
-        server_venv, "-c", "import app.api.app, laptime_ci.labels; print(laptime_ci.__file__)"
+        server_venv, "-c", "import app.factory, laptime_ci.labels; print(laptime_ci.__file__)"
     )
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip() == str(REPO / "client" / "laptime_ci" / "__init__.py")

@@ -7,14 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import AfterValidator, StringConstraints
 
-from analysis.accuracy.calibration import MIN_SAMPLES, Calibration
-from analysis.accuracy.plan_accuracy import PlanAccuracy
-from app.api.deps import ConnDep, ReadProject
-from app.api.errors import ApiError
-from app.api.params import Text, none_if_empty
-from app.api.responses import PROJECT_ERRORS, answers
-from app.api.schemas.accuracy import AccuracyAnswer, CalibrationModel, PlanAccuracyModel
-from app.services.plan_accuracy import PlanNotFound, accuracy_report
+from app.http.deps import ConnDep, ReadProject
+from app.http.errors import ApiError
+from app.http.params import Text, none_if_empty
+from app.http.responses import PROJECT_ERRORS, answers
+from app.schemas.accuracy import AccuracyAnswer, accuracy_answer
+from app.services.plan_accuracy import MAX_PLANS, PlanNotFound, accuracy_report
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["recommendations"])
 
@@ -23,34 +21,6 @@ router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["recommendations"])
 PlanIdText = Annotated[
     Annotated[Text, StringConstraints(max_length=500)] | None, AfterValidator(none_if_empty)
 ]
-
-# Most plans one answer compares (each with every pipeline that ran it).
-MAX_PLANS = 100
-
-
-def _pct(fraction: float | None) -> float | None:
-    return None if fraction is None else round(100 * fraction, 2)
-
-
-def calibration_model(calibration: Calibration) -> CalibrationModel:
-    """The API form of a calibration."""
-    return CalibrationModel(
-        setup_factor=calibration.setup_factor,
-        test_factor=calibration.test_factor,
-        samples=calibration.samples,
-        min_samples=MIN_SAMPLES,
-        expected_error_pct=_pct(calibration.expected_error),
-        raw_error_pct=_pct(calibration.raw_error),
-        text=calibration.note(),
-    )
-
-
-def accuracy_answer(plans: list[PlanAccuracy], calibration: Calibration) -> AccuracyAnswer:
-    """The typed answer of the accuracy endpoint (also what the page renders)."""
-    return AccuracyAnswer(
-        plans=[PlanAccuracyModel.model_validate(p.to_dict()) for p in plans],
-        calibration=calibration_model(calibration),
-    )
 
 
 @router.get("/recommendations/accuracy", **answers(AccuracyAnswer, *PROJECT_ERRORS))

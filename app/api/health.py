@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from app.api.responses import error_responses, head_error_responses
-from app.api.schemas.health import CheckResult, Liveness, Readiness
-from app.db.readiness import check_readiness
+from app.http.responses import error_responses, head_error_responses
+from app.schemas.health import CheckResult, Liveness, Readiness
+from app.services.operations import check_readiness
 from app.settings import Settings
 
 router = APIRouter(tags=["health"])

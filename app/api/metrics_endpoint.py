@@ -12,10 +12,10 @@ import hmac
 
 from fastapi import APIRouter, Request, Response
 
-from app.api.deps import EngineDep, SettingsDep, presented_token
-from app.api.errors import ApiError
-from app.db.queue_metrics import QueueCollector
+from app.http.deps import EngineDep, SettingsDep, presented_token
+from app.http.errors import ApiError
 from app.metrics.exposition import CONTENT_TYPE_LATEST, render
+from app.services.operations import QueueCollector
 
 router = APIRouter(tags=["health"])
 

@@ -12,11 +12,12 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from analysis.errors import AnswerError
 from analysis.rollups.shares import records_from_frame
-from app.api.deps import AdminProject, ConnDep, ReadProject
-from app.api.errors import ApiError
-from app.api.params import FiltersDep, MaybeText, Text
-from app.api.responses import PROJECT_ERRORS, answers
-from app.api.schemas.reads import (
+from app.http.deps import AdminProject, ConnDep, ReadProject
+from app.http.errors import ApiError
+from app.http.params import FiltersDep, MaybeText, Text
+from app.http.responses import PROJECT_ERRORS, answers
+from app.project_records import SCOPES
+from app.schemas.reads import (
     Jobs,
     NewToken,
     Pipelines,
@@ -25,10 +26,10 @@ from app.api.schemas.reads import (
     TokenList,
     Trend,
 )
-from app.api.schemas.uploads import UploadList
-from app.db.projects import SCOPES, issue_token, list_tokens, revoke_token
-from app.db.uploads import recent_uploads
+from app.schemas.uploads import UploadList
 from app.services.project_reads import project_pipelines, project_rollup
+from app.services.projects import issue_token, list_tokens, revoke_token
+from app.services.uploads import recent_uploads
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["projects"])
 CSV = {200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "rows"}}

@@ -10,9 +10,9 @@ from fastapi import APIRouter, Body, Depends, Query
 from analysis.errors import AnswerError
 from analysis.sizing.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
 from analysis.split.options import MAX_JOBS, SplitOptions
-from app.api.deps import AdminProject, ConnDep, ReadProject
-from app.api.errors import ApiError
-from app.api.params import (
+from app.http.deps import AdminProject, ConnDep, ReadProject
+from app.http.errors import ApiError
+from app.http.params import (
     ClientGoneDep,
     DurationText,
     FiltersDep,
@@ -24,8 +24,9 @@ from app.api.params import (
     invalid,
     job_range,
 )
-from app.api.responses import PROJECT_ERRORS, answers
-from app.api.schemas.recommendations import (
+from app.http.responses import PROJECT_ERRORS, answers
+from app.project_records import Project
+from app.schemas.recommendations import (
     CatalogueSet,
     Machines,
     Matrix,
@@ -34,8 +35,8 @@ from app.api.schemas.recommendations import (
     Shards,
     SplitPlan,
 )
-from app.db.projects import Project, set_catalogue
 from app.services.project_reads import FrameCache
+from app.services.projects import set_catalogue
 from app.services.recommendations import (
     RecommendationError,
     ShardPinMismatch,

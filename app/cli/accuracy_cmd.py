@@ -8,11 +8,10 @@ from typing import Any
 import click
 from sqlalchemy import Connection
 
-from app.api.accuracy import MAX_PLANS, accuracy_answer
-from app.api.schemas.accuracy import AccuracyAnswer
 from app.cli.admin_cmds import on_project
-from app.db.projects import Project
-from app.services.plan_accuracy import PlanNotFound, accuracy_report
+from app.project_records import Project
+from app.schemas.accuracy import AccuracyAnswer, accuracy_answer
+from app.services.plan_accuracy import MAX_PLANS, PlanNotFound, accuracy_report
 from figures.humanize import duration_text
 
 

@@ -12,15 +12,8 @@ from sqlalchemy import Connection
 from analysis.durations import parse_duration_s
 from app.cli.database import open_database
 from app.db.engine import make_engine
-from app.db.projects import (
-    Project,
-    ProjectError,
-    create_project,
-    create_token,
-    get_project,
-    list_tokens,
-    revoke_token,
-)
+from app.db.projects import create_project, create_token, get_project, list_tokens, revoke_token
+from app.project_records import Project, ProjectError
 from app.settings import Settings
 
 T = TypeVar("T")

@@ -113,8 +113,8 @@ def _serve_on(
         for child in children:
             child.start()
         if web_processes == 1:
-            from app.api.app import create_app
             from app.db.engine import make_engine
+            from app.factory import create_app
 
             engine = make_engine(url)
             config = uvicorn.Config(create_app(settings, engine), **common)

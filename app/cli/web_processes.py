@@ -24,8 +24,8 @@ WEB_APP = "app.cli.web_processes:web_app"
 
 def web_app() -> FastAPI:
     """The app of one web process, on the database the parent exported as DATABASE_URL."""
-    from app.api.app import create_app
     from app.db.engine import make_engine
+    from app.factory import create_app
     from app.settings import Settings
 
     settings = Settings()

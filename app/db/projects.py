@@ -5,21 +5,18 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, text
 
-SCOPES = ("upload", "read", "admin")
-# What each scope may do: an admin token can do everything, an upload token may also read
-# the status of its own uploads.
-SCOPE_GRANTS: dict[str, frozenset[str]] = {
-    "upload": frozenset({"upload"}),
-    "read": frozenset({"read"}),
-    "admin": frozenset({"upload", "read", "admin"}),
-}
-
+from app.project_records import (
+    SCOPES,
+    Project,
+    ProjectError,
+    TokenGrant,
+    TokenInfo,
+)
 
 # Names show in every page's header and menus: long enough for any real name, short enough
 # not to break the layout. Slugs match the database CHECK (63 characters).
@@ -28,62 +25,6 @@ MAX_SLUG = 63
 # The database's CHECK on project.slug: a path that cannot be a slug names no project, so it
 # is answered without a query (a NUL byte would otherwise reach Postgres and fail there).
 SLUG_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}")
-
-
-class ProjectError(ValueError):
-    """A project or token operation that cannot be done, with a message for the user."""
-
-
-@dataclass(frozen=True)
-class Project:
-    """A project row."""
-
-    id: int
-    slug: str
-    name: str
-    public: bool
-    catalogue: str | None
-    catalogue_toml: str | None
-
-
-@dataclass(frozen=True)
-class TokenGrant:
-    """What a presented token allows."""
-
-    project: Project
-    scope: str
-    token_id: int
-
-    def allows(self, action: str) -> bool:
-        """True when this token's scope includes `action`."""
-        return action in SCOPE_GRANTS[self.scope]
-
-
-@dataclass(frozen=True)
-class TokenInfo:
-    """A token as listed to an admin: everything but the secret (only its first characters)."""
-
-    id: int
-    project: str
-    scope: str
-    prefix: str
-    created_at: datetime
-    expires_at: datetime | None
-    revoked_at: datetime | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (timestamps in ISO 8601)."""
-        return {
-            "id": self.id,
-            "project": self.project,
-            "scope": self.scope,
-            "prefix": self.prefix,
-            "created_at": self.created_at.isoformat(),
-            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
-            "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None,
-            "active": self.revoked_at is None
-            and (self.expires_at is None or self.expires_at > datetime.now(self.created_at.tzinfo)),
-        }
 
 
 def check_project_name(name: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from app.db.projects import Project
+from app.project_records import Project
 from ingest.attempts import spent_sql
 from ingest.model import ReportParseError
 from ingest.parsers.compression import gunzip_chunks, is_gzip

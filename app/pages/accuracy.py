@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.api.accuracy import MAX_PLANS, accuracy_answer
-from app.api.deps import ConnDep
+from app.http.deps import ConnDep
 from app.pages.common import PageError, PageProject, project_context, render
-from app.services.plan_accuracy import PlanNotFound, accuracy_report
+from app.schemas.accuracy import accuracy_answer
+from app.services.plan_accuracy import MAX_PLANS, PlanNotFound, accuracy_report
 from figures.accuracy_figure import accuracy_figure
 from figures.theme import figure_html
 

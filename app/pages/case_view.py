@@ -9,9 +9,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from analysis.rollups.shares import function_keys
-from app.api.deps import ConnDep
-from app.api.params import FiltersDep, NodeidText
-from app.db.repository import load_test_case, load_test_history
+from app.http.deps import ConnDep
+from app.http.params import FiltersDep, NodeidText
 from app.pages.common import (
     TABLE_ROWS,
     PageError,
@@ -20,6 +19,7 @@ from app.pages.common import (
     project_context,
     render,
 )
+from app.services.case_reads import load_test_case, load_test_history
 from app.services.project_reads import project_rollup
 from figures.history_figures import duration_history_figure, variants_figure
 from figures.theme import figure_html

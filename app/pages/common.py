@@ -15,11 +15,8 @@ from fastapi.templating import Jinja2Templates
 from sqlalchemy import Connection
 
 from analysis.filters import Filters
-from app.api.deps import ConnDep, authorize_grant
-from app.db.projects import Project
-from app.db.repository import filter_choices
-from app.pages.format import register_filters
-from app.pages.session import (
+from app.http.deps import ConnDep, authorize_grant
+from app.http.session import (
     CSRF_FIELD,
     SESSION_COOKIE,
     csrf_nonce,
@@ -28,7 +25,10 @@ from app.pages.session import (
     set_csrf_cookie,
     visitor_of,
 )
+from app.pages.format import register_filters
 from app.pages.static import CSS_URL, JS_URL, PLOTLY_URL
+from app.project_records import Project
+from app.services.case_reads import filter_choices
 
 HERE = Path(__file__).parent
 # Starlette turns autoescaping on for every template: report strings reach HTML only through
@@ -36,7 +36,7 @@ HERE = Path(__file__).parent
 TEMPLATES = Jinja2Templates(directory=str(HERE / "templates"))
 register_filters(TEMPLATES.env)
 
-# The query parameters app.api.params.query_filters reads: links between pages keep them.
+# The query parameters app.http.params.query_filters reads: links between pages keep them.
 FILTER_PARAMS = (
     "days", "since", "until", "branch", "job", "label", "marker", "exclude_marker", "file",
 )  # fmt: skip

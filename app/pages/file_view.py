@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.api.deps import ConnDep
-from app.api.params import FiltersDep
+from app.http.deps import ConnDep
+from app.http.params import FiltersDep
 from app.pages.common import (
     TABLE_ROWS,
     PageError,

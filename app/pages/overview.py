@@ -8,11 +8,11 @@ import pandas as pd
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.api.deps import ConnDep
-from app.api.params import FiltersDep
-from app.db.uploads import recent_uploads
+from app.http.deps import ConnDep
+from app.http.params import FiltersDep
 from app.pages.common import TABLE_ROWS, PageProject, project_context, render
 from app.services.project_reads import project_pipelines
+from app.services.uploads import recent_uploads
 from figures.pipelines import job_time_figure, pipeline_time_figure
 from figures.theme import figure_html
 

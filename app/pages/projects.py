@@ -7,10 +7,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import ConnDep
-from app.db.projects import list_projects
+from app.http.deps import ConnDep
+from app.http.session import visitor_of
 from app.pages.common import render
-from app.pages.session import visitor_of
+from app.services.projects import list_projects
 
 router = APIRouter(include_in_schema=False)
 

@@ -12,11 +12,11 @@ from sqlalchemy import Connection
 from analysis.errors import AnswerError
 from analysis.filters import Filters
 from analysis.split.options import SplitOptions, parse_job_range, parse_plan_duration_s
-from app.api.deps import ConnDep
-from app.api.params import FiltersDep
-from app.db.projects import Project
+from app.http.deps import ConnDep
+from app.http.params import FiltersDep
+from app.http.session import csrf_ok
 from app.pages.common import PageProject, project_context, render
-from app.pages.session import csrf_ok
+from app.project_records import Project
 from app.services.project_reads import FrameCache
 from app.services.recommendations import (
     load_history,

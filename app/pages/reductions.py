@@ -10,10 +10,10 @@ from sqlalchemy import Connection
 
 from analysis.errors import AnswerError
 from analysis.filters import Filters
-from app.api.deps import ConnDep
-from app.api.params import FiltersDep
-from app.db.projects import Project
+from app.http.deps import ConnDep
+from app.http.params import FiltersDep
 from app.pages.common import PageProject, project_context, render
+from app.project_records import Project
 from app.services.recommendations import matrix_recommendation, parametrize_recommendation
 
 router = APIRouter(include_in_schema=False)

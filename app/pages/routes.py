@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from app.http.headers import SecurityHeaders
 from app.pages import (
     accuracy,
     case_view,
@@ -30,7 +31,6 @@ from app.pages.common import (
     redirect,
     redirect_to_sign_in,
 )
-from app.pages.headers import SecurityHeaders
 
 VIEWS = (
     static,

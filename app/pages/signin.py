@@ -8,9 +8,9 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import ConnDep, check_token
+from app.http.deps import ConnDep, check_token
+from app.http.session import csrf_ok, end_session, start_session
 from app.pages.common import SIGN_IN_REASONS, render
-from app.pages.session import csrf_ok, end_session, start_session
 
 router = APIRouter(include_in_schema=False)
 

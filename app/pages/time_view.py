@@ -11,8 +11,8 @@ from sqlalchemy import Connection
 from analysis.errors import AnswerError
 from analysis.filters import Filters
 from analysis.rollups.shares import Rollup, check_dimension
-from app.api.deps import ConnDep
-from app.api.params import FiltersDep
+from app.http.deps import ConnDep
+from app.http.params import FiltersDep
 from app.pages.common import TABLE_ROWS, PageError, PageProject, project_context, render
 from app.services.project_reads import FrameCache, project_rollup
 from figures.theme import figure_html

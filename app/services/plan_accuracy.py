@@ -9,9 +9,12 @@ from sqlalchemy import Connection
 from analysis.accuracy.calibration import Calibration
 from analysis.accuracy.plan_accuracy import PlanAccuracy, plan_accuracy
 from app.db.plans import load_plan_runs, load_plans
-from app.db.projects import Project
+from app.project_records import Project
 from app.services.plan_store import project_calibration
 from app.services.recommendations import project_prices
+
+# Most plans one answer compares (each with every pipeline that ran it).
+MAX_PLANS = 100
 
 
 class PlanNotFound(LookupError):

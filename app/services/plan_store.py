@@ -19,7 +19,7 @@ from analysis.accuracy.plan_record import (
 )
 from analysis.split.shards import Shard
 from app.db.plans import load_plan_runs, load_plans, store_plan
-from app.db.projects import Project
+from app.project_records import Project
 
 # Executed plans the calibration learns from (the newest): the model changes, old plans age.
 CALIBRATION_PLANS = 50

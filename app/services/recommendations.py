@@ -30,10 +30,10 @@ from analysis.sizing.machine_fit import fit_machines, job_specs
 from analysis.split.options import SplitOptions
 from analysis.split.plan import SplitPlan, plan_splits
 from analysis.split.shards import Shard, assign_shards
-from app.db.projects import Project
 from app.db.repository import load_run_results, load_runs, run_days, with_tests
 from app.db.runners import runner_of_runs
 from app.db.shard_pins import ShardPin, load_pin, pin_once
+from app.project_records import Project
 from app.services.plan_store import (
     expected_error,
     project_calibration,

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
-from app.pages.session import SESSION_COOKIE
+from app.http.session import SESSION_COOKIE
 from tests.conftest import Database, ProjectFixture, make_project
 from tests.pages.conftest import (
     AUGMIX_A,

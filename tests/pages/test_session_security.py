@@ -16,9 +16,8 @@ import pytest
 from fastapi import Request, Response
 from sqlalchemy import Engine
 
-from app.db.projects import Project, TokenGrant
 from app.db.server_secret import server_secret
-from app.pages.session import (
+from app.http.session import (
     CSRF_COOKIE,
     SESSION_COOKIE,
     session_token_id,
@@ -26,6 +25,7 @@ from app.pages.session import (
     set_csrf_cookie,
     start_session,
 )
+from app.project_records import Project, TokenGrant
 from tests.conftest import LiveServer, make_project
 from tests.pages.conftest import AUGMIX_A, Site, session_cookies, sign_in_form
 

@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from app.api.errors import API_ERROR_CODES
+from app.http.errors import API_ERROR_CODES
 from ingest.parsers.errors import ERROR_CODES
 from ingest.worker import WORKER_ERROR_CODES
 

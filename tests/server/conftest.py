@@ -232,8 +232,8 @@ def serve_app(url: str, **settings: object) -> Iterator[str]:
     """A real uvicorn server (no worker) of the app on the database at `url`; its base URL."""
     import uvicorn
 
-    from app.api.app import create_app
     from app.db.engine import make_engine
+    from app.factory import create_app
     from app.settings import Settings
     from tests.conftest import free_port
 

@@ -6,8 +6,8 @@ import ast
 import re
 from pathlib import Path
 
-from app.api.errors import API_ERROR_CODES
-from app.api.upload_form import FIELD_MAX_CHARS
+from app.http.errors import API_ERROR_CODES
+from app.uploads.form import FIELD_MAX_CHARS
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from sqlalchemy import Engine, create_engine, text
 
-from app.api.app import create_app
 from app.db.auth_failures import record_failure, refusal_wait_s
+from app.factory import create_app
 from app.settings import Settings
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.pages.conftest import sign_in_form

@@ -1,4 +1,4 @@
-"""The client-disconnect probe long sync routes poll (app.api.params.ClientGoneDep), on uvicorn."""
+"""The client-disconnect probe long sync routes poll (app.http.params.ClientGoneDep), on uvicorn."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from app.api.params import ClientGoneDep
+from app.http.params import ClientGoneDep
 from app.server_options import uvicorn_options
 from tests.conftest import free_port
 

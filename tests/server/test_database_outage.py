@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import create_engine
 
-from app.api.app import create_app
 from app.db.engine import make_engine
+from app.factory import create_app
 from app.settings import Settings
 from tests.conftest import Database, free_port
 from tests.server.app_server import serve

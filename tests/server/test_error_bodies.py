@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.api.responses import ErrorBody, InvalidFieldBody
+from app.http.responses import ErrorBody, InvalidFieldBody
 from tests.conftest import LiveServer, ProjectFixture
 
 

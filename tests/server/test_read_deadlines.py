@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 from sqlalchemy import Engine
 
-from app.api.app import create_app
+from app.factory import create_app
 from app.server_options import uvicorn_options
 from app.settings import Settings
 from tests.conftest import ProjectFixture, free_port

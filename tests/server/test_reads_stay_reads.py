@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
-from app.api.app import create_app
+from app.factory import create_app
 from app.settings import Settings
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.factories import junit_xml

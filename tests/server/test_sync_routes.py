@@ -11,7 +11,7 @@ from typing import Any
 from fastapi.routing import APIRoute
 from sqlalchemy import create_engine
 
-from app.api.app import create_app
+from app.factory import create_app
 from app.settings import Settings
 
 

@@ -14,13 +14,8 @@ from click.testing import CliRunner
 from sqlalchemy import Engine
 
 from app.cli.main import cli
-from app.db.projects import (
-    MAX_PROJECT_NAME,
-    ProjectError,
-    create_project,
-    create_token,
-    get_project,
-)
+from app.db.projects import MAX_PROJECT_NAME, create_project, create_token, get_project
+from app.project_records import ProjectError
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.factories import junit_xml
 

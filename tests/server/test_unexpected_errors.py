@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 from sqlalchemy import Engine
 
-from app.api.app import create_app
+from app.factory import create_app
 from app.settings import Settings
 from tests.conftest import Database
 from tests.server.app_server import serve

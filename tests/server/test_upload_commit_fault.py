@@ -9,8 +9,8 @@ import httpx
 import pytest
 from sqlalchemy import Engine, text
 
-from app.api.app import create_app
-from app.api.deps import ConnDep
+from app.factory import create_app
+from app.http.deps import ConnDep
 from app.settings import Settings
 from tests.conftest import Database, LiveServer, ProjectFixture
 from tests.server.app_server import serve

@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.api.upload_form import FIELD_MAX_CHARS
+from app.uploads.form import FIELD_MAX_CHARS
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.server.test_upload_flow import upload, wait_done
 

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import Engine
 
-from app.api.app import create_app
+from app.factory import create_app
 from app.settings import Settings
 from tests.conftest import Database, LiveServer, ProjectFixture
 from tests.server.app_server import serve

@@ -8,9 +8,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy import Connection, Engine
 
-from app.api.errors import ApiError
 from app.db.auth_failures import record_failure, refusal_wait_s
-from app.db.projects import Project, TokenGrant, get_project, resolve_token
+from app.db.projects import get_project, resolve_token
+from app.http.errors import ApiError
+from app.project_records import Project, TokenGrant
 from app.settings import Settings
 
 
@@ -49,7 +50,7 @@ SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 def presented_token(request: Request) -> str | None:
     """The bearer token of the request. Cookies are never credentials for the API: the
-    dashboard's signed session cookie is read by the pages alone (app.pages.session)."""
+    dashboard's signed session cookie is read by the pages alone (app.http.session)."""
     header = request.headers.get("authorization", "")
     if header.lower().startswith("bearer "):
         return header[7:].strip() or None

@@ -19,7 +19,7 @@ import h11
 from fastapi.responses import JSONResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from app.api.errors import error_response
+from app.http.errors import error_response
 
 
 def _raw_answer(status_line: bytes, response: JSONResponse) -> bytes:

@@ -1,5 +1,5 @@
 """What a route declares about its answers: the success model and the error statuses it can
-really answer, each with the one error body (`{"code", "detail"}`, app.api.errors).
+really answer, each with the one error body (`{"code", "detail"}`, app.http.errors).
 
 A route writes `@router.get(path, **answers(Model, 401, 403, 404, 422))`; docs/api.md says why.
 """
@@ -8,14 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class ApiModel(BaseModel):
-    """Base of every answer model: a field the route writes but the model lacks is an error
-    (a 500 in the tests), never a field silently dropped from the answer."""
-
-    model_config = ConfigDict(extra="forbid")
+from app.schemas.base import ApiModel
 
 
 class ErrorBody(ApiModel):
@@ -74,7 +69,7 @@ _ERRORS: dict[int, tuple[str, Any]] = {
     ),
 }
 # Any request at all can be refused with these, before any route runs: a request head too
-# large (app.api.header_limit).
+# large (app.http.header_limit).
 HEAD_ERRORS = (414, 431)
 # Every route that reads the database can answer these, whatever its own errors.
 ALWAYS = (*HEAD_ERRORS, 500, 503)

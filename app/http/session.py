@@ -20,8 +20,9 @@ from fastapi import Request
 from fastapi.responses import Response
 from sqlalchemy import Connection, Engine
 
-from app.db.projects import TokenGrant, grant_of_token_id
+from app.db.projects import grant_of_token_id
 from app.db.server_secret import server_secret
+from app.project_records import TokenGrant
 
 SESSION_COOKIE = "laptime_session"
 CSRF_COOKIE = "laptime_csrf"

@@ -12,21 +12,21 @@ from sqlalchemy import Engine
 
 from app.api.accuracy import router as accuracy_router
 from app.api.docs_ui import mount_docs
-from app.api.errors import install_error_handlers
-from app.api.frame_budget import apply_frame_budget
-from app.api.header_limit import HeaderLimit
 from app.api.health import router as health_router
 from app.api.metrics_endpoint import router as metrics_router
 from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
 from app.api.recommendations import router as recommendations_router
-from app.api.request_observer import RequestObserver
-from app.api.upload_guard import UploadGuard
-from app.api.upload_outcomes import UploadOutcomes
-from app.api.uploads import router as uploads_router
 from app.db.pool_metrics import instrument_pool
+from app.http.errors import install_error_handlers
+from app.http.frame_budget import apply_frame_budget
+from app.http.header_limit import HeaderLimit
+from app.http.request_observer import RequestObserver
 from app.pages.routes import mount as mount_pages
 from app.settings import Settings
+from app.uploads.guard import UploadGuard
+from app.uploads.outcomes import UploadOutcomes
+from app.uploads.routes import router as uploads_router
 from figures.theme import warm_up as warm_up_figures
 
 
@@ -41,7 +41,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         # One schema per model: a field with a default is optional in answers as in requests
-        # (answers leave unset fields out, see app.api.responses.answers).
+        # (answers leave unset fields out, see app.http.responses.answers).
         separate_input_output_schemas=False,
         # operationId = the route function's name (`create_upload`, `rollups`): what a
         # generated client calls its functions. Names are unique (a test checks).

@@ -16,25 +16,23 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Connection
 
-from app.api.deps import ConnDep, EngineDep, SettingsDep, grant_of, record_noted_auth_failure
-from app.api.errors import ApiError
-from app.api.responses import answers
-from app.api.schemas.uploads import Requeued, UploadDocument, UploadReceipt
-from app.api.upload_form import UploadForm
-from app.api.upload_guard import GRANT_STATE_KEY
-from app.db.engine import transaction
-from app.db.projects import TokenGrant
-from app.db.uploads import (
+from app.http.deps import ConnDep, EngineDep, SettingsDep, grant_of, record_noted_auth_failure
+from app.http.errors import ApiError
+from app.http.responses import answers
+from app.project_records import TokenGrant
+from app.schemas.uploads import Requeued, UploadDocument, UploadReceipt
+from app.services.uploads import (
     IncomingFile,
     content_digest,
     get_upload,
     insert_upload,
     requeue_upload,
+    transaction,
 )
-from app.db.uploads import (
-    UploadReceipt as Receipt,
-)
+from app.services.uploads import UploadReceipt as Receipt
 from app.settings import Settings
+from app.uploads.form import UploadForm
+from app.uploads.guard import GRANT_STATE_KEY
 
 router = APIRouter(prefix="/api/v1", tags=["uploads"])
 READ_CHUNK_BYTES = 1 << 20

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from analysis.split.options import Granularity, Objective
-from app.api.responses import ApiModel
+from app.schemas.base import ApiModel
 
 CONFIG_TEXT = (
     "what to paste, where it applies: runner, github_actions, gitlab_ci, circleci, shell "

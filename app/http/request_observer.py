@@ -22,7 +22,7 @@ import time
 from prometheus_client import Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.upload_guard import UPLOADS_PATH, is_upload_post
+from app.http.upload_path import UPLOADS_PATH, is_upload_post
 from app.logs import REQUEST_ID
 
 log = logging.getLogger("laptime.request")

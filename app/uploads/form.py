@@ -12,23 +12,10 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from app.http.text_bounds import FIELD_MAX_CHARS
 from ingest.parsers.runners import RUNNERS
 from laptime_ci.labels import parse_labels, split_label
 
-# Longest accepted value of each text field, in characters.
-FIELD_MAX_CHARS: dict[str, int] = {
-    "job": 200,
-    "branch": 200,
-    "commit": 100,
-    "pipeline": 200,
-    "machine": 100,
-    "label key": 100,
-    "label value": 500,
-    "idempotency_key": 200,
-    "pull_request": 50,
-    "runner_os": 50,
-    "plan_id": 64,
-}
 # started_at must fall in [EARLIEST_START, now + START_SLACK]: a clock a day ahead is a
 # misconfigured runner, not a reason to lose its report; anything else is a bug in the sender.
 EARLIEST_START = datetime(1970, 1, 1, tzinfo=UTC)

@@ -14,24 +14,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.deps import grant_of, presented_token, record_noted_auth_failure
-from app.api.errors import DATABASE_DOWN, ApiError, database_unavailable, error_response
-from app.db.projects import TokenGrant
+from app.http.deps import grant_of, presented_token, record_noted_auth_failure
+from app.http.errors import DATABASE_DOWN, ApiError, database_unavailable, error_response
+from app.http.upload_path import is_upload_post
+from app.project_records import TokenGrant
 
-UPLOADS_PATH = "/api/v1/uploads"
 # Room for the form's text fields and the multipart framing on top of the files' bytes.
 FORM_ALLOWANCE_BYTES = 1024 * 1024
 # Where the guard leaves the grant it resolved, so the route does not look the token up again.
 GRANT_STATE_KEY = "upload_grant"
-
-
-def is_upload_post(scope: Scope) -> bool:
-    """Whether the request is a `POST /api/v1/uploads` (with or without a trailing slash)."""
-    return bool(
-        scope["type"] == "http"
-        and scope["method"] == "POST"
-        and scope["path"].rstrip("/") == UPLOADS_PATH
-    )
 
 
 class UploadGuard:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.api.responses import ApiModel
+from app.schemas.base import ApiModel
 
 
 class Completeness(ApiModel):

@@ -20,7 +20,7 @@ from pydantic import AfterValidator, BeforeValidator, StringConstraints
 from analysis.durations import MAX_DURATION_CHARS
 from analysis.filters import Filters
 from analysis.split.options import parse_job_range, parse_plan_duration_s
-from app.api.upload_form import FIELD_MAX_CHARS
+from app.http.text_bounds import FIELD_MAX_CHARS
 from app.services.project_reads import window_filters
 from laptime_ci.labels import split_label
 

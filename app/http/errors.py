@@ -1,7 +1,7 @@
 """The API's error answers: one JSON shape `{"code", "detail"}` with a stable code.
 
 `detail` is a sentence, except for `invalid-field` (422), where it is FastAPI's list of
-`{loc, msg, type}` naming each invalid field (`invalid()` in app.api.params makes one).
+`{loc, msg, type}` naming each invalid field (`invalid()` in app.http.params makes one).
 
 Codes are a contract (clients and scripts match on them); every one is documented in
 docs/errors.md and a test fails when one is missing there.

@@ -13,8 +13,8 @@ import json
 from prometheus_client import Counter
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.errors import API_ERROR_CODES
-from app.api.upload_guard import is_upload_post
+from app.http.errors import API_ERROR_CODES
+from app.http.upload_path import is_upload_post
 
 UPLOADS_RECEIVED = Counter("laptime_uploads_received", "Upload requests received.")
 UPLOADS_ACCEPTED = Counter(

@@ -7,7 +7,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.api.responses import ApiModel
+from analysis.accuracy.calibration import MIN_SAMPLES, Calibration
+from analysis.accuracy.plan_accuracy import PlanAccuracy
+from app.schemas.base import ApiModel
 
 
 class Comparison(ApiModel):
@@ -97,3 +99,28 @@ class AccuracyAnswer(ApiModel):
 
     plans: list[PlanAccuracyModel]
     calibration: CalibrationModel
+
+
+def _pct(fraction: float | None) -> float | None:
+    return None if fraction is None else round(100 * fraction, 2)
+
+
+def calibration_model(calibration: Calibration) -> CalibrationModel:
+    """The API form of a calibration."""
+    return CalibrationModel(
+        setup_factor=calibration.setup_factor,
+        test_factor=calibration.test_factor,
+        samples=calibration.samples,
+        min_samples=MIN_SAMPLES,
+        expected_error_pct=_pct(calibration.expected_error),
+        raw_error_pct=_pct(calibration.raw_error),
+        text=calibration.note(),
+    )
+
+
+def accuracy_answer(plans: list[PlanAccuracy], calibration: Calibration) -> AccuracyAnswer:
+    """The typed answer of the accuracy endpoint (also what the page renders)."""
+    return AccuracyAnswer(
+        plans=[PlanAccuracyModel.model_validate(p.to_dict()) for p in plans],
+        calibration=calibration_model(calibration),
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from app.api.responses import ApiModel
+from app.schemas.base import ApiModel
 
 
 class Liveness(ApiModel):

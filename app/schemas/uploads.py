@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
-from app.api.responses import ApiModel
+from app.schemas.base import ApiModel
 
 UploadStatus = Literal["queued", "processing", "done", "failed"]
 
