@@ -389,7 +389,7 @@ def _generate_day(
             "last_attempt_s": np.where(flaky, duration / 2, np.nan).ravel(),
             "flaky": flaky.ravel(),
             "peak_rss_mib": rss.ravel(),
-            # Synthetic history is JUnit-like here: no CPU, order, heap or wait measured (#18).
+            # Synthetic history is JUnit-like here: no CPU, order, heap or wait measured.
             "cpu_s": np.full(total, np.nan),
             "seq": np.full(total, np.nan),
             "gc_s": np.full(total, np.nan),

@@ -1,4 +1,5 @@
-"""A CI job's wall predicted from its parts (#18): what a split job will really take.
+"""A CI job's wall predicted from its parts: what a split job will really take.
+The terms are defined in docs/planner.md#the-model.
 
     wall = setup_factor x (ci_setup + startup + collect + first_use) + test_factor x tests
 

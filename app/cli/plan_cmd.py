@@ -166,7 +166,7 @@ def plan(
             wait_target_s=wait_target_s,
             window_runs=window_runs,
             marker=marker,
-            runner=local_runner(data),  # runners (#17)
+            runner=local_runner(data),  # runners
             invocation=replay,
         )
         result = plan_splits(
@@ -277,7 +277,7 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
         console.print("[bold]Run[/]:")
         for job in result.jobs:
             command = shlex.join(["pytest", *job.pytest_args])
-            if result.config.get("runner", "pytest") != "pytest":  # runners (#17)
+            if result.config.get("runner", "pytest") != "pytest":  # runners
                 command = job.command
             if len(command) > COMMAND_SHOWN:
                 command = command[:COMMAND_SHOWN] + " ..."

@@ -147,7 +147,7 @@ def narrow_tests(tests: pd.DataFrame, filters: Filters) -> pd.DataFrame:
     return tests.loc[filter_facts(probe, only_tests).index]
 
 
-# The numeric run columns of the job model (#18): float64, NaN when unknown.
+# The numeric run columns of the job model: float64, NaN when unknown.
 _RUN_MEASURES = (
     "cpu_s",
     "startup_s",

@@ -1,5 +1,5 @@
 """The "Did it come true?" page: each executed plan's predicted walls against the measured
-ones, per pipeline, and what the measurements teach the model (#18)."""
+ones, per pipeline, and what the measurements teach the model."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Plans as handed out (#18): stored when the recommendations and shards answer, and the
-error a recommendation can expect, learnt from the jobs that ran earlier plans."""
+"""Plans as handed out: stored when the recommendations and shards answer, and the
+error a recommendation can expect, learnt from the jobs that ran earlier plans
+(docs/planner.md#did-it-come-true-plans-that-close-the-loop)."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ def test_shard_reads_collected_from_stdin(report: Path) -> None:
         )
         assert result.exit_code == 0, result.output
         outputs.append([line for line in result.stdout.splitlines() if line])
-    # pytest's arguments, one a line: each file is whole in one shard, so files (#18).
+    # pytest's arguments, one a line: each file is whole in one shard, so files.
     everything = sorted(outputs[0] + outputs[1])
     assert everything == ["a.py", "b.py", "c.py", "d.py"]
 
@@ -103,7 +103,7 @@ def test_plan_names_the_model_inputs_a_durations_report_lacks(report: Path) -> N
 
 
 def test_offline_plan_says_its_runs_cannot_be_matched(report: Path) -> None:
-    # `laptime plan` stores nothing: its snippet must not pretend to close the loop (#18).
+    # `laptime plan` stores nothing: its snippet must not pretend to close the loop.
     result = CliRunner().invoke(
         cli, ["plan", str(report), "--jobs", "2", "--granularity", "file", "--overhead", "0"]
     )

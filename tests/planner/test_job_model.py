@@ -1,4 +1,4 @@
-"""The job model (#18) on hand-built histories whose parts are known; each number is worked out."""
+"""The job model on hand-built histories whose parts are known; each number is worked out."""
 
 from __future__ import annotations
 

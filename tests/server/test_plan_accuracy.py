@@ -1,4 +1,4 @@
-"""Close the loop (#18), end to end on a live server: a shard plan is handed out and stored,
+"""Close the loop, end to end on a live server: a shard plan is handed out and stored,
 its jobs upload their reports naming it (form field `plan_id` or label `plan=<id>`, with
 `shard=I/N`) in two pipelines, and the accuracy endpoint compares prediction and measurement
 with the errors this test computes on its own."""
