@@ -187,7 +187,7 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
         lambda v: v if isinstance(v, dict) else json.loads(v) if v else {}
     )
     frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
-    # Unknown stays NaN (never 0): a JUnit-only run has none of the #18 measures.
+    # Unknown stays NaN (never 0): a JUnit-only run has none of the job model's measures.
     for column in _RUN_MEASURES:
         frame[column] = pd.to_numeric(frame[column]).astype("float64")
     frame["collect_by_file"] = frame["collect_by_file"].map(

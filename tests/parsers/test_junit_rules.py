@@ -183,7 +183,7 @@ def test_brackets_are_params_only_for_pytest() -> None:
         ("tests.v1.test_x.TestC", "tests/v1/test_x.py", ("tests/v1/test_x.py", "TestC")),
         ("a.test_x.TestC", "/abs/ci/a/test_x.py", ("a/test_x.py", "TestC")),
         ("Tests.test_x", "Tests/test_x.py", ("Tests/test_x.py", "")),
-        # #18: a directory's dot is not a slash (`python3/11` was the bug).
+        # A directory's dot is not a slash (`python3/11` was the bug).
         (
             "venv.lib.python3.11.site-packages.pkg.test_x.TestC",
             None,

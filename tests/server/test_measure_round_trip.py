@@ -70,7 +70,7 @@ def with_heap_measures(data: bytes) -> bytes:
 
 
 def with_wait_measures(data: bytes) -> bytes:
-    """The report with the run-queue waits a plugin on Linux writes (cpu_wait_s, #18 follow-up):
+    """The report with the run-queue waits a plugin on Linux writes (cpu_wait_s):
     the plugin's own where it wrote them, else values of that shape with one unknown (null, as
     where the kernel does not say), so the storage path is checked whichever plugin made it."""
     doc = json.loads(data)

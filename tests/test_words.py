@@ -1,0 +1,154 @@
+"""Every pointer a reader meets can be followed: no issue numbers (the clone has no tracker),
+no citation of a design file the repository does not hold, and every `*.md#anchor` link in the
+code and docs names a heading that exists."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# The shipped packages and everything beside them that holds Python (tests/data is corpus
+# files written by other projects, not ours).
+PACKAGES = (
+    "app",
+    "ingest",
+    "analysis",
+    "figures",
+    "dashboards",
+    "pgcodec",
+    "client",
+    "model",
+    "demo",
+    "scripts",
+    "bench",
+    "tests",
+    "migrations",
+)
+# `(#18)`, `#27)`, `before #18`, `(#2)`: two digits after `#`, or one inside a parenthesis.
+# Not CSS colours (`#1f77b4`, `#123`, `#000000`), HTML entities (`&#39;`), `owner/repo#16354`,
+# nor the ` #2` that marks a test's second execution (docs/parsing.md#executions-not-names).
+ISSUE_HASH = re.compile(r"(?<![\w#&/])#\d{2}(?![\w])|\(#\d(?![\w])")
+# `issue 27`, `issue #13`, `Issues 13`.
+ISSUE_WORD = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+# The design doc lived outside the repository: the story is docs/story.md now, and a line
+# that mentions the story links it.
+MISSING_DOC = re.compile(r"ARCHITECTURE\.md|\b[Tt]he story\b(?!.*story\.md)")
+MD_LINK = re.compile(r"(?<![\w/.-])((?:docs/)?[\w-]+\.md)#([\w-]+)")
+
+
+def _python_files() -> list[Path]:
+    files = []
+    for package in PACKAGES:
+        base = ROOT / package
+        if base.is_dir():
+            files += [p for p in base.rglob("*.py") if "data" not in p.relative_to(ROOT).parts]
+    # This file spells out what it looks for.
+    return sorted(p for p in files if p != Path(__file__).resolve())
+
+
+def _doc_files() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _cited_files() -> list[Path]:
+    # The story itself may say "the story" without linking to itself.
+    return [p for p in _python_files() + _doc_files() if p.name != "story.md"]
+
+
+def _hits(pattern: re.Pattern[str], files: list[Path]) -> list[str]:
+    hits = []
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if pattern.search(line):
+                hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    return hits
+
+
+def test_the_file_lists_are_not_empty() -> None:
+    # A pattern that scans nothing would pass whatever the code says.
+    assert len(_python_files()) > 300
+    assert len(_doc_files()) > 10
+
+
+@pytest.mark.parametrize("pattern", [ISSUE_HASH, ISSUE_WORD], ids=["hash", "word"])
+def test_no_issue_numbers(pattern: re.Pattern[str]) -> None:
+    """Say the reason, or link the doc section that records the decision, instead."""
+    assert _hits(pattern, _python_files() + _doc_files()) == []
+
+
+def test_no_citation_of_a_missing_design_doc() -> None:
+    """The product's story is docs/story.md: cite its section, not a file a clone lacks."""
+    assert _hits(MISSING_DOC, _cited_files()) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "issue"),
+    [
+        ("# runners (#17)", True),
+        ("(issue #13, item 4)", True),
+        ("# a read stores nothing,\n# #27) whose", True),
+        ("Issue 27 item 2: a nameless row", True),
+        ('color: "#1f77b4"', False),
+        ("background: #000000;", False),
+        ("&#39;", False),
+        ("argotorg/solidity#16354", False),
+        ("an item 3", False),
+        ("before #18 fell back", True),
+        ("(#2)", True),
+        ('"s::C::x #2"', False),
+    ],
+)
+def test_the_patterns_tell_issue_numbers_from_colours(line: str, issue: bool) -> None:
+    found = bool(ISSUE_HASH.search(line) or ISSUE_WORD.search(line))
+    assert found is issue
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a markdown heading."""
+    text = unicodedata.normalize("NFC", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(markdown: str) -> set[str]:
+    """Every heading's anchor in a markdown file, with GitHub's -1, -2 for repeats."""
+    seen: dict[str, int] = {}
+    found = set()
+    in_code = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        if in_code or not re.match(r"#{1,6} ", line):
+            continue
+        base = slug(line.lstrip("#"))
+        count = seen.get(base, 0)
+        seen[base] = count + 1
+        found.add(base if count == 0 else f"{base}-{count}")
+    return found
+
+
+def test_slug_matches_github() -> None:
+    assert slug(" Did it come true? (plans that close the loop)") == (
+        "did-it-come-true-plans-that-close-the-loop"
+    )
+    assert slug(" The allocator (`--laptime-malloc`)") == "the-allocator---laptime-malloc"
+    assert anchors("# A\n## A\n```\n# not a heading\n```\n") == {"a", "a-1"}
+
+
+def test_every_md_anchor_resolves() -> None:
+    """A link to `docs/x.md#part` in code or docs names a heading that x.md has."""
+    broken = []
+    for path in _python_files() + _doc_files():
+        text = path.read_text(encoding="utf-8")
+        for target, anchor in MD_LINK.findall(text):
+            name = Path(target).name
+            doc = ROOT / name if name == "README.md" else ROOT / "docs" / name
+            if not doc.is_file():
+                broken.append(f"{path.relative_to(ROOT)}: {target} does not exist")
+            elif anchor not in anchors(doc.read_text(encoding="utf-8")):
+                broken.append(f"{path.relative_to(ROOT)}: {target}#{anchor}")
+    assert broken == []
