@@ -230,7 +230,7 @@ def _build_catalog(tests: int, rng: np.random.Generator) -> _Catalog:
             base[mask] = ref_total * share * _norm(weights[mask])
 
     is_model = (files == MODELS_FILE) | (files == BACKBONE_FILE)
-    # Markers: model files are unmarked (the story: nobody had marked them slow yet).
+    # Markers: model files are unmarked (docs/story.md: nobody had marked them slow yet).
     draw = rng.random(tests)
     marker_options: list[list[str]] = [[], ["slow"], ["needs_cuda"], ["slow", "needs_cuda"]]
     marker_index = np.select([draw < 0.04, draw < 0.07, draw < 0.08], [1, 2, 3], 0)
