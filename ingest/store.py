@@ -341,8 +341,9 @@ def _job_peak(meta: RunMetadata, session: SessionInfo) -> tuple[float | None, st
     """The run's peak memory: the upload's, else the report's; never a cgroup's.
 
     Plugins before the job model's measures fell back to the container cgroup's `memory.peak`
-    (its lifetime maximum over every process in it: 996 MiB from an earlier pip install where the tests peaked at
-    281 MiB) and labelled it `peak_rss_source: cgroup`; their upload sent the same number.
+    (its lifetime maximum over every process in it: 996 MiB from an earlier pip install where the
+    tests peaked at 281 MiB) and labelled it `peak_rss_source: cgroup`;
+    their upload sent the same number.
     """
     peak = meta.peak_rss_mib if meta.peak_rss_mib is not None else session.peak_rss_mib
     if session.peak_rss_source == "cgroup" and peak is not None and peak == session.peak_rss_mib:
