@@ -152,3 +152,24 @@ def test_every_md_anchor_resolves() -> None:
             elif anchor not in anchors(doc.read_text(encoding="utf-8")):
                 broken.append(f"{path.relative_to(ROOT)}: {target}#{anchor}")
     assert broken == []
+
+
+def test_every_path_the_glossary_names_exists() -> None:
+    """The glossary says where each term lives; a moved module must move its entry too."""
+    text = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    paths = re.findall(r"`((?:app|ingest|analysis|model|client|figures|demo)/[\w./-]*)`", text)
+    assert len(paths) > 30
+    assert [p for p in paths if not (ROOT / p).exists()] == []
+
+
+def test_the_glossary_defines_the_domain_words() -> None:
+    """The words a newcomer meets first each have an entry."""
+    headings = anchors((ROOT / "docs" / "glossary.md").read_text(encoding="utf-8"))
+    words = (
+        "cell", "facts", "kept-frames-and-answers", "selection-unit", "explosion", "strength",
+        "covering-set", "verdict", "pareto-rows", "first-use-cost", "setup-overhead",
+        "developer-wait", "machine-time", "job-wall", "shard", "pipeline", "plan",
+        "calibration", "catalogue", "labels-and-the-labels-key", "test-function",
+        "quiet-machine-normalisation", "heap-bound-time", "job-model", "runner",
+    )  # fmt: skip
+    assert [w for w in words if w not in headings] == []
