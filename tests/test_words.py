@@ -4,9 +4,12 @@ code and docs names a heading that exists."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 import unicodedata
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -173,3 +176,45 @@ def test_the_glossary_defines_the_domain_words() -> None:
         "quiet-machine-normalisation", "heap-bound-time", "job-model", "runner",
     )  # fmt: skip
     assert [w for w in words if w not in headings] == []
+
+
+def _glossary_links() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "glossary_links", ROOT / "scripts" / "glossary_links.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Its dataclass looks its module up by name while the module runs.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_each_terms_first_mention_links_the_glossary() -> None:
+    """README.md and docs/*.md link each glossary term where a reader first meets it."""
+    links = _glossary_links()
+    missing = [m for path in links.documents() for m in links.unlinked(path, _lines(path))]
+    assert missing == []
+
+
+def test_an_unlinked_first_mention_is_found_and_linked() -> None:
+    links = _glossary_links()
+    doc = ROOT / "docs" / "planner.md"
+    lines = [
+        "# A heading about the job model",
+        "",
+        "    the job model in an indented block",
+        "See `the job model` and [the story](story.md): the job model predicts; the job model.",
+    ]
+    assert links.unlinked(doc, lines) == ["docs/planner.md:4: job-model"]
+    fixed = links.add_links(doc, lines)
+    assert fixed[3].endswith(": the [job model](glossary.md#job-model) predicts; the job model.")
+    assert links.unlinked(doc, fixed) == []
+    # From the README the entry is one folder down.
+    readme = links.add_links(ROOT / "README.md", lines)
+    assert "[job model](docs/glossary.md#job-model)" in readme[3]
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").split("\n")
