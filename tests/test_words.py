@@ -53,6 +53,23 @@ def _python_files() -> list[Path]:
     return sorted(p for p in files if p != Path(__file__).resolve())
 
 
+# Templates, scripts, styles and settings: pointers a reader meets outside Python too.
+TEXT_SUFFIXES = {".html", ".js", ".css", ".toml", ".sh", ".yml", ".yaml"}
+
+
+def _text_files() -> list[Path]:
+    files = [ROOT / "pyproject.toml", ROOT / "docker-compose.yml", ROOT / "Dockerfile"]
+    for package in PACKAGES:
+        base = ROOT / package
+        if base.is_dir():
+            files += [
+                p
+                for p in base.rglob("*")
+                if p.suffix in TEXT_SUFFIXES and "data" not in p.relative_to(ROOT).parts
+            ]
+    return sorted(p for p in files if p.is_file())
+
+
 def _doc_files() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -75,12 +92,13 @@ def test_the_file_lists_are_not_empty() -> None:
     # A pattern that scans nothing would pass whatever the code says.
     assert len(_python_files()) > 300
     assert len(_doc_files()) > 10
+    assert len(_text_files()) > 20
 
 
 @pytest.mark.parametrize("pattern", [ISSUE_HASH, ISSUE_WORD], ids=["hash", "word"])
 def test_no_issue_numbers(pattern: re.Pattern[str]) -> None:
     """Say the reason, or link the doc section that records the decision, instead."""
-    assert _hits(pattern, _python_files() + _doc_files()) == []
+    assert _hits(pattern, _python_files() + _text_files() + _doc_files()) == []
 
 
 def test_no_citation_of_a_missing_design_doc() -> None:
