@@ -43,6 +43,7 @@ TERMS: dict[str, str] = {
     "machine-time": r"machine time",
     "matrix-reduction": r"(?:CI )?matrix reduction",
     "pareto-rows": r"pareto (?:table|rows?)",
+    "partial-report": r"partial reports?",
     "pipeline": r"pipelines?",
     "plan": r"(?:split|stored|tracked) plans?",
     # Not a benchmark's quiet machine: the planner's normalisation.
@@ -52,6 +53,7 @@ TERMS: dict[str, str] = {
     "selection-unit": r"selection units?",
     "setup-overhead": r"setup overhead",
     "shard": r"shards?",
+    "snippet": r"(?:CI )?snippets?",
     "strength": r"strength",
     "test-function": r"parametrize ids stripped|test functions?",
     "verdict": r"verdicts?",
