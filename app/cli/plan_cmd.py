@@ -166,7 +166,7 @@ def plan(
             wait_target_s=wait_target_s,
             window_runs=window_runs,
             marker=marker,
-            runner=local_runner(data),  # runners
+            runner=local_runner(data),  # in the runner's words: docs/runners.md
             invocation=replay,
         )
         result = plan_splits(
@@ -277,7 +277,8 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
         console.print("[bold]Run[/]:")
         for job in result.jobs:
             command = shlex.join(["pytest", *job.pytest_args])
-            if result.config.get("runner", "pytest") != "pytest":  # runners
+            # In the runner's words (docs/runners.md).
+            if result.config.get("runner", "pytest") != "pytest":
                 command = job.command
             if len(command) > COMMAND_SHOWN:
                 command = command[:COMMAND_SHOWN] + " ..."

@@ -158,8 +158,10 @@ def split_recommendation(
         else load_history(conn, project, filters, one_cell=True, cell=cell)
     )
     cell_key, cells, history = _pick_cell(loaded, cell)
-    options = _with_stored_runner(conn, project, history.runs, options)  # runners
-    options = _with_recorded_invocation(history.runs, options)  # plans that run
+    # In the stored runner's words (docs/runners.md), replaying the history's pytest invocation
+    # (docs/planner.md#selections-that-run).
+    options = _with_stored_runner(conn, project, history.runs, options)
+    options = _with_recorded_invocation(history.runs, options)
     # The project's measured jobs recalibrate the model's setup and test speed.
     calibration = project_calibration(conn, project)
     options = replace(
