@@ -65,7 +65,7 @@ class History:
     runs: pd.DataFrame
     cells: tuple[str, ...] = ()
     # Split plans already made from this history (the page's plan and its sizing share one).
-    plans: dict[tuple[str, str, str], SplitPlan] = field(
+    plans: dict[tuple[str, SplitOptions, tuple[tuple[str, float], ...]], SplitPlan] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -202,7 +202,7 @@ def _plan(
 ) -> SplitPlan:
     """plan_splits of one cell's `history`, made once per question from `loaded` (an
     incomplete plan, stopped by `should_stop`, is not kept)."""
-    key = (cell_key, repr(options), repr(sorted(prices.items())) if prices else "")
+    key = (cell_key, options, tuple(sorted(prices.items())) if prices else ())
     if key in loaded.plans:
         return loaded.plans[key]
     plan = plan_splits(
