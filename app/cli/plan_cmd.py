@@ -35,7 +35,6 @@ from app.cli.options import (
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 
 MEMBERS_SHOWN = 6
-COMMAND_SHOWN = 300
 
 
 @click.command()
@@ -279,9 +278,8 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
             command = shlex.join(["pytest", *job.pytest_args])
             if result.config.get("runner", "pytest") != "pytest":  # runners (#17)
                 command = job.command
-            if len(command) > COMMAND_SHOWN:
-                command = command[:COMMAND_SHOWN] + " ..."
-            console.print(f"  {job.name}: {command}", markup=False, highlight=False)
+            # Whole and unwrapped: the printed line is the command to copy (#33).
+            console.print(f"  {job.name}: {command}", markup=False, highlight=False, soft_wrap=True)
     if "github_actions" in config:
         console.print("[bold]GitHub Actions[/]:")
-        console.print(config["github_actions"], markup=False, highlight=False)
+        console.print(config["github_actions"], markup=False, highlight=False, soft_wrap=True)
