@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from analysis.durations import format_duration
+from analysis.split.job_model import missing_inputs_note
 from analysis.split.options import (
     GRANULARITIES,
     MAX_WINDOW_RUNS,
@@ -203,13 +204,9 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
     console.print(f"[bold {style[result.verdict]}]{verdict}[/]: {result.reason}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
-    if result.inputs_missing:
-        console.print(
-            "model: the history lacks " + ", ".join(result.inputs_missing) + "; the setup "
-            "overhead stands in for them (record with the laptime plugin, docs/planner.md)",
-            markup=False,
-            highlight=False,
-        )
+    note = missing_inputs_note(result.inputs_missing)
+    if note:
+        console.print(note, markup=False, highlight=False)
     # A plugin history (it has the run order) that still lacks the allocator state: no overhead
     # stands in for this one, so say what to change. JUnit-only history is told above.
     if "malloc" in result.inputs_missing and "seq" not in result.inputs_missing:
