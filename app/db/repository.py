@@ -177,7 +177,8 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 collected_files::float8 AS collected_files, collect_by_file, invocation, rootdir,
                 heap_objects_start::float8 AS heap_objects_start,
                 heap_objects_collected::float8 AS heap_objects_collected,
-                heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc, platform
+                heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc, platform,
+                plan_id
             FROM run WHERE {} ORDER BY started_at
             """
         ).format(where),
@@ -195,7 +196,9 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
     )
     for column in RUN_TEXT_COLUMNS:
         frame[column] = text_or_none(frame[column])
-    return frame[[*RUN_COLUMNS, "labels_key", "test_s", "tests", "missing", "upload_id"]]
+    # plan_id: a run that executed a plan is no job of today's pipeline (todays_runs).
+    extra = ["labels_key", "test_s", "tests", "missing", "upload_id", "plan_id"]
+    return frame[[*RUN_COLUMNS, *extra]]
 
 
 _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (

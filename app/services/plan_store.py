@@ -74,5 +74,7 @@ def expected_error(calibration: Calibration) -> dict[str, Any]:
     return {
         "error_pct": None if error is None else round(100 * error, 1),
         "samples": calibration.samples,
+        # Factors learnt from measured jobs (else 1.0): documented, scripts may key on it.
+        "calibrated": error is not None,
         "text": calibration.note(),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,20 @@ def test_a_junit_history_is_not_told_about_the_allocator(report: Path) -> None:
     said = " ".join(result.output.split())
     assert "malloc" in said
     assert "dynamic malloc thresholds" not in said
+
+
+def test_plan_text_prints_each_job_command_whole_on_one_line(tmp_path: Path) -> None:
+    # A long selection (many long file names) must not be cut or wrapped: copy-paste runs it.
+    lines = [f"{1 + i % 7}.00s call     tests/some/deep/package/test_module_{i:03d}.py::t"
+             for i in range(60)]  # fmt: skip
+    report = tmp_path / "job.txt"
+    report.write_text("\n".join(["=== slowest durations ===", *lines, "=== 60 passed ==="]) + "\n")
+    args = ["plan", str(report), "--jobs", "2", "--granularity", "file", "--overhead", "0"]
+    planned = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    text = CliRunner().invoke(cli, args).output
+    printed = [line.strip() for line in text.splitlines()]
+    for job in planned["jobs"]:
+        command = shlex.join(["pytest", *job["pytest_args"]])
+        assert len(command) > 300
+        assert f"{job['name']}: {command}" in printed
+    assert not any(line.endswith("...") for line in printed)
