@@ -423,10 +423,9 @@ def missing_inputs_note(inputs_missing: Sequence[str]) -> str:
     """What the model lacks and how to get it, for `laptime plan`'s text ("" when nothing)."""
     if not inputs_missing:
         return ""
-    if "seq" not in inputs_missing and set(inputs_missing) <= {"job_wall_s", "malloc"}:
-        # The plugin recorded the run: only the CI job's start stamp was absent (#33).
-        if "job_wall_s" not in inputs_missing:
-            return ""
+    if "job_wall_s" in inputs_missing and set(inputs_missing) <= {"job_wall_s", "malloc"}:
+        # The plugin recorded the run (it has the run order): only the CI job's start stamp
+        # was absent; a missing allocator state is told apart by the caller.
         return (
             "model: the history has no CI job start stamp, so the job's wall before pytest "
             "is unknown and the setup overhead stands in for it (export "

@@ -276,7 +276,7 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
             # In the runner's words (docs/runners.md).
             if result.config.get("runner", "pytest") != "pytest":
                 command = job.command
-            # Whole and unwrapped: the printed line is the command to copy (#33).
+            # Whole and unwrapped: the printed line is the command to copy.
             console.print(f"  {job.name}: {command}", markup=False, highlight=False, soft_wrap=True)
     if "github_actions" in config:
         console.print("[bold]GitHub Actions[/]:")

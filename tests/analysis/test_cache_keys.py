@@ -1,5 +1,5 @@
 """Answer caches are keyed on the question's value, not on its repr(): equal questions share an
-entry whatever order their labels were given in, and the key is hashable (issue 28)."""
+entry whatever order their labels were given in, and the key is hashable."""
 
 from __future__ import annotations
 

@@ -439,7 +439,7 @@ def test_cores_used_are_read_against_the_wall_the_history_measured() -> None:
 
 
 def test_a_plugin_history_without_job_wall_is_told_the_missing_start_stamp() -> None:
-    # The plugin recorded the run order (seq): only the job's start stamp was missing (#33).
+    # The plugin recorded the run order (seq): only the job's start stamp was missing.
     from analysis.split.job_model import missing_inputs_note
 
     note = missing_inputs_note(("job_wall_s",))

@@ -212,7 +212,7 @@ def test_a_plan_never_stopped_is_complete() -> None:
 
 def test_before_is_todays_pipeline_not_the_jobs_of_executed_plans() -> None:
     # Two plain runs of one job, then the jobs of two executed plans (2 and 3 jobs, by
-    # plan label or by the stored plan_id): "before" stays the one job run today (#33).
+    # plan label or by the stored plan_id): "before" stays the one job run today.
     durations = {f"f{i}.py::t": 10.0 + i for i in range(6)}
     results = [results_for(1, durations), results_for(2, durations)]
     rows = [run_row(1, wall_s=80.0), run_row(2, wall_s=80.0)]

@@ -1,6 +1,6 @@
 """The JSON contracts, byte for byte: every GET/POST answer of the API on one fixed history, and
 the CLI's `--json` outputs on fixed reports, compared with the bytes stored under
-tests/data/golden/ (captured before the answers became typed objects end to end, issue 28).
+tests/data/golden/ (captured before the answers became typed objects end to end).
 
 What differs between runs by construction (the project's slug, plan ids, database ids, the
 clock) is replaced by a stable placeholder in the raw bytes; everything else must be equal.

@@ -1,5 +1,5 @@
 """The read answers' schemas against the domain they are built from: a column or field added,
-removed or renamed in the rollups fails here instead of drifting (issue 28)."""
+removed or renamed in the rollups fails here instead of drifting."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The answer schemas are checked against the domain objects they are built from: a field
-added, removed or renamed on either side fails here, never drifts by hand (issue 28)."""
+added, removed or renamed on either side fails here, never drifts by hand."""
 
 from __future__ import annotations
 
