@@ -14,7 +14,6 @@ from analysis.filters import Filters
 from app.db.repository import load_runs
 from app.project_records import Project
 from app.services.project_reads import kept_test_dictionary, run_results
-from model.frames import OUTCOMES
 
 # Base runs compared against: the newest of the cell, enough for a median and a MAD.
 BASE_RUNS = 20
@@ -28,10 +27,7 @@ def _named(conn: Connection, project: Project, run_ids: list[int]) -> pd.DataFra
     """Results of runs with nodeid and outcome text."""
     results = run_results(conn, project.id, run_ids)
     tests = kept_test_dictionary(conn, project.id)
-    frame = results.assign(
-        nodeid=results["test_id"].map(tests["nodeid"]),
-        outcome=results["outcome_code"].map(dict(enumerate(OUTCOMES))),
-    )
+    frame = results.assign(nodeid=results["test_id"].map(tests["nodeid"]))
     return frame[["run_id", "nodeid", "outcome", "duration_s", "flaky"]].fillna({"duration_s": 0.0})
 
 
