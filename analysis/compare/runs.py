@@ -117,7 +117,9 @@ def compare_runs(
     failing_here = set(head_results.loc[head_results["outcome"].isin(FAILING), "nodeid"])
     base_outcomes = base_results.groupby("nodeid")["outcome"]
     base_failed = set(base_results.loc[base_results["outcome"].isin(FAILING), "nodeid"])
-    mixed = {str(n) for n, o in base_outcomes if o.isin(FAILING).any() and not o.isin(FAILING).all()}
+    mixed = {
+        str(n) for n, o in base_outcomes if o.isin(FAILING).any() and not o.isin(FAILING).all()
+    }
     retried = set(base_results.loc[base_results["flaky"].astype(bool), "nodeid"]) | set(
         head_results.loc[head_results["flaky"].astype(bool), "nodeid"]
     )

@@ -31,7 +31,9 @@ def _named(conn: Connection, project: Project, run_ids: list[int]) -> pd.DataFra
     return frame[["run_id", "nodeid", "outcome", "duration_s", "flaky"]].fillna({"duration_s": 0.0})
 
 
-def compare_pipeline(conn: Connection, project: Project, pipeline: str, base: str) -> dict[str, Any]:
+def compare_pipeline(
+    conn: Connection, project: Project, pipeline: str, base: str
+) -> dict[str, Any]:
     """The pipeline's runs against `base`'s newest runs of the same job and labels."""
     runs = load_runs(conn, project.id, Filters())
     head = runs[runs["pipeline"] == pipeline]

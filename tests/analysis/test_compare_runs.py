@@ -6,7 +6,7 @@ import statistics
 
 import pandas as pd
 
-from analysis.compare.runs import FLOOR_S, K, MAD_SIGMA, compare_runs, threshold
+from analysis.compare.runs import FLOOR_S, MAD_SIGMA, K, compare_runs, threshold
 
 
 def _results(run_id: int, rows: dict[str, tuple[float, str, bool]]) -> list[dict[str, object]]:

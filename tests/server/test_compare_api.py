@@ -31,6 +31,7 @@ def test_compare_against_base_runs(live_server: LiveServer, project: ProjectFixt
     assert abs(answer["test_time"]["here"] - junit_total_seconds(head)) < 1e-6
     assert len(answer["new_failures"]) == 1, answer
     unknown = httpx.get(url, params={"pipeline": "nope"}, headers=auth)
-    assert unknown.status_code == 404 and unknown.json()["code"] == "pipeline-unknown"
+    assert unknown.status_code == 404
+    assert unknown.json()["code"] == "pipeline-unknown"
     nobase = httpx.get(url, params={"pipeline": "pr-1", "base": "dev"}, headers=auth)
     assert nobase.status_code == 422
