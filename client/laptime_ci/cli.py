@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from laptime_ci import __version__
+from laptime_ci.compare_cmd import add_parsers as add_compare_parsers
+from laptime_ci.compare_cmd import run_comment, run_compare
 from laptime_ci.labels import parse_labels
 from laptime_ci.send import IngestFailed, send_and_report
 from laptime_ci.shard_record import (
@@ -126,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     fold.add_argument(
         "--cache", default=os.environ.get("LAPTIME_SHARD_CACHE", DEFAULT_CACHE), help="the cache"
     )
+    add_compare_parsers(commands)
     return parser
 
 
@@ -281,6 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "shard": _shard,
         "shard-verify": _shard_verify,
         "shard-fold": _shard_fold,
+        "compare": lambda a: run_compare(a, _echo),
+        "comment": lambda a: run_comment(a, _echo),
     }
     return handlers[args.command](args)
 

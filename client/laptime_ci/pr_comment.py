@@ -38,7 +38,7 @@ def _request(method: str, url: str, headers: dict[str, str], body: Any = None) -
     request = urllib.request.Request(url, data=data, method=method, headers=headers)
     if data is not None:
         request.add_header("Content-Type", "application/json")
-    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - https/http only
+    with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read() or b"null")
 
 
