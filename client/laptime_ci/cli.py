@@ -275,6 +275,14 @@ def _shard_fold(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    return run_compare(args, _echo)
+
+
+def _comment(args: argparse.Namespace) -> int:
+    return run_comment(args, _echo)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `laptime-ci` console script."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
@@ -284,8 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "shard": _shard,
         "shard-verify": _shard_verify,
         "shard-fold": _shard_fold,
-        "compare": lambda a: run_compare(a, _echo),
-        "comment": lambda a: run_comment(a, _echo),
+        "compare": _compare,
+        "comment": _comment,
     }
     return handlers[args.command](args)
 

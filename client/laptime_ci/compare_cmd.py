@@ -40,7 +40,7 @@ def fetch_compare(url: str, project: str, pipeline: str, base: str, token: str |
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=60) as response:
             return json.loads(response.read())
     except urllib.error.HTTPError as exc:
         try:
