@@ -50,6 +50,15 @@ def _size(lines: list[str]) -> int:
     return len("\n".join(lines).encode())
 
 
+def _moved(m: dict[str, Any]) -> float:
+    """Seconds a test moved (new tests: all their time)."""
+    return abs(m["here_s"] - (m["base_median_s"] or 0.0))
+
+
+def _ranked(moves: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(moves, key=_moved, reverse=True)
+
+
 def markdown(answer: dict[str, Any], *, link: str | None = None, limit: int = COMMENT_LIMIT) -> str:
     """Markdown of the answer, at most `limit` bytes: tables are ranked (biggest move first)
     and cut by rows, with a line saying how many more and where to see them."""
@@ -68,19 +77,22 @@ def markdown(answer: dict[str, Any], *, link: str | None = None, limit: int = CO
             "Slower beyond noise",
             [
                 f"| {_cell(m['nodeid'])} | {_s(m['here_s'])} | {_s(m['base_median_s'])} |"
-                for m in answer["slower"]
+                for m in _ranked(answer["slower"])
             ],
         ),
         (
             "Faster beyond noise",
             [
                 f"| {_cell(m['nodeid'])} | {_s(m['here_s'])} | {_s(m['base_median_s'])} |"
-                for m in answer["faster"]
+                for m in _ranked(answer["faster"])
             ],
         ),
         (
             "New tests",
-            [f"| {_cell(m['nodeid'])} | {_s(m['here_s'])} | - |" for m in answer["new_tests"]],
+            [
+                f"| {_cell(m['nodeid'])} | {_s(m['here_s'])} | - |"
+                for m in _ranked(answer["new_tests"])
+            ],
         ),
         ("Known flaky", [f"- {_cell(n)}" for n in answer["flaky"]]),
         ("Removed tests", [f"- {_cell(n)}" for n in answer["removed_tests"]]),

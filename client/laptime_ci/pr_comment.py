@@ -54,8 +54,10 @@ def github_forge(env: Env) -> Forge:
             event = json.load(handle)
         pr = event.get("pull_request") or {}
         number = str(pr.get("number") or event.get("number") or "") or None
-    if not number:
-        raise CommentError("no pull request number (GITHUB_EVENT_PATH or LAPTIME_PR)")
+    if not number or not number.strip().isdigit():
+        # LAPTIME_PR may come from a fork's artifact: a number, nothing else reaches the URL.
+        raise CommentError("no pull request number (GITHUB_EVENT_PATH or LAPTIME_PR, digits)")
+    number = number.strip()
     api = env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
     base = f"{api}/repos/{repo}/issues"
     return Forge(
