@@ -6,11 +6,12 @@ from app.schemas.base import ApiModel
 
 
 class MeasureModel(ApiModel):
-    """A number here against the base's median and MAD-sigma spread."""
+    """A number here against the base's median and MAD-sigma spread; null when the runs did
+    not report it (a JUnit file carries no wall)."""
 
-    here: float
-    base_median: float
-    base_spread: float
+    here: float | None
+    base_median: float | None
+    base_spread: float | None
 
 
 class TestMoveModel(ApiModel):

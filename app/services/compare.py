@@ -56,6 +56,9 @@ def compare_pipeline(
         _named(conn, project, [int(i) for i in base_runs["run_id"]]),
     )
     answer = asdict(comparison)
+    for name in ("wall", "test_time"):
+        # Unknown (NaN) travels as null, never as a number JSON cannot carry.
+        answer[name] = {k: None if v != v else v for k, v in answer[name].items()}
     answer.update(
         pipeline=pipeline,
         base=base,

@@ -23,11 +23,20 @@ def _cell(text: str) -> str:
 
 
 def _measure(name: str, m: dict[str, Any]) -> str:
+    if m["here"] is None or m["base_median"] is None:
+        return f"| {name} | {_s(m['here'])} | {_s(m['base_median'])} | - |"
     delta = m["here"] - m["base_median"]
     return (
-        f"| {name} | {_s(m['here'])} | {_s(m['base_median'])} ± {m['base_spread']:.2f}s "
+        f"| {name} | {_s(m['here'])} | {_s(m['base_median'])} ± {m['base_spread'] or 0:.2f}s "
         f"| {delta:+.2f}s |"
     )
+
+
+def _vs(name: str, m: dict[str, Any]) -> str:
+    """'wall 12.0s vs 10.0s (±0.5)', with '-' for what the runs did not report."""
+    if m["here"] is None or m["base_median"] is None:
+        return f"{name} {_s(m['here'])} vs {_s(m['base_median'])}"
+    return f"{name} {m['here']:.1f}s vs {m['base_median']:.1f}s (±{m['base_spread'] or 0:.1f})"
 
 
 def summary_text(answer: dict[str, Any]) -> str:
@@ -36,9 +45,7 @@ def summary_text(answer: dict[str, Any]) -> str:
     lines = [
         f"laptime compare: pipeline {answer['pipeline']} vs {answer['base']} "
         f"({answer['base_runs']} runs)",
-        f"  wall {wall['here']:.1f}s vs {wall['base_median']:.1f}s "
-        f"(±{wall['base_spread']:.1f}), test time {tests['here']:.1f}s vs "
-        f"{tests['base_median']:.1f}s (±{tests['base_spread']:.1f})",
+        f"  {_vs('wall', wall)}, {_vs('test time', tests)}",
         f"  {len(answer['slower'])} slower, {len(answer['faster'])} faster, "
         f"{len(answer['new_tests'])} new, {len(answer['removed_tests'])} removed, "
         f"{len(answer['new_failures'])} new failures, {len(answer['flaky'])} flaky",
