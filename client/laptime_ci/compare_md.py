@@ -59,7 +59,7 @@ def _size(lines: list[str]) -> int:
 
 def _moved(m: dict[str, Any]) -> float:
     """Seconds a test moved (new tests: all their time)."""
-    return abs(m["here_s"] - (m["base_median_s"] or 0.0))
+    return float(abs(m["here_s"] - (m["base_median_s"] or 0.0)))
 
 
 def _ranked(moves: list[dict[str, Any]]) -> list[dict[str, Any]]:
