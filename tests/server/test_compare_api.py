@@ -8,14 +8,18 @@ from pathlib import Path
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from app.cli.main import cli
 from laptime_ci.cli import main as client_main
-from tests.conftest import LiveServer, ProjectFixture
+from tests.conftest import Database, LiveServer, ProjectFixture
 from tests.factories import junit_total_seconds, junit_xml
 from tests.uploads import upload_all
 
 
-def test_compare_against_base_runs(live_server: LiveServer, project: ProjectFixture) -> None:
+def test_compare_against_base_runs(
+    live_server: LiveServer, project: ProjectFixture, database: Database
+) -> None:
     base = [junit_xml(6, seed=s) for s in range(4)]
     head = junit_xml(6, seed=99, failures=1)
     uploads = [
@@ -41,6 +45,18 @@ def test_compare_against_base_runs(live_server: LiveServer, project: ProjectFixt
     assert unknown.json()["code"] == "pipeline-unknown"
     nobase = httpx.get(url, params={"pipeline": "pr-1", "base": "dev"}, headers=auth)
     assert nobase.status_code == 422
+    # `laptime compare --json` answers what REST answers; the text names the same numbers.
+    runner = CliRunner()
+    env = {"DATABASE_URL": database.url}
+    args = ["compare", "--project", project.slug, "--pipeline", "pr-1"]
+    printed = runner.invoke(cli, [*args, "--json"], env=env)
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.output) == answer
+    text = runner.invoke(cli, args, env=env)
+    assert f"({answer['base_runs']} base runs)" in text.output
+    assert "new failures: 1" in text.output
+    gone = runner.invoke(cli, ["compare", "--project", project.slug, "--pipeline", "x"], env=env)
+    assert gone.exit_code == 1
 
 
 def test_real_client_writes_the_step_summary(
