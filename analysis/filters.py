@@ -45,6 +45,21 @@ class Filters:
         """True when a filter looks at tests (markers, files), which runs cannot answer."""
         return bool(self.markers or self.exclude_markers or self.files)
 
+    @property
+    def key(self) -> tuple[object, ...]:
+        """A hashable value equal for equal filters (labels in any order): the cache key."""
+        labels = tuple(sorted((k, tuple(v)) for k, v in self.labels.items()))
+        return (
+            self.since,
+            self.until,
+            self.branches,
+            self.jobs,
+            labels,
+            self.markers,
+            self.exclude_markers,
+            self.files,
+        )
+
 
 def filter_facts(facts: pd.DataFrame, filters: Filters) -> pd.DataFrame:
     """The facts rows matching every filter (window by `day`, labels by `labels_key`)."""

@@ -1,7 +1,8 @@
 """Limits on one request's (or one command's) work; time limits are checked between pieces.
 
-A limit is checked before committing to the next piece (the AlgoPerf lesson in
-ARCHITECTURE.md): the work answers with what is done instead of running on unbounded.
+A limit is checked before committing to the next piece (the AlgoPerf lesson,
+docs/story.md#budgets-are-checked-before-the-next-piece-of-work): the work answers with what
+is done instead of running on unbounded.
 """
 
 from __future__ import annotations

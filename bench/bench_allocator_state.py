@@ -1,4 +1,4 @@
-"""Why a planned job can run slower than its history (#18): the allocator's state.
+"""Why a planned job can run slower than its history: the allocator's state.
 
     .venv/bin/python -m bench.bench_allocator_state                      # after bench_plan_accuracy
     .venv/bin/python -m bench.bench_allocator_state /tmp/laptime-accuracy --jobs 4 --rounds 3

@@ -1,4 +1,5 @@
-"""Acceptance of #18: do laptime's split plans come true on a real open-source suite?
+"""Do laptime's split plans come true on a real open-source suite? (The job model's acceptance,
+docs/planner.md#the-model.)
 
     .venv/bin/python -m bench.bench_plan_accuracy                 # networkx, N = 2, 3, 4
     .venv/bin/python -m bench.bench_plan_accuracy --quick         # a subset, N = 2: smoke test

@@ -230,7 +230,7 @@ def _build_catalog(tests: int, rng: np.random.Generator) -> _Catalog:
             base[mask] = ref_total * share * _norm(weights[mask])
 
     is_model = (files == MODELS_FILE) | (files == BACKBONE_FILE)
-    # Markers: model files are unmarked (the story: nobody had marked them slow yet).
+    # Markers: model files are unmarked (docs/story.md: nobody had marked them slow yet).
     draw = rng.random(tests)
     marker_options: list[list[str]] = [[], ["slow"], ["needs_cuda"], ["slow", "needs_cuda"]]
     marker_index = np.select([draw < 0.04, draw < 0.07, draw < 0.08], [1, 2, 3], 0)
@@ -389,7 +389,7 @@ def _generate_day(
             "last_attempt_s": np.where(flaky, duration / 2, np.nan).ravel(),
             "flaky": flaky.ravel(),
             "peak_rss_mib": rss.ravel(),
-            # Synthetic history is JUnit-like here: no CPU, order, heap or wait measured (#18).
+            # Synthetic history is JUnit-like here: no CPU, order, heap or wait measured.
             "cpu_s": np.full(total, np.nan),
             "seq": np.full(total, np.nan),
             "gc_s": np.full(total, np.nan),

@@ -2,31 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
+from analysis.accuracy.plan_accuracy import PlanAccuracy
 from figures.plot_text import plot_text
 from figures.theme import TEST_COLOUR, empty_figure, styled
 
 
-def accuracy_figure(plans: list[dict[str, Any]]) -> go.Figure:
-    """One point per measured job (the accuracy answer's `plans`): predicted wall across,
+def accuracy_figure(plans: Sequence[PlanAccuracy]) -> go.Figure:
+    """One point per measured job (the plans the accuracy answer holds): predicted wall across,
     measured wall up; on the dotted diagonal the plan came true."""
     points = [
         (plan, pipeline, job)
         for plan in plans
-        for pipeline in plan["pipelines"]
-        for job in pipeline["jobs"]
-        if job["wall_s"]["measured"] is not None
+        for pipeline in plan.pipelines
+        for job in pipeline.jobs
+        if job.wall.predicted is not None and job.wall.measured is not None
     ]
     if not points:
         return empty_figure("No job has run a plan yet: upload reports with their plan id")
-    predicted = [float(job["wall_s"]["predicted"]) for _, _, job in points]
-    measured = [float(job["wall_s"]["measured"]) for _, _, job in points]
+    predicted = [float(job.wall.predicted or 0.0) for _, _, job in points]
+    measured = [float(job.wall.measured or 0.0) for _, _, job in points]
     # Names come from reports (pipelines) and plans (job names): shown literally.
     labels = [
-        plot_text(f"plan {plan['plan_id']} · {pipeline['pipeline']} · {job['name']}")
+        plot_text(f"plan {plan.plan.id} · {pipeline.pipeline} · {job.name}")
         for plan, pipeline, job in points
     ]
     top = max(*predicted, *measured) * 1.05

@@ -36,7 +36,7 @@ class MergedRun:
     warnings: list[str] = field(default_factory=list)
     partial: bool = False
     hidden_rows: int = 0
-    file_derived: bool = False  # some report's files are derived from class names (#17)
+    file_derived: bool = False  # some report's files are derived from class names
 
 
 def merge_reports(reports: list[ParsedReport]) -> MergedRun:
@@ -66,7 +66,7 @@ def merge_reports(reports: list[ParsedReport]) -> MergedRun:
     merged = merged.drop_duplicates(subset="nodeid", keep="first").reset_index(drop=True)
     if measured is not None:
         # The JUnit row kept for a test the laptime JSON also reported still gets the
-        # plugin's CPU, order and heap measures (#18): only the plugin measures them.
+        # plugin's CPU, order and heap measures: only the plugin measures them.
         for column in MEASURE_COLUMNS:
             merged[column] = merged[column].fillna(merged["nodeid"].map(measured[column]))
     if len(merged) < before:

@@ -26,7 +26,7 @@ FLOAT_COLUMNS = (
     "heap_objects",
     "cpu_wait_s",
 )
-# The FLOAT_COLUMNS only the laptime pytest plugin measures (#18): CPU, order, heap, run-queue
+# The FLOAT_COLUMNS only the laptime pytest plugin measures: CPU, order, heap, run-queue
 # wait.
 MEASURE_COLUMNS = ("cpu_s", "seq", "gc_s", "heap_scans", "heap_objects", "cpu_wait_s")
 
@@ -51,7 +51,7 @@ class SessionInfo:
     hostname: str | None = None
     pytest: str | None = None  # pytest version that ran the tests
     runner: str | None = None  # ingest.parsers.runners.RUNNERS key (detected or overridden)
-    # What the job model needs (#18); docs/laptime-json.md defines each.
+    # What the job model needs; docs/laptime-json.md defines each.
     cpu_s: float | None = None  # process + reaped children, over the span of wall_s
     startup_s: float | None = None  # process creation to collection start
     collect_s: float | None = None
@@ -61,13 +61,13 @@ class SessionInfo:
     invocation: str | None = None  # "paths" | "pyargs"
     rootdir: str | None = None
     job_wall_s: float | None = None  # the CI job's wall up to the report, when known
-    # gc-tracked objects (heap-bound test time, #18 follow-up)
+    # gc-tracked objects (heap-bound test time)
     heap_objects_start: int | None = None  # when collection started
     heap_objects_collected: int | None = None  # when collection finished
     heap_objects_end: int | None = None  # after the last test
-    # Seconds the tests' thread(s) were runnable but waiting for a CPU (#18 follow-up)
+    # Seconds the tests' thread(s) were runnable but waiting for a CPU
     cpu_wait_s: float | None = None
-    # The state glibc's malloc ran the tests in: model.frames.MALLOC_STATES (#18 follow-up)
+    # The state glibc's malloc ran the tests in: model.frames.MALLOC_STATES
     malloc: str | None = None
 
 

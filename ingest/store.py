@@ -147,10 +147,10 @@ class RunMetadata:
     # None (direct callers storing history) trusts the report's own timestamp.
     received_at: datetime | None = None
     backfill: bool = False
-    runner: str | None = None  # the upload's `runner` field: overrides detection (#17)
-    # The plan this job ran (#18): the upload's `plan_id` field, else its `plan=<id>` label.
+    runner: str | None = None  # the upload's `runner` field: overrides detection
+    # The plan this job ran: the upload's `plan_id` field, else its `plan=<id>` label.
     plan_id: str | None = None
-    # The CI job's wall up to the upload (#18), from the client (LAPTIME_JOB_STARTED_AT or
+    # The CI job's wall up to the upload, from the client (LAPTIME_JOB_STARTED_AT or
     # the CI service's job start); the report's own session.job_wall_s otherwise.
     job_wall_s: float | None = None
 
@@ -311,7 +311,7 @@ def store_run(
             "partial": merged.partial,
             "hidden": merged.hidden_rows,
             "missing": int(durations.isna().sum()),
-            # Runner (#17): the upload's override, else what detection found in the reports.
+            # Runner: the upload's override, else what detection found in the reports.
             "runner": meta.runner or merged.session.runner,
             "file_derived": merged.file_derived,
             "plan_id": meta.executed_plan(),
@@ -340,9 +340,10 @@ def store_run(
 def _job_peak(meta: RunMetadata, session: SessionInfo) -> tuple[float | None, str | None]:
     """The run's peak memory: the upload's, else the report's; never a cgroup's.
 
-    Plugins before #18 fell back to the container cgroup's `memory.peak` (its lifetime maximum
-    over every process in it: 996 MiB from an earlier pip install where the tests peaked at
-    281 MiB) and labelled it `peak_rss_source: cgroup`; their upload sent the same number.
+    Plugins before the job model's measures fell back to the container cgroup's `memory.peak`
+    (its lifetime maximum over every process in it: 996 MiB from an earlier pip install where the
+    tests peaked at 281 MiB) and labelled it `peak_rss_source: cgroup`;
+    their upload sent the same number.
     """
     peak = meta.peak_rss_mib if meta.peak_rss_mib is not None else session.peak_rss_mib
     if session.peak_rss_source == "cgroup" and peak is not None and peak == session.peak_rss_mib:
@@ -354,7 +355,7 @@ def _job_peak(meta: RunMetadata, session: SessionInfo) -> tuple[float | None, st
 
 
 def _session_measures(session: SessionInfo, meta: RunMetadata) -> dict[str, Any]:
-    """The run columns the job model reads (#18); None where the reports did not say."""
+    """The run columns the job model reads; None where the reports did not say."""
     by_file = session.collect_by_file
     return {
         "cpu_s": session.cpu_s,

@@ -372,7 +372,7 @@ def _parse_files(
         kwargs: dict[str, Any] = {"filename": filename}
         if config.limits is not None:
             kwargs["limits"] = config.limits
-        if runner:  # the upload's `runner` field (#17): selection units in that runner's terms
+        if runner:  # the upload's `runner` field: selection units in that runner's terms
             kwargs["runner"] = runner
         reports.append(parse_report(bytes(raw), **kwargs))
     return reports

@@ -39,12 +39,12 @@ RESULT_COLUMNS: tuple[str, ...] = (
     "cpu_s",  # float (NaN = unknown): user+system CPU of the process and its reaped children
     # over the test's window (every attempt), the plugin's only
     "seq",  # float (NaN = unknown): 0-based execution order in its process (per xdist worker)
-    # Heap-bound time (#18 follow-up), the plugin's only; floats so that unknown is NaN:
+    # Heap-bound time, the plugin's only; floats so that unknown is NaN:
     "gc_s",  # float: seconds in explicit gc.collect() calls (automatic collections not counted)
     "heap_scans",  # float (integer count): gc.get_objects/get_referrers/get_referents calls
     "heap_objects",  # float (integer count): gc-tracked objects its first get_objects() saw
     # float (NaN = unknown): seconds its thread was runnable but waiting for a CPU (run-queue
-    # delay, every attempt like cpu_s), the plugin's only (#18 follow-up)
+    # delay, every attempt like cpu_s), the plugin's only
     "cpu_wait_s",
     "worker",  # str | None: xdist worker id ("gw0")
     "suite",  # str | None: the enclosing <testsuite> name
@@ -66,7 +66,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "labels",  # dict[str, str]: os, python, cuda...
     "partial",  # bool: a report behind this run hid rows (durations threshold)
     "hidden_rows",  # int: rows a durations report said it hid (0 when none/unknown)
-    # What the job model needs (#18), from the plugin's session (NaN/None = unknown):
+    # What the job model needs, from the plugin's session (NaN/None = unknown):
     "cpu_s",  # float: CPU seconds of the pytest session (process tree)
     "startup_s",  # float: interpreter start to collection start
     "collect_s",  # float: collection wall seconds
@@ -201,7 +201,7 @@ def text_or_none(values: pd.Series) -> pd.Series:
     return objects.where(objects.notna(), None)
 
 
-# Labels that say which planned job a run was (#18), not where it ran: a shard of a cell is
+# Labels that say which planned job a run was, not where it ran: a shard of a cell is
 # still that cell, so they never make a cell of their own (they stay on the run).
 PLAN_LABELS = frozenset({"plan", "shard"})
 

@@ -1,5 +1,5 @@
 """Every "before" figure in README.md's Measured table is recorded in its bench's docstring with
-the commit of the code measured and the command (issue 27, item 11): figures typed by hand
+the commit of the code measured and the command: figures typed by hand
 can no longer drift from what the bench recorded."""
 
 from __future__ import annotations

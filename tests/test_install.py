@@ -1,4 +1,4 @@
-"""Install hygiene (issue 27, item 10): `pip install -e .` works alone, the locks pin every
+"""Install hygiene: `pip install -e .` works alone, the locks pin every
 package an install brings, and the embedded PostgreSQL is an extra that says how to get it."""
 
 from __future__ import annotations

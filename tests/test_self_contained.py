@@ -1,4 +1,4 @@
-"""A clone carries everything its tests read (issue 27, item 3): no test reaches outside the
+"""A clone carries everything its tests read: no test reaches outside the
 repository, the vendored corpus is whole and byte-exact, and no corpus listing is empty."""
 
 from __future__ import annotations

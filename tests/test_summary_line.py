@@ -1,5 +1,5 @@
 """scripts/summary.py: the closing line of scripts/test.sh counts a real pytest JUnit report and
-names the tools whose absence made tests skip (issue 27, item 11)."""
+names the tools whose absence made tests skip."""
 
 from __future__ import annotations
 

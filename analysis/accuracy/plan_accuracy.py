@@ -58,15 +58,6 @@ class Comparison:
             return None
         return 100.0 * error / self.measured
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "predicted": self.predicted,
-            "measured": self.measured,
-            "error": self.error,
-            "error_pct": self.error_pct,
-        }
-
 
 @dataclass(frozen=True)
 class JobAccuracy:
@@ -81,20 +72,6 @@ class JobAccuracy:
     setup: Comparison  # wall - tests / workers
     cost: Comparison
     workers: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "index": self.index,
-            "name": self.name,
-            "run_id": self.run_id,
-            "machine": self.machine,
-            "workers": self.workers,
-            "wall_s": self.wall.to_dict(),
-            "tests_s": self.tests.to_dict(),
-            "setup_s": self.setup.to_dict(),
-            "cost": self.cost.to_dict(),
-        }
 
 
 @dataclass(frozen=True)
@@ -113,21 +90,6 @@ class PipelineAccuracy:
     mean_error_pct: float | None  # mean signed job wall error %
     unmatched_runs: int  # runs naming the plan that match none of its jobs
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "pipeline": self.pipeline,
-            "started_at": None if self.started_at is None else self.started_at.isoformat(),
-            "complete": self.complete,
-            "jobs": [job.to_dict() for job in self.jobs],
-            "wait_s": self.wait.to_dict(),
-            "machine_s": self.machine.to_dict(),
-            "cost": self.cost.to_dict(),
-            "mean_abs_error_pct": self.mean_abs_error_pct,
-            "mean_error_pct": self.mean_error_pct,
-            "unmatched_runs": self.unmatched_runs,
-        }
-
 
 @dataclass(frozen=True)
 class PlanAccuracy:
@@ -135,21 +97,6 @@ class PlanAccuracy:
 
     plan: PlanRecord
     pipelines: tuple[PipelineAccuracy, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        created = self.plan.created_at
-        return {
-            "plan_id": self.plan.id,
-            "kind": self.plan.kind,
-            "cell": self.plan.cell,
-            "created_at": None if created is None else created.isoformat(),
-            "jobs": [job.to_dict() for job in self.plan.jobs],
-            "predicted_wait_s": self.plan.wait_s,
-            "predicted_machine_s": self.plan.machine_s,
-            "predicted_cost": self.plan.cost,
-            "pipelines": [p.to_dict() for p in self.pipelines],
-        }
 
 
 @dataclass(frozen=True)

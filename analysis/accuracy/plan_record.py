@@ -43,41 +43,6 @@ class PredictedJob:
     # The model's named parts when it gives them (ci_setup_s, startup_s, collect_s...).
     parts: Mapping[str, float] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON form, as stored in plan.predicted."""
-        return {
-            "index": self.index,
-            "name": self.name,
-            "wall_s": self.wall_s,
-            "tests_s": self.tests_s,
-            "setup_s": self.setup_s,
-            "workers": self.workers,
-            "machine": self.machine,
-            "cost": self.cost,
-            "n_tests": self.n_tests,
-            "members": list(self.members),
-            "members_total": self.members_total,
-            "parts": dict(self.parts),
-        }
-
-    @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> PredictedJob:
-        """The stored JSON form back."""
-        return cls(
-            index=int(doc["index"]),
-            name=str(doc["name"]),
-            wall_s=float(doc["wall_s"]),
-            tests_s=float(doc["tests_s"]),
-            setup_s=None if doc.get("setup_s") is None else float(doc["setup_s"]),
-            workers=int(doc.get("workers") or 1),
-            machine=doc.get("machine"),
-            cost=None if doc.get("cost") is None else float(doc["cost"]),
-            n_tests=int(doc.get("n_tests") or 0),
-            members=tuple(str(m) for m in doc.get("members") or ()),
-            members_total=int(doc.get("members_total") or 0),
-            parts={str(k): float(v) for k, v in (doc.get("parts") or {}).items()},
-        )
-
 
 @dataclass(frozen=True)
 class PlanRecord:

@@ -1,5 +1,5 @@
 """How every CI snippet a plan hands out closes the loop: start the job clock, install the CI
-client, run this job's tests with the plugin uploading (issue 27, item 5).
+client, run this job's tests with the plugin uploading.
 
 Each pytest job of a snippet, whatever its CI flavour (GitHub, GitLab, CircleCI, plain shell):
 

@@ -1,4 +1,4 @@
-"""What a job of a stored plan tells the CI client so that its run is matched to the plan (#18).
+"""What a job of a stored plan tells the CI client so that its run is matched to the plan.
 
 The client (the pytest plugin's upload and `laptime-ci upload`) adds the comma-separated
 `key=value` pairs of LAPTIME_LABELS to the run's labels; the server reads `plan=<id>` as the
@@ -22,7 +22,8 @@ UNSTORED_NOTE = (
     "# job then names its plan and shard in LAPTIME_LABELS.\n"
 )
 # The first line of a server's snippet for a plan it has not stored (a read stores nothing,
-# #27) whose jobs cannot ask for their shard (every runner but pytest).
+# so reads can be cached and repeated) whose jobs cannot ask for their shard (every runner
+# but pytest).
 UNTRACKED_NOTE = (
     "# laptime: this plan is not stored yet, so the accuracy view cannot match these jobs'\n"
     '# runs to it. Press "Track this plan" on the recommendations page (or POST the same\n'

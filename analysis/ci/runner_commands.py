@@ -1,4 +1,5 @@
-"""A job's tests in its runner's own words: the arguments and command each runner takes (#17).
+"""A job's tests in its runner's own words: the arguments and command each runner takes
+(docs/runners.md).
 
 Input is the same for every runner: per job, the nodeids it runs, and per test its selection
 unit (the results' `file`: a path, a Java source path derived from the class, a Go package, a

@@ -1,4 +1,4 @@
-"""How a non-pytest runner's snippet closes the loop (issue 27, item 5): start the job clock,
+"""How a non-pytest runner's snippet closes the loop: start the job clock,
 install the runner's JUnit reporter and the CI client, run the job's command writing JUnit
 XML with the runner's own flag, then upload the reports with `laptime-ci upload` even when
 tests failed, and exit with the tests' status.

@@ -1,5 +1,5 @@
 """CI configuration for a split: GitHub Actions, GitLab CI and CircleCI, one entry per planned
-job, each with its runner's own setup, install step and command (#17).
+job, each with its runner's own setup, install step and command.
 
 pytest's snippets come from `ci_loop` (start the job clock, install the client, run with
 `--laptime-upload`: listed arguments or `--laptime-shard`); every snippet of another runner
@@ -10,7 +10,8 @@ shell-quoted by `shlex`.
 
 A stored plan's snippets (`plan_id` given) set LAPTIME_LABELS=plan=<id>,shard=I/N for every
 step of job I of N (analysis/ci/plan_labels.py), so the client's upload is matched to the plan
-(#18); without an id they open with a note saying their runs cannot be matched.
+(docs/planner.md#did-it-come-true-plans-that-close-the-loop); without an id they open with
+a note saying their runs cannot be matched.
 """
 
 from __future__ import annotations

@@ -98,18 +98,6 @@ class DataCompleteness:
             )
         return "partial data: " + "; ".join(parts)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "results": self.results,
-            "without_duration": self.without_duration,
-            "runs": self.runs,
-            "partial_runs": self.partial_runs,
-            "hidden_rows": self.hidden_rows,
-            "partial_runs_unknown": self.partial_runs_unknown,
-            "complete": self.complete,
-        }
-
 
 @dataclass(frozen=True)
 class Rollup:

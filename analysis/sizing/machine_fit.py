@@ -155,7 +155,7 @@ class MachineFit:
     predictions: tuple[Prediction, ...]
     notes: tuple[str, ...] = ()
     job_peak_mib: float | None = None  # the job's uploaded peak, used or not
-    # Measured parallelism (#18): the largest per-test CPU/wall, and the Amdahl parallel share.
+    # Measured parallelism: the largest per-test CPU/wall, and the Amdahl parallel share.
     max_cores_used: float = 1.0
     parallel_fraction: float = 0.0
 

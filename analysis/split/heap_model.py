@@ -1,4 +1,5 @@
-"""Heap-bound test time (#18): the part of a test's time that follows the process's heap.
+"""Heap-bound test time: the part of a test's time that follows the process's heap
+(docs/glossary.md#heap-bound-time).
 
 An explicit `gc.collect()` visits every object the garbage collector tracks, and a
 `gc.get_objects()` / `get_referrers()` scan hands them all to Python: such a test costs in

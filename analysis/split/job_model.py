@@ -1,4 +1,5 @@
-"""A CI job's wall predicted from its parts (#18): what a split job will really take.
+"""A CI job's wall predicted from its parts: what a split job will really take.
+The terms are defined in docs/planner.md#the-model.
 
     wall = setup_factor x (ci_setup + startup + collect + first_use) + test_factor x tests
 
@@ -50,7 +51,7 @@ every run's allocator was fixed (`MALLOC_FIXED`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -415,6 +416,26 @@ def fit_job_model(
         setup_factor=setup_factor,
         test_factor=test_factor,
         heap=fit_heap_profile(results, runs, quiet_factor),
+    )
+
+
+def missing_inputs_note(inputs_missing: Sequence[str]) -> str:
+    """What the model lacks and how to get it, for `laptime plan`'s text ("" when nothing)."""
+    if not inputs_missing:
+        return ""
+    if "seq" not in inputs_missing and set(inputs_missing) <= {"job_wall_s", "malloc"}:
+        # The plugin recorded the run: only the CI job's start stamp was absent (#33).
+        if "job_wall_s" not in inputs_missing:
+            return ""
+        return (
+            "model: the history has no CI job start stamp, so the job's wall before pytest "
+            "is unknown and the setup overhead stands in for it (export "
+            "LAPTIME_JOB_STARTED_AT=$(date +%s) in the job's first step; GitLab's "
+            "CI_JOB_STARTED_AT is read by itself; docs/planner.md)"
+        )
+    return (
+        "model: the history lacks " + ", ".join(inputs_missing) + "; the setup overhead "
+        "stands in for them (record with the laptime plugin, docs/planner.md)"
     )
 
 

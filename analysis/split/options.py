@@ -78,13 +78,13 @@ class SplitOptions:
     min_gain_frac: float = 0.10
     # ...and costs at most this many extra machine seconds per second of wait saved.
     max_machine_per_wait: float = 1.0
-    # The test runner the jobs run (#17): commands and CI snippets are written in its terms.
+    # The test runner the jobs run: commands and CI snippets are written in its terms.
     runner: str = "pytest"
-    # Calibration multipliers of the job model (#18, analysis/split/job_model.py): the setup parts
+    # Calibration multipliers of the job model (analysis/split/job_model.py): the setup parts
     # (CI setup, startup, collection, first use) and the test part. 1.0 = as measured.
     setup_factor: float = 1.0
     test_factor: float = 1.0
-    # How the history's pytest was invoked (#18): pytest jobs replay its nodeids that way.
+    # How the history's pytest was invoked: pytest jobs replay its nodeids that way.
     invocation: Invocation = field(default_factory=Invocation)
 
     def __post_init__(self) -> None:

@@ -178,6 +178,27 @@ def _mode(values: pd.Series) -> Any:
     return counts.index[0] if len(counts) else None
 
 
+def executed_a_plan(runs: pd.DataFrame) -> pd.Series:
+    """True for the runs that executed a laptime plan: a stored `plan_id` or a `plan` label."""
+    labelled = runs["labels"].map(lambda labels: isinstance(labels, dict) and "plan" in labels)
+    if "plan_id" in runs.columns:
+        labelled = labelled | runs["plan_id"].notna()
+    return labelled.astype(bool)
+
+
+def todays_runs(results: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The runs (and their results) of the pipeline as it runs today, for "before".
+
+    A run that executed a laptime plan tried a candidate layout: its jobs are not today's
+    jobs while runs without a plan remain in the window (docs/planner.md); once every run
+    executed plans (one was adopted), those are today's pipeline."""
+    trial = executed_a_plan(runs)
+    if not trial.any() or trial.all():
+        return results, runs
+    kept = runs[~trial.to_numpy()]
+    return results[results["run_id"].isin(kept["run_id"])], kept
+
+
 def current_layout(
     results: pd.DataFrame,
     runs: pd.DataFrame,
@@ -189,6 +210,7 @@ def current_layout(
 ) -> tuple[list[PlannedJob], _Reference, list[str]]:
     """Today's jobs (by name) with predicted walls, the reference for new jobs, and warnings."""
     warnings: list[str] = []
+    results, runs = todays_runs(results, runs)
     per_run = _run_overheads(results, runs)
     measured = per_run.dropna(subset=["overhead_s"])
     if overhead_s is None and len(measured) < len(per_run):

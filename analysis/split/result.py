@@ -40,10 +40,10 @@ class PlannedJob:
     wall_s: float
     cost: float | None
     pytest_args: tuple[str, ...] = ()
-    # What the job's runner takes (#17): its arguments and a full shell command.
+    # What the job's runner takes: its arguments and a full shell command.
     runner_args: tuple[str, ...] = ()
     command: str = ""
-    # The job model's parts (#18): overhead_s is their fixed part, wall_s their sum.
+    # The job model's parts: overhead_s is their fixed part, wall_s their sum.
     parts: JobParts | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,7 +128,7 @@ class SplitPlan:
     config: Mapping[str, Any] = field(default_factory=dict)
     # False when planning stopped early (time limit, client gone): not every count was tried.
     complete: bool = True
-    # The job model's inputs the history lacked (#18); today's fallbacks stood in for them.
+    # The job model's inputs the history lacked; today's fallbacks stood in for them.
     inputs_missing: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:

@@ -36,7 +36,7 @@ class Shard:
     nodeids: tuple[str, ...]
     predicted_s: float
     new_tests: tuple[str, ...]  # nodeids without history, placed by estimate
-    # What the runner takes for this shard (#17): its arguments and a full command.
+    # What the runner takes for this shard: its arguments and a full command.
     selection: JobSelection | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def assign_shards(
     `runner` words each shard's selection (runner_commands); `units` maps nodeids to their
     selection unit where known (else the nodeid's first part). A runner that selects files
     only keeps every file whole, so no test runs in two shards. With an `invocation`, pytest
-    shards get arguments too: their coarsest members, as that invocation names them (#18)."""
+    shards get arguments too: their coarsest members, as that invocation names them."""
     if total < 1:
         raise AnswerError(f"total must be at least 1, got {total}")
     if collected is None:

@@ -1,4 +1,4 @@
-"""Did the plans come true: `GET /api/v1/projects/{slug}/recommendations/accuracy` (#18)."""
+"""Did the plans come true: `GET /api/v1/projects/{slug}/recommendations/accuracy`."""
 
 from __future__ import annotations
 

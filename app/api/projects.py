@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import io
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
+import pandas as pd
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, BeforeValidator, Field
@@ -18,13 +19,18 @@ from app.http.params import FiltersDep, MaybeText, Text
 from app.http.responses import PROJECT_ERRORS, answers
 from app.project_records import SCOPES
 from app.schemas.reads import (
+    Completeness,
+    JobRow,
     Jobs,
     NewToken,
+    PipelineRow,
     Pipelines,
     Revoked,
     Rollup,
+    RollupRow,
     TokenList,
     Trend,
+    TrendDay,
 )
 from app.schemas.uploads import UploadList
 from app.services.project_reads import project_pipelines, project_rollup
@@ -33,6 +39,15 @@ from app.services.uploads import recent_uploads
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["projects"])
 CSV = {200: {"content": {"text/csv": {"schema": {"type": "string"}}}, "description": "rows"}}
+
+
+Row = TypeVar("Row", bound=BaseModel)
+
+
+def _rows(model: type[Row], frame: pd.DataFrame) -> list[Row]:
+    """A rollup frame's rows as its answer rows (the columns are checked against the models
+    by tests/server/test_read_schema_drift.py)."""
+    return [model.model_validate(record) for record in records_from_frame(frame)]
 
 
 @router.get("/rollups", **answers(Rollup, *PROJECT_ERRORS, responses=CSV))
@@ -60,14 +75,14 @@ def rollups(
         buffer = io.StringIO()
         result.rows.to_csv(buffer, index=False)
         return Response(buffer.getvalue(), media_type="text/csv")
-    return {
-        "by": result.by,
-        "within": result.within,
-        "grand_total_s": result.grand_total_s,
-        "keys_total": result.keys_total,
-        "completeness": result.completeness.to_dict(),
-        "rows": result.to_records(),
-    }
+    return Rollup(
+        by=result.by,
+        within=result.within,
+        grand_total_s=result.grand_total_s,
+        keys_total=result.keys_total,
+        completeness=Completeness.model_validate(result.completeness, from_attributes=True),
+        rows=[RollupRow.model_validate(row) for row in result.to_records()],
+    )
 
 
 @router.get("/pipelines", **answers(Pipelines, *PROJECT_ERRORS))
@@ -76,31 +91,31 @@ def pipelines(
     conn: ConnDep,
     filters: FiltersDep,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
-) -> dict[str, Any]:
+) -> Pipelines:
     """Per pipeline run: developer wait (longest job) and machine time (sum of job walls)."""
     report = project_pipelines(conn, project.id, filters)
     summary = report.pipelines
-    return {
-        "runs": summary.runs,
-        "estimated_walls": summary.estimated_walls,
-        "runs_without_pipeline": summary.runs_without_pipeline,
-        "pipelines": records_from_frame(summary.pipelines.head(limit)),
-        "trend": records_from_frame(report.trend),
-    }
+    return Pipelines(
+        runs=summary.runs,
+        estimated_walls=summary.estimated_walls,
+        runs_without_pipeline=summary.runs_without_pipeline,
+        pipelines=_rows(PipelineRow, summary.pipelines.head(limit)),
+        trend=_rows(TrendDay, report.trend),
+    )
 
 
 @router.get("/jobs", **answers(Jobs, *PROJECT_ERRORS))
-def jobs(project: ReadProject, conn: ConnDep, filters: FiltersDep) -> dict[str, Any]:
+def jobs(project: ReadProject, conn: ConnDep, filters: FiltersDep) -> Jobs:
     """Per job: runs, median wall and test time, setup overhead (wall - test time)."""
     report = project_pipelines(conn, project.id, filters)
-    return {"jobs": records_from_frame(report.jobs)}
+    return Jobs(jobs=_rows(JobRow, report.jobs))
 
 
 @router.get("/trend", **answers(Trend, *PROJECT_ERRORS))
-def trend(project: ReadProject, conn: ConnDep, filters: FiltersDep) -> dict[str, Any]:
+def trend(project: ReadProject, conn: ConnDep, filters: FiltersDep) -> Trend:
     """Per day: wait, machine time and test time."""
     report = project_pipelines(conn, project.id, filters)
-    return {"days": records_from_frame(report.trend)}
+    return Trend(days=_rows(TrendDay, report.trend))
 
 
 @router.get("/uploads", **answers(UploadList, *PROJECT_ERRORS))

@@ -117,7 +117,7 @@ def _split_answer(
     try:
         # Computed once per question and data version (see app.services.project_reads.FrameCache);
         # an incomplete plan is not kept, the next asker gets a fresh try.
-        key = ("split", repr(filters), repr(options), cell, *_catalogue_key(project))
+        key = ("split", filters.key, options, cell, *_catalogue_key(project))
         return FrameCache.for_project(conn, project.id).get(
             key,
             lambda: split_recommendation(
@@ -304,8 +304,8 @@ def machines(
     try:
         key = (
             "machines",
-            repr(filters),
-            repr(options),
+            filters.key,
+            options,
             headroom,
             wait_target_s,
             cell,

@@ -1,4 +1,4 @@
-"""`laptime accuracy`: did the plans come true, on the configured database (#18)."""
+"""`laptime accuracy`: did the plans come true, on the configured database."""
 
 from __future__ import annotations
 

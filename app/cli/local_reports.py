@@ -88,7 +88,7 @@ def load_local(paths: Sequence[str | Path], fmt: str = "auto") -> LocalData:
 
 
 def run_measures(session: SessionInfo) -> dict[str, object]:
-    """The runs frame's job-model columns (#18) from a report's session; NaN/None unknown."""
+    """The runs frame's job-model columns from a report's session; NaN/None unknown."""
 
     def number(value: float | None) -> float:
         return float(value) if value is not None else np.nan
@@ -123,7 +123,7 @@ def local_runner(data: LocalData) -> str:
 def history_invocation(
     data: LocalData, mode: str = "auto", rootdir: str | None = None
 ) -> Invocation:
-    """How the history's pytest ran (#18): the options given, else what the reports' sessions
+    """How the history's pytest ran: the options given, else what the reports' sessions
     recorded (`session.invocation`, `session.rootdir`; the last report that says), else paths."""
     recorded = [(r.session.invocation, r.session.rootdir) for r in data.reports]
     return recorded_invocation(recorded, mode, rootdir)

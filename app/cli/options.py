@@ -33,7 +33,7 @@ def chosen_runner() -> str:
 
 def report_format_option(function: F) -> F:
     """`--format` (stored as `fmt`): the report format of the files, default auto; and
-    `--runner` (#17), kept on the click context for `local_reports` so that every command
+    `--runner`, kept on the click context for `local_reports` so that every command
     reading reports takes it without another parameter."""
     runner = click.option(
         "--runner",
@@ -100,7 +100,7 @@ def report_console() -> Console:
 
 
 def invocation_options(function: F) -> F:
-    """`--invocation` and `--rootdir` (#18): how the history's pytest named its tests, for
+    """`--invocation` and `--rootdir`: how the history's pytest named its tests, for
     reports that do not say (JUnit, older laptime JSON); the reports' own word is the default."""
     mode = click.option(
         "--invocation",

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from analysis.durations import format_duration
+from analysis.split.job_model import missing_inputs_note
 from analysis.split.options import (
     GRANULARITIES,
     MAX_WINDOW_RUNS,
@@ -35,7 +36,6 @@ from app.cli.options import (
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 
 MEMBERS_SHOWN = 6
-COMMAND_SHOWN = 300
 
 
 @click.command()
@@ -166,7 +166,7 @@ def plan(
             wait_target_s=wait_target_s,
             window_runs=window_runs,
             marker=marker,
-            runner=local_runner(data),  # runners (#17)
+            runner=local_runner(data),  # in the runner's words: docs/runners.md
             invocation=replay,
         )
         result = plan_splits(
@@ -204,13 +204,9 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
     console.print(f"[bold {style[result.verdict]}]{verdict}[/]: {result.reason}")
     for warning in result.warnings:
         console.print(f"[yellow]warning:[/] {warning}")
-    if result.inputs_missing:
-        console.print(
-            "model: the history lacks " + ", ".join(result.inputs_missing) + "; the setup "
-            "overhead stands in for them (record with the laptime plugin, docs/planner.md)",
-            markup=False,
-            highlight=False,
-        )
+    note = missing_inputs_note(result.inputs_missing)
+    if note:
+        console.print(note, markup=False, highlight=False)
     # A plugin history (it has the run order) that still lacks the allocator state: no overhead
     # stands in for this one, so say what to change. JUnit-only history is told above.
     if "malloc" in result.inputs_missing and "seq" not in result.inputs_missing:
@@ -277,11 +273,11 @@ def _print_plan(result: SplitPlan, console: Console) -> None:
         console.print("[bold]Run[/]:")
         for job in result.jobs:
             command = shlex.join(["pytest", *job.pytest_args])
-            if result.config.get("runner", "pytest") != "pytest":  # runners (#17)
+            # In the runner's words (docs/runners.md).
+            if result.config.get("runner", "pytest") != "pytest":
                 command = job.command
-            if len(command) > COMMAND_SHOWN:
-                command = command[:COMMAND_SHOWN] + " ..."
-            console.print(f"  {job.name}: {command}", markup=False, highlight=False)
+            # Whole and unwrapped: the printed line is the command to copy (#33).
+            console.print(f"  {job.name}: {command}", markup=False, highlight=False, soft_wrap=True)
     if "github_actions" in config:
         console.print("[bold]GitHub Actions[/]:")
-        console.print(config["github_actions"], markup=False, highlight=False)
+        console.print(config["github_actions"], markup=False, highlight=False, soft_wrap=True)

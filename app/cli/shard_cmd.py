@@ -25,7 +25,7 @@ from laptime_ci.shards import read_collected
 
 
 def _print_selection(shard: Shard, runner: str, *, as_command: bool) -> None:
-    """The shard in its runner's words (#17): the arguments one a line, or the command."""
+    """The shard in its runner's words: the arguments one a line, or the command."""
     if shard.selection is None:  # no runner words: the nodeids are its arguments
         click.echo(shlex.join(["python", "-m", "pytest", *shard.nodeids]))
         return

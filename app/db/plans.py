@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 
 import pandas as pd
+from pydantic import TypeAdapter
 from sqlalchemy import Connection, text
 
 from analysis.accuracy.plan_accuracy import RUN_COLUMNS
@@ -16,6 +17,9 @@ from analysis.accuracy.plan_record import PlanRecord, PredictedJob
 MAX_UNEXECUTED_PLANS = 500
 # Runs read per accuracy question: the newest, enough for dozens of pipelines of big plans.
 MAX_PLAN_RUNS = 5000
+
+# The one codec of plan.predicted: the dataclass is the schema (no hand-written dict form).
+PREDICTED_JOBS = TypeAdapter(tuple[PredictedJob, ...])
 
 
 def store_plan(conn: Connection, project_id: int, record: PlanRecord) -> None:
@@ -39,7 +43,7 @@ def store_plan(conn: Connection, project_id: int, record: PlanRecord) -> None:
             "wait": record.wait_s,
             "machine": record.machine_s,
             "cost": record.cost,
-            "predicted": json.dumps([job.to_dict() for job in record.jobs], allow_nan=False),
+            "predicted": PREDICTED_JOBS.dump_json(record.jobs).decode(),
         },
     ).first()
     if inserted is not None:
@@ -93,7 +97,7 @@ def load_plans(
             id=str(row.id),
             kind=row.kind,
             cell=str(row.cell),
-            jobs=tuple(PredictedJob.from_dict(job) for job in row.predicted),
+            jobs=PREDICTED_JOBS.validate_python(row.predicted),
             created_at=pd.Timestamp(row.created_at),
         )
         for row in rows

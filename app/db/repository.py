@@ -147,7 +147,7 @@ def narrow_tests(tests: pd.DataFrame, filters: Filters) -> pd.DataFrame:
     return tests.loc[filter_facts(probe, only_tests).index]
 
 
-# The numeric run columns of the job model (#18): float64, NaN when unknown.
+# The numeric run columns of the job model: float64, NaN when unknown.
 _RUN_MEASURES = (
     "cpu_s",
     "startup_s",
@@ -177,7 +177,8 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 collected_files::float8 AS collected_files, collect_by_file, invocation, rootdir,
                 heap_objects_start::float8 AS heap_objects_start,
                 heap_objects_collected::float8 AS heap_objects_collected,
-                heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc, platform
+                heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc, platform,
+                plan_id
             FROM run WHERE {} ORDER BY started_at
             """
         ).format(where),
@@ -187,7 +188,7 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
         lambda v: v if isinstance(v, dict) else json.loads(v) if v else {}
     )
     frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
-    # Unknown stays NaN (never 0): a JUnit-only run has none of the #18 measures.
+    # Unknown stays NaN (never 0): a JUnit-only run has none of the job model's measures.
     for column in _RUN_MEASURES:
         frame[column] = pd.to_numeric(frame[column]).astype("float64")
     frame["collect_by_file"] = frame["collect_by_file"].map(
@@ -195,7 +196,9 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
     )
     for column in RUN_TEXT_COLUMNS:
         frame[column] = text_or_none(frame[column])
-    return frame[[*RUN_COLUMNS, "labels_key", "test_s", "tests", "missing", "upload_id"]]
+    # plan_id: a run that executed a plan is no job of today's pipeline (todays_runs).
+    extra = ["labels_key", "test_s", "tests", "missing", "upload_id", "plan_id"]
+    return frame[[*RUN_COLUMNS, *extra]]
 
 
 _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (

@@ -1,4 +1,4 @@
-"""The test runner stored on runs (#17): which runner's words a plan or shard is written in."""
+"""The test runner stored on runs: which runner's words a plan or shard is written in."""
 
 from __future__ import annotations
 

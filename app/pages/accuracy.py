@@ -1,5 +1,5 @@
 """The "Did it come true?" page: each executed plan's predicted walls against the measured
-ones, per pipeline, and what the measurements teach the model (#18)."""
+ones, per pipeline, and what the measurements teach the model."""
 
 from __future__ import annotations
 
@@ -29,13 +29,14 @@ def accuracy_page(
         plans, calibration = accuracy_report(conn, project, plan_id=plan or None, limit=MAX_PLANS)
     except PlanNotFound as exc:
         raise PageError(404, "no such plan in this project") from exc
-    answer = accuracy_answer(plans, calibration).model_dump(mode="json")
+    # The page renders the API's typed answer itself, not a dict dumped from it.
+    answer = accuracy_answer(plans, calibration)
     context = project_context(
         request,
         conn,
         project,
         "recommendations",
         answer=answer,
-        figure=figure_html(accuracy_figure(answer["plans"]), "fig-accuracy"),
+        figure=figure_html(accuracy_figure(plans), "fig-accuracy"),
     )
     return render(request, "accuracy.html", context)

@@ -106,8 +106,8 @@ def _page(
         # The answer only changes with the data, the question and the project's catalogue.
         key = (
             "recommendations",
-            repr(filters),
-            repr(options),
+            filters.key,
+            options,
             cell,
             project.catalogue,
             project.catalogue_toml,

@@ -5,10 +5,21 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
+import pandas as pd
 from pydantic import Field
 
 from analysis.accuracy.calibration import MIN_SAMPLES, Calibration
+from analysis.accuracy.plan_accuracy import (
+    Comparison as DomainComparison,
+)
+from analysis.accuracy.plan_accuracy import (
+    JobAccuracy as DomainJob,
+)
+from analysis.accuracy.plan_accuracy import (
+    PipelineAccuracy as DomainPipeline,
+)
 from analysis.accuracy.plan_accuracy import PlanAccuracy
+from analysis.accuracy.plan_record import PredictedJob as DomainPredictedJob
 from app.schemas.base import ApiModel
 
 
@@ -20,6 +31,11 @@ class Comparison(ApiModel):
     measured: float | None
     error: float | None
     error_pct: float | None
+
+    @classmethod
+    def of(cls, c: DomainComparison) -> Comparison:
+        """The answer form of a domain comparison."""
+        return cls(predicted=c.predicted, measured=c.measured, error=c.error, error_pct=c.error_pct)
 
 
 class PredictedJob(ApiModel):
@@ -38,6 +54,11 @@ class PredictedJob(ApiModel):
     members_total: int
     parts: dict[str, float] = Field(description="the model's named parts, when it gave them")
 
+    @classmethod
+    def of(cls, job: DomainPredictedJob) -> PredictedJob:
+        """The answer form of a planned job: its fields one for one."""
+        return cls.model_validate(job, from_attributes=True)
+
 
 class JobAccuracy(ApiModel):
     """One planned job in one pipeline, against the run that executed it (run_id null: none)."""
@@ -51,6 +72,21 @@ class JobAccuracy(ApiModel):
     tests_s: Comparison
     setup_s: Comparison
     cost: Comparison
+
+    @classmethod
+    def of(cls, job: DomainJob) -> JobAccuracy:
+        """The answer form of one job's comparison."""
+        return cls(
+            index=job.index,
+            name=job.name,
+            run_id=job.run_id,
+            machine=job.machine,
+            workers=job.workers,
+            wall_s=Comparison.of(job.wall),
+            tests_s=Comparison.of(job.tests),
+            setup_s=Comparison.of(job.setup),
+            cost=Comparison.of(job.cost),
+        )
 
 
 class PipelineAccuracy(ApiModel):
@@ -67,6 +103,22 @@ class PipelineAccuracy(ApiModel):
     mean_error_pct: float | None = Field(description="mean signed job wall error %")
     unmatched_runs: int = Field(description="runs naming the plan that match none of its jobs")
 
+    @classmethod
+    def of(cls, p: DomainPipeline) -> PipelineAccuracy:
+        """The answer form of one pipeline's comparison."""
+        return cls(
+            pipeline=p.pipeline,
+            started_at=_utc(p.started_at),
+            complete=p.complete,
+            jobs=[JobAccuracy.of(job) for job in p.jobs],
+            wait_s=Comparison.of(p.wait),
+            machine_s=Comparison.of(p.machine),
+            cost=Comparison.of(p.cost),
+            mean_abs_error_pct=p.mean_abs_error_pct,
+            mean_error_pct=p.mean_error_pct,
+            unmatched_runs=p.unmatched_runs,
+        )
+
 
 class PlanAccuracyModel(ApiModel):
     """A plan as handed out and every pipeline that ran it, newest first."""
@@ -80,6 +132,22 @@ class PlanAccuracyModel(ApiModel):
     predicted_machine_s: float
     predicted_cost: float | None
     pipelines: list[PipelineAccuracy]
+
+    @classmethod
+    def of(cls, accuracy: PlanAccuracy) -> PlanAccuracyModel:
+        """The answer form of a plan and its pipelines."""
+        plan = accuracy.plan
+        return cls(
+            plan_id=plan.id,
+            kind=plan.kind,
+            cell=plan.cell,
+            created_at=_utc(plan.created_at),
+            jobs=[PredictedJob.of(job) for job in plan.jobs],
+            predicted_wait_s=plan.wait_s,
+            predicted_machine_s=plan.machine_s,
+            predicted_cost=plan.cost,
+            pipelines=[PipelineAccuracy.of(p) for p in accuracy.pipelines],
+        )
 
 
 class CalibrationModel(ApiModel):
@@ -99,6 +167,10 @@ class AccuracyAnswer(ApiModel):
 
     plans: list[PlanAccuracyModel]
     calibration: CalibrationModel
+
+
+def _utc(stamp: pd.Timestamp | None) -> datetime | None:
+    return None if stamp is None else stamp.to_pydatetime()
 
 
 def _pct(fraction: float | None) -> float | None:
@@ -121,6 +193,6 @@ def calibration_model(calibration: Calibration) -> CalibrationModel:
 def accuracy_answer(plans: list[PlanAccuracy], calibration: Calibration) -> AccuracyAnswer:
     """The typed answer of the accuracy endpoint (also what the page renders)."""
     return AccuracyAnswer(
-        plans=[PlanAccuracyModel.model_validate(p.to_dict()) for p in plans],
+        plans=[PlanAccuracyModel.of(p) for p in plans],
         calibration=calibration_model(calibration),
     )

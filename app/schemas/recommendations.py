@@ -93,6 +93,9 @@ class ExpectedError(ApiModel):
 
     error_pct: float | None = Field(description="80% of measured jobs within; null: too few")
     samples: int = Field(description="measured jobs it comes from")
+    calibrated: bool = Field(
+        default=False, description="the plan applies factors learnt from measured jobs"
+    )
     text: str
 
 

@@ -1,5 +1,6 @@
-"""Did it come true (#18): stored plans against the jobs that ran them, for the accuracy API
-and the page, priced from the project's catalogue."""
+"""Did it come true: stored plans against the jobs that ran them, for the accuracy API
+and the page, priced from the project's catalogue
+(docs/planner.md#did-it-come-true-plans-that-close-the-loop)."""
 
 from __future__ import annotations
 

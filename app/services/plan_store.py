@@ -1,5 +1,6 @@
-"""Plans as handed out (#18): stored when the recommendations and shards answer, and the
-error a recommendation can expect, learnt from the jobs that ran earlier plans."""
+"""Plans as handed out: stored when the recommendations and shards answer, and the
+error a recommendation can expect, learnt from the jobs that ran earlier plans
+(docs/planner.md#did-it-come-true-plans-that-close-the-loop)."""
 
 from __future__ import annotations
 
@@ -73,5 +74,7 @@ def expected_error(calibration: Calibration) -> dict[str, Any]:
     return {
         "error_pct": None if error is None else round(100 * error, 1),
         "samples": calibration.samples,
+        # Factors learnt from measured jobs (else 1.0): documented, scripts may key on it.
+        "calibrated": error is not None,
         "text": calibration.note(),
     }

@@ -283,7 +283,7 @@ def project_rollup(
 ) -> Rollup:
     """A rollup over the rollup tables (pass one FrameCache for several rollups of a page)."""
     cache = cache or FrameCache.for_project(conn, project_id)
-    key = ("rollup", repr(filters), by, within, sort, descending, limit)
+    key = ("rollup", filters.key, by, within, sort, descending, limit)
     return cache.get(
         key,
         lambda: _compute_rollup(
@@ -304,17 +304,17 @@ def _compute_rollup(
     cache: FrameCache,
 ) -> Rollup:
     parent = within if within is not None else DEFAULT_WITHIN.get(by)
-    runs = cache.get(("runs", repr(filters)), lambda: load_runs(conn, project_id, filters))
+    runs = cache.get(("runs", filters.key), lambda: load_runs(conn, project_id, filters))
     if _file_grain(by) and (parent is None or _file_grain(parent)) and not filters.test_level:
         # Totals and shares of cell and file dimensions read the per-file rollup table.
         split = split_columns(by, parent)
         file_facts = cache.get(
-            ("file", repr(filters), split),
+            ("file", filters.key, split),
             lambda: _in_parts(
                 conn,
                 project_id,
                 cache,
-                ("file", repr(filters), split),
+                ("file", filters.key, split),
                 lambda part: load_file_facts(conn, project_id, filters, split_by=split, part=part),
             ),
         )
@@ -352,14 +352,14 @@ def _test_facts(
     # Without a split the facts have no bucket-free form: the weekly table is already small.
     per_bucket = per_bucket or not split
     return cache.get(
-        ("test", repr(filters), split, per_bucket),
+        ("test", filters.key, split, per_bucket),
         lambda: facts_from_sums(
             filters,
             _in_parts(
                 conn,
                 project_id,
                 cache,
-                ("test-sums", repr(filters), split, per_bucket),
+                ("test-sums", filters.key, split, per_bucket),
                 lambda part: load_fact_sums(
                     conn, project_id, filters, split_by=split, part=part, per_bucket=per_bucket
                 ),

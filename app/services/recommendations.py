@@ -65,7 +65,7 @@ class History:
     runs: pd.DataFrame
     cells: tuple[str, ...] = ()
     # Split plans already made from this history (the page's plan and its sizing share one).
-    plans: dict[tuple[str, str, str], SplitPlan] = field(
+    plans: dict[tuple[str, SplitOptions, tuple[tuple[str, float], ...]], SplitPlan] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -158,9 +158,11 @@ def split_recommendation(
         else load_history(conn, project, filters, one_cell=True, cell=cell)
     )
     cell_key, cells, history = _pick_cell(loaded, cell)
-    options = _with_stored_runner(conn, project, history.runs, options)  # runners (#17)
-    options = _with_recorded_invocation(history.runs, options)  # plans that run (#18)
-    # The project's measured jobs recalibrate the model's setup and test speed (#18).
+    # In the stored runner's words (docs/runners.md), replaying the history's pytest invocation
+    # (docs/planner.md#selections-that-run).
+    options = _with_stored_runner(conn, project, history.runs, options)
+    options = _with_recorded_invocation(history.runs, options)
+    # The project's measured jobs recalibrate the model's setup and test speed.
     calibration = project_calibration(conn, project)
     options = replace(
         options, setup_factor=calibration.setup_factor, test_factor=calibration.test_factor
@@ -168,19 +170,20 @@ def split_recommendation(
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
     plan = _plan(loaded, cell_key, history, options, prices, should_stop)
     answer = {"cell": cell_key, "cells": cells, **plan.to_dict()}
-    # A read stores nothing (#27): tracking the plan is track_split_plan's, behind a POST.
+    # A read stores nothing (so a GET can be repeated, cached or served by a read
+    # replica): tracking the plan is track_split_plan's, behind a POST.
     answer["plan_id"] = None
     # Pasted as is, each job asks this server for its shard and uploads it
     # (analysis/ci/loop.py); a tracked plan's config names the plan instead.
     answer["config"] = with_plan_labels(answer["config"], answer["jobs"], None)
-    # With the error that this project's earlier plans had (#18).
+    # With the error that this project's earlier plans had.
     answer["expected_error"] = expected_error(calibration)
     return answer
 
 
 def track_split_plan(conn: Connection, project: Project, answer: dict[str, Any]) -> dict[str, Any]:
     """A copy of a split answer whose plan is stored, with its id (None without jobs) and the
-    config labelled with it, so the jobs that run it can say so (#18)."""
+    config labelled with it, so the jobs that run it can say so."""
     tracked = dict(answer)
     tracked["plan_id"] = record_split_plan(conn, project, tracked)
     if tracked["plan_id"] is not None:
@@ -199,7 +202,7 @@ def _plan(
 ) -> SplitPlan:
     """plan_splits of one cell's `history`, made once per question from `loaded` (an
     incomplete plan, stopped by `should_stop`, is not kept)."""
-    key = (cell_key, repr(options), repr(sorted(prices.items())) if prices else "")
+    key = (cell_key, options, tuple(sorted(prices.items())) if prices else ())
     if key in loaded.plans:
         return loaded.plans[key]
     plan = plan_splits(
@@ -361,7 +364,7 @@ def _chosen(answer: dict[str, Any], index: int | None) -> dict[str, Any]:
 def _with_stored_runner(
     conn: Connection, project: Project, runs: pd.DataFrame, options: SplitOptions
 ) -> SplitOptions:
-    """`options` in the words of the runner stored on the cell's runs (#17)."""
+    """`options` in the words of the runner stored on the cell's runs."""
     runner = runner_of_runs(conn, project.id, runs["run_id"].tolist())
     if runner is None or runner == options.runner or options.granularity == "marker":
         return options
@@ -384,7 +387,7 @@ def _runner_shards(
     collected: Sequence[str] | None,
     total: int,
 ) -> list[Shard]:
-    """assign_shards in the stored runner's words, units from the results' files (#17)."""
+    """assign_shards in the stored runner's words, units from the results' files."""
     if history is None or history.results.empty:
         return assign_shards(estimates, collected, total)
     runner = runner_of_runs(conn, project.id, history.runs["run_id"].tolist()) or "pytest"

@@ -68,7 +68,7 @@ def _in_range(value: datetime | None) -> datetime | None:
 
 
 def _runner(value: str | None) -> str | None:
-    """A RUNNERS name (#17); "" and "auto" mean: detect it from each report."""
+    """A RUNNERS name; "" and "auto" mean: detect it from each report."""
     if value in (None, "", "auto"):
         return None
     if value not in RUNNERS:

@@ -303,7 +303,7 @@ class ItemRecorder:
         self.heap.install()
         self.census = HeapCensus()
         # The directory the nodeids are relative to (differs from the rootdir under --pyargs
-        # of an installed package): a plan replays them from there (#18).
+        # of an installed package): a plan replays them from there.
         self._nodeid_base: str | None = None
 
     @pytest.hookimpl(tryfirst=True)
@@ -738,7 +738,7 @@ class ReportWriter(ItemRecorder):
         return {"format": FORMAT, "version": VERSION, "session": session, "tests": tests}
 
     def session_measures(self) -> dict[str, Any]:
-        """CPU, start-up, collection, invocation and job wall of the session (#18).
+        """CPU, start-up, collection, invocation and job wall of the session.
 
         `cpu_s` covers the same span as `wall_s`. Under xdist the controller adds its own CPU
         (without children: the workers are its children, reaped or not yet) to each worker's

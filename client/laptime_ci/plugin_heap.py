@@ -1,4 +1,4 @@
-"""Heap-bound test time for the pytest plugin (#18).
+"""Heap-bound test time for the pytest plugin.
 
 Some tests walk the whole heap: an explicit `gc.collect()` (leak checks, fixture teardowns)
 visits every object the garbage collector tracks, and `gc.get_objects()` / `get_referrers()`

@@ -1,4 +1,5 @@
-"""Fixed glibc malloc thresholds for the measured process (#18).
+"""Fixed glibc malloc thresholds for the measured process
+(docs/plugin.md#the-allocator---laptime-malloc).
 
 glibc serves a large block (128 KiB and up by default) with its own `mmap` and returns it to
 the kernel on `free`. Each time a process frees such a block, glibc raises the threshold to

@@ -1,6 +1,6 @@
 """CPU time, process age and per-file collection time for the pytest plugin.
 
-The job model (#18) needs more than wall seconds: CPU seconds say whether a slow test was
+The job model needs more than wall seconds: CPU seconds say whether a slow test was
 slow or starved, the interpreter's start-up and the collection of each file are costs a job
 pays before its first test. Everything here is stdlib and costs a few system calls.
 

@@ -60,7 +60,7 @@ class UploadMetadata:
     wall_s: float | None = None
     peak_rss_mib: float | None = None
     # The CI job's wall from its start to now (setup included): the job model's fixed CI
-    # setup is this minus the pytest wall (#18). Known from LAPTIME_JOB_STARTED_AT or the CI.
+    # setup is this minus the pytest wall. Known from LAPTIME_JOB_STARTED_AT or the CI.
     job_wall_s: float | None = None
     idempotency_key: str | None = None
     # Keep the report's own timestamp however old (importing history).

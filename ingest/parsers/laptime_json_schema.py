@@ -53,7 +53,7 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "cgroup_peak_mib": ("number", 0),
     "test_peak_rss_method": ("string", None),
     "hostname": ("string", None),
-    # What the job model needs (#18); LENIENT_FIELDS: a bad value is dropped with a warning.
+    # What the job model needs; LENIENT_FIELDS: a bad value is dropped with a warning.
     "cpu_s": ("number", 0),
     "startup_s": ("number", 0),
     "collect_s": ("number", 0),
@@ -63,14 +63,14 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     "invocation": ("string", None),
     "rootdir": ("string", None),
     "job_wall_s": ("number", 0),
-    # gc-tracked objects at collection start and end and after the last test (#18 follow-up).
+    # gc-tracked objects at collection start and end and after the last test.
     "heap_objects_start": ("integer", 0),
     "heap_objects_collected": ("integer", 0),
     "heap_objects_end": ("integer", 0),
-    # Run-queue delay (#18 follow-up): seconds the tests' thread(s) were runnable but waiting
+    # Run-queue delay: seconds the tests' thread(s) were runnable but waiting
     # for a CPU over the session (schedstat), so a busy machine's history can be made quiet.
     "cpu_wait_s": ("number", 0),
-    # The state glibc's malloc ran the tests in, one of MALLOC_STATES (#18 follow-up): under
+    # The state glibc's malloc ran the tests in, one of MALLOC_STATES: under
     # glibc's dynamic thresholds a fresh job process may page-fault what the history served.
     "malloc": ("string", None),
 }
@@ -96,16 +96,16 @@ TEST_FIELDS: Final[dict[str, FieldSpec]] = {
     "xfail": ("boolean", None),
     "cpu_s": ("number", 0),
     "seq": ("integer", 0),
-    # Heap-bound time (#18 follow-up): gc.collect() seconds, heap walks, the heap walked.
+    # Heap-bound time: gc.collect() seconds, heap walks, the heap walked.
     "gc_s": ("number", 0),
     "heap_scans": ("integer", 0),
     "heap_objects": ("integer", 0),
-    # Run-queue delay (#18 follow-up): seconds the test's thread waited for a CPU.
+    # Run-queue delay: seconds the test's thread waited for a CPU.
     "cpu_wait_s": ("number", 0),
 }
 # Present and not null. Every other key may be absent or null (= unknown).
 TEST_REQUIRED: Final = ("nodeid", "outcome")
-# Keys added after version 1 shipped (#18): an invalid value becomes null with a warning
+# Keys added after version 1 shipped: an invalid value becomes null with a warning
 # instead of rejecting the report, so a measuring bug never costs the run's results.
 LENIENT_FIELDS: Final = frozenset(
     {

@@ -1,4 +1,5 @@
-"""Which test runner wrote a report, and the unit that runner can select (issue #17).
+"""Which test runner wrote a report, and the unit that runner can select
+(docs/runners.md).
 
 Every result's `file` is the runner's selection unit, the thing a CI job can be told to run
 and the "file" dimension rolls up: the source file where the producer writes one, the test

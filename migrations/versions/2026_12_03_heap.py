@@ -1,4 +1,4 @@
-"""Heap-bound test time (#18 follow-up): per result the seconds in explicit gc.collect() calls,
+"""Heap-bound test time: per result the seconds in explicit gc.collect() calls,
 the heap walks and the heap a walk saw; per run the gc-tracked objects at collection start,
 collection end and after the last test.
 

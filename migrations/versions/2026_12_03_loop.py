@@ -14,7 +14,7 @@ depends_on = None
 
 SCHEMA = """
 -- One row per plan handed out (a split recommendation or a shard assignment): its prediction
--- as first served, so the jobs that run it can be compared with it (#18 "close the loop").
+-- as first served, so the jobs that run it can be compared with it ("close the loop").
 CREATE TABLE plan (
     project_id  bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
     id          text NOT NULL,

@@ -1,4 +1,4 @@
-"""Allocator state (#18 follow-up): per run the state glibc's malloc ran the tests in (the
+"""Allocator state: per run the state glibc's malloc ran the tests in (the
 plugin's session `malloc`: pinned, environment, dynamic or other; NULL = unknown), so the job
 model can tell a history whose allocation costs a fresh job process would not pay alike.
 

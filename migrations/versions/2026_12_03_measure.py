@@ -1,4 +1,4 @@
-"""What the job model needs (#18): per-result CPU and execution order, per-run CPU, start-up,
+"""What the job model needs: per-result CPU and execution order, per-run CPU, start-up,
 collection (overall, counts, per file), invocation and the CI job's wall.
 
 Revision ID: measure

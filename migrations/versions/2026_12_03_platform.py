@@ -1,4 +1,4 @@
-"""Platform (#18 follow-up): per run the platform the tests ran on (the plugin's session
+"""Platform: per run the platform the tests ran on (the plugin's session
 `platform`, e.g. `Linux-6.1.0-x86_64-with-glibc2.36`; NULL = unknown), so machine sizing keeps
 to the history's OS and architecture when today's machine type is not named.
 

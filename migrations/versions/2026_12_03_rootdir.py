@@ -1,4 +1,4 @@
-"""The directory a run's nodeids are relative to (#18): server plans replay a `--pyargs`
+"""The directory a run's nodeids are relative to: server plans replay a `--pyargs`
 history as modules, which needs it beside `run.invocation`.
 
 Revision ID: rootdir

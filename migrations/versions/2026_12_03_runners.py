@@ -14,7 +14,7 @@ depends_on = None
 
 
 def upgrade() -> None:
-    # NULL for runs stored before runner detection (#17).
+    # NULL for runs stored before runner detection.
     op.execute(
         "ALTER TABLE run ADD COLUMN runner text, ADD COLUMN file_derived boolean NOT NULL DEFAULT false"
     )

@@ -1,4 +1,4 @@
-"""Run-queue wait (#18 follow-up): per result and per run the seconds the tests' thread(s)
+"""Run-queue wait: per result and per run the seconds the tests' thread(s)
 were runnable but waiting for a CPU, so history from a busy machine can be made quiet.
 
 Revision ID: wait

@@ -1,4 +1,4 @@
-"""Shard pins (#27): the shard assignment handed to the first shard of a CI pipeline that asks,
+"""Shard pins: the shard assignment handed to the first shard of a CI pipeline that asks,
 so every shard of that pipeline gets the same plan even when durations change between starts.
 And the pages' session secret made here, not on a page's first GET: reads stay reads (a read
 replica cannot write it).

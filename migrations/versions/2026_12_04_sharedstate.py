@@ -1,4 +1,5 @@
-"""Shared state (#27): what every web process must see alike lives in the database.
+"""Shared state: what every web process must see alike lives in the database
+(docs/scaling.md#what-the-web-processes-share-and-what-each-keeps).
 
 - auth_failure: failed authentications per client address in a fixed window, so the budget
   (LAPTIME_AUTH_FAILURES per LAPTIME_AUTH_FAILURE_WINDOW_S) holds for the deployment, not per

@@ -1,4 +1,4 @@
-"""Calibration from measured vs predicted jobs (#18): bounded medians, nothing below
+"""Calibration from measured vs predicted jobs: bounded medians, nothing below
 MIN_SAMPLES, the expected error of the calibrated and of the raw predictions."""
 
 from __future__ import annotations

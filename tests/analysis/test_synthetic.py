@@ -1,4 +1,5 @@
-"""The synthetic history: contract shape, the story's proportions, determinism."""
+"""The synthetic history: contract shape, the proportions of
+docs/story.md#what-the-numbers-said, determinism."""
 
 from __future__ import annotations
 

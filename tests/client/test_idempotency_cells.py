@@ -1,4 +1,4 @@
-"""The client's default idempotency key tells matrix cells apart (issue #13, item 10)."""
+"""The client's default idempotency key tells matrix cells apart."""
 
 from __future__ import annotations
 

@@ -212,7 +212,7 @@ def test_circleci_config_parallelism(tmp_path: Path, ci_env: dict[str, str]) -> 
     assert len(ran) == len(set(ran)) == 10
 
 
-# Issue 27 item 5: integrations that close the loop and stay fresh.
+# integrations that close the loop and stay fresh.
 GITHUB = INTEGRATIONS / "github"
 WORKFLOW_EXPRESSION = re.compile(r"\$\{\{\s*(matrix|vars|secrets)\.([\w-]+)\s*\}\}")
 STARTS_CLOCK = re.compile(r"LAPTIME_JOB_STARTED_AT=.*\$\(date \+%s\)")

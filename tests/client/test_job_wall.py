@@ -1,4 +1,4 @@
-"""The CI job's wall (#18): the client knows it when the job's start is known, from an early
+"""The CI job's wall: the client knows it when the job's start is known, from an early
 CI step's LAPTIME_JOB_STARTED_AT (epoch seconds or ISO 8601) or GitLab's CI_JOB_STARTED_AT,
 and sends it as the upload's `job_wall_s`."""
 

@@ -1,5 +1,5 @@
-"""A non-pytest runner's snippet runs as the page shows it and closes the loop (issue 27,
-item 5): a live server holding a Jest history, the recommendations page's real HTML, its
+"""A non-pytest runner's snippet runs as the page shows it and closes the loop: a
+live server holding a Jest history, the recommendations page's real HTML, its
 GitHub Actions snippet's `run:` steps run per matrix job in a fresh checkout of a generated
 Jest project (`npm ci` from its lockfile, jest-junit installed by the snippet, the client
 installed by the snippet from ./client through LAPTIME_CI_SPEC, the variables GitHub sets).

@@ -1,5 +1,5 @@
-"""Every CI snippet the recommendations page shows runs as shown and closes the loop (issue 27,
-item 5): a live server, the page's real HTML, each snippet's shell steps run as its CI runs a
+"""Every CI snippet the recommendations page shows runs as shown and closes the loop: a
+live server, the page's real HTML, each snippet's shell steps run as its CI runs a
 job (a fresh checkout of a generated project, a venv holding only Python, the client installed
 by the snippet itself from ./client through LAPTIME_CI_SPEC, the variables the CI sets); every
 collected test runs once, each job's upload arrives, and "Did it come true?" has the pipeline.

@@ -1,4 +1,4 @@
-"""The "Did it come true?" page (#18) in Chromium: a plan whose job and pipeline names are
+"""The "Did it come true?" page in Chromium: a plan whose job and pipeline names are
 hostile is shown literally, in the table and in the figure's hover, and nothing runs."""
 
 from __future__ import annotations

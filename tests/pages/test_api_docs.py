@@ -1,4 +1,4 @@
-"""/docs renders every operation in Chromium with the network cut off (#19): Swagger UI comes
+"""/docs renders every operation in Chromium with the network cut off: Swagger UI comes
 from the installed bundle, under the same strict CSP as the dashboard."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """No page, API answer or CLI output shows `nan`, `None`, `undefined` or `inf` for a project
 with sparse data: jobs without a machine, tests without markers, zero and unknown durations,
-a parametrize explosion whose variants all took 0 s (#15)."""
+a parametrize explosion whose variants all took 0 s."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What the reductions and recommendations pages list, and how, in a real Chromium (#15): only
+"""What the reductions and recommendations pages list, and how, in a real Chromium: only
 explosions whose cut saves time, largest saving first (with a "show all" link); each job's
 tests listed once, in columns that do not run over each other; plotly's mode bar clear of
 every title and legend."""

@@ -1,4 +1,4 @@
-"""The sign-in session, CSRF and security headers over real HTTP (issue 14).
+"""The sign-in session, CSRF and security headers over real HTTP.
 
 The cookie never holds the token; a forged, tampered or expired cookie is refused; the API's
 bearer auth does not read cookies; the sign-in and sign-out forms refuse a POST without their

@@ -1,4 +1,4 @@
-"""Nothing a report says runs in a maintainer's browser (issue 14).
+"""Nothing a report says runs in a maintainer's browser.
 
 Reports whose every string field (test, class, file and suite names, job, branch, label keys
 and values, failure messages) carries script and HTML payloads for attribute, text, JS and

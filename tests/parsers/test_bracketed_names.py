@@ -1,4 +1,4 @@
-"""Brackets are parametrize ids only at the end of a pytest-style nodeid (issue #15)."""
+"""Brackets are parametrize ids only at the end of a pytest-style nodeid."""
 
 from __future__ import annotations
 

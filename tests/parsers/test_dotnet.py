@@ -1,4 +1,4 @@
-"""NUnit 2/3 XML and TRX parsed natively, like JUnit (#17): outcomes, durations, classes,
+"""NUnit 2/3 XML and TRX parsed natively, like JUnit: outcomes, durations, classes,
 theory cases as separate executions; runner `dotnet`, the class as the selection unit."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A time outside 0 s .. 7 days is unknown, with a warning, in every parser (issue 27, item 12).
+"""A time outside 0 s .. 7 days is unknown, with a warning, in every parser.
 
 `<testcase time="inf"/>` or `time="1e308"` was stored as 1.8e308 s (the warning called it
 nanoseconds) and made the project's grand_total_s null and every share 0.0.

@@ -1,4 +1,4 @@
-"""`--durations` sections as CI systems' logs really print them (issue #15).
+"""`--durations` sections as CI systems' logs really print them.
 
 Each fixture in samples/durations/ci/ is a job log in that system's own line format (see the
 comments in each case), around the same 10-test session as the version samples, so the

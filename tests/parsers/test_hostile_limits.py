@@ -1,5 +1,5 @@
 """Hostile sizes: one content limit whatever the transport, a cap on any single XML node,
-and precise codes for containers gzip does not cover (issue #13 items 3 and 10, #15)."""
+and precise codes for containers gzip does not cover."""
 
 from __future__ import annotations
 

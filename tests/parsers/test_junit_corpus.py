@@ -1,5 +1,5 @@
 """Differential test over the whole shared corpus: what `laptime parse` prints agrees with an
-independent reading of each file (issue #15, "executions, not names").
+independent reading of each file ("executions, not names").
 
 For every JUnit file that parses: the executions printed == the testcase elements counted by
 ElementTree minus the documented merges (repeated pytest testcases are rerun attempts, see
@@ -182,7 +182,7 @@ FAILS_WITH: dict[str, str] = {
     "semaphoreci__test-results/priv/parsers/stdout/out.json": "json-schema",
 }
 
-# Native .NET reports (#17): NUnit <test-case> / TRX leaf <UnitTestResult> elements are
+# Native .NET reports: NUnit <test-case> / TRX leaf <UnitTestResult> elements are
 # counted instead of <testcase>.
 NATIVE = {
     "dorny__test-reporter/__tests__/fixtures/dotnet-nunit.xml",

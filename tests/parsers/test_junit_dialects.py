@@ -182,5 +182,5 @@ def test_jest_suite_named_after_its_file_gives_the_file() -> None:
     )
     files = dict(zip(report.results["function"], report.results["file"], strict=True))
     assert files["sum adds 1 + 2"] == "src/a/sum.test.ts"
-    # Not a path: the suite is still the unit the report identifies (#17), not "(unknown)".
+    # Not a path: the suite is still the unit the report identifies, not "(unknown)".
     assert files["works"] == "Login flow"

@@ -309,7 +309,7 @@ def test_layouts_without_a_name_and_repeated_or_missing_times() -> None:
     )
     report = check(doc(body))
     assert report is not None
-    # The four nameless testcases are left out (issue 27 item 2), in both paths alike.
+    # The four nameless testcases are left out, in both paths alike.
     assert len(report.results) == 6
     assert any("4 result(s) with no test name" in w for w in report.warnings)
     assert report.results["duration_s"].isna().sum() == 3

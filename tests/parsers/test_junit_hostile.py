@@ -173,7 +173,7 @@ def test_latin1_declared_as_such_parses() -> None:
 
 
 @pytest.mark.parametrize(
-    # <test-run> is NUnit 3 now, read by its own parser (#17); xUnit's native root is not.
+    # <test-run> is NUnit 3 now, read by its own parser; xUnit's native root is not.
     "root",
     [b"<robot/>", b"<html><body/></html>", b"<assemblies></assemblies>"],
 )

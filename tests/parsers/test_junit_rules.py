@@ -140,7 +140,7 @@ def test_repeated_pytest_testcases_are_reruns_with_their_times_summed() -> None:
 
 
 def test_nameless_testcases_are_left_out_with_a_warning_naming_them() -> None:
-    # pytest writes <testcase time="0.001"/> when SIGINT stops a run (issue 27 item 2).
+    # pytest writes <testcase time="0.001"/> when SIGINT stops a run.
     report = parse_report(report_of('<testcase name="t"/>' + '<testcase time="0.001"/>' * 4))
     assert report.results["nodeid"].tolist() == ["s::t"]
     (warning,) = [w for w in report.warnings if "no test name" in w]
@@ -183,7 +183,7 @@ def test_brackets_are_params_only_for_pytest() -> None:
         ("tests.v1.test_x.TestC", "tests/v1/test_x.py", ("tests/v1/test_x.py", "TestC")),
         ("a.test_x.TestC", "/abs/ci/a/test_x.py", ("a/test_x.py", "TestC")),
         ("Tests.test_x", "Tests/test_x.py", ("Tests/test_x.py", "")),
-        # #18: a directory's dot is not a slash (`python3/11` was the bug).
+        # A directory's dot is not a slash (`python3/11` was the bug).
         (
             "venv.lib.python3.11.site-packages.pkg.test_x.TestC",
             None,

@@ -342,7 +342,7 @@ def test_schema_dict_matches_the_field_tables() -> None:
     assert set(test_items["properties"]) == set(TEST_FIELDS) == set(TEST)
     assert test_items["required"] == ["nodeid", "outcome"]
     assert test_items["properties"]["outcome"]["enum"] == ["passed", "failed", "error", "skipped"]
-    # Every SessionInfo field is fed from the schema, but the runner (set by detection, #17).
+    # Every SessionInfo field is fed from the schema, but the runner (set by detection).
     assert set(SESSION_FIELDS) == set(SessionInfo.__dataclass_fields__) - {"runner"}
 
 

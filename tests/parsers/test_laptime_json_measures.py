@@ -1,4 +1,4 @@
-"""The job model's keys in laptime JSON (#18): read when valid; a bad value is dropped with a
+"""The job model's keys in laptime JSON: read when valid; a bad value is dropped with a
 warning and never costs the report; reports without them (old plugins, JUnit) read as unknown.
 The heap measures (gc_s, heap_scans, heap_objects and the session's heap_objects_*) and the
 run-queue wait (cpu_wait_s per test and per session) follow the same rules as cpu_s and seq,

@@ -1,5 +1,5 @@
 """Merged reruns: duration_s is what the machine paid (every attempt), and the last attempt's
-own time is kept beside it (issue #15)."""
+own time is kept beside it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Merging one job's reports keeps every execution (issue #15)."""
+"""Merging one job's reports keeps every execution."""
 
 from __future__ import annotations
 

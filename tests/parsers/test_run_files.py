@@ -1,4 +1,4 @@
-"""ingest.run_files: which report files are one run (issue 27 item 6)."""
+"""ingest.run_files: which report files are one run."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -77,7 +78,7 @@ def test_shard_reads_collected_from_stdin(report: Path) -> None:
         )
         assert result.exit_code == 0, result.output
         outputs.append([line for line in result.stdout.splitlines() if line])
-    # pytest's arguments, one a line: each file is whole in one shard, so files (#18).
+    # pytest's arguments, one a line: each file is whole in one shard, so files.
     everything = sorted(outputs[0] + outputs[1])
     assert everything == ["a.py", "b.py", "c.py", "d.py"]
 
@@ -103,7 +104,7 @@ def test_plan_names_the_model_inputs_a_durations_report_lacks(report: Path) -> N
 
 
 def test_offline_plan_says_its_runs_cannot_be_matched(report: Path) -> None:
-    # `laptime plan` stores nothing: its snippet must not pretend to close the loop (#18).
+    # `laptime plan` stores nothing: its snippet must not pretend to close the loop.
     result = CliRunner().invoke(
         cli, ["plan", str(report), "--jobs", "2", "--granularity", "file", "--overhead", "0"]
     )
@@ -119,3 +120,20 @@ def test_a_junit_history_is_not_told_about_the_allocator(report: Path) -> None:
     said = " ".join(result.output.split())
     assert "malloc" in said
     assert "dynamic malloc thresholds" not in said
+
+
+def test_plan_text_prints_each_job_command_whole_on_one_line(tmp_path: Path) -> None:
+    # A long selection (many long file names) must not be cut or wrapped: copy-paste runs it.
+    lines = [f"{1 + i % 7}.00s call     tests/some/deep/package/test_module_{i:03d}.py::t"
+             for i in range(60)]  # fmt: skip
+    report = tmp_path / "job.txt"
+    report.write_text("\n".join(["=== slowest durations ===", *lines, "=== 60 passed ==="]) + "\n")
+    args = ["plan", str(report), "--jobs", "2", "--granularity", "file", "--overhead", "0"]
+    planned = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    text = CliRunner().invoke(cli, args).output
+    printed = [line.strip() for line in text.splitlines()]
+    for job in planned["jobs"]:
+        command = shlex.join(["pytest", *job["pytest_args"]])
+        assert len(command) > 300
+        assert f"{job['name']}: {command}" in printed
+    assert not any(line.endswith("...") for line in printed)

@@ -1,4 +1,4 @@
-"""Heap-bound test time (#18) on a hand-built history whose heap is known; every number worked out.
+"""Heap-bound test time on a hand-built history whose heap is known; every number worked out.
 
 The run: 10,000 tracked objects at collection start, 1,000 more per collected test (10 tests:
 20,000 after collection), 1,000 more per test run (30,000 after the tests). The last test,

@@ -1,4 +1,4 @@
-"""The job model (#18) on hand-built histories whose parts are known; each number is worked out."""
+"""The job model on hand-built histories whose parts are known; each number is worked out."""
 
 from __future__ import annotations
 
@@ -436,3 +436,16 @@ def test_cores_used_are_read_against_the_wall_the_history_measured() -> None:
     assert walls["two"] == pytest.approx(walls["eight"])
     assert fit.recommended is not None
     assert fit.recommended.name == "two"
+
+
+def test_a_plugin_history_without_job_wall_is_told_the_missing_start_stamp() -> None:
+    # The plugin recorded the run order (seq): only the job's start stamp was missing (#33).
+    from analysis.split.job_model import missing_inputs_note
+
+    note = missing_inputs_note(("job_wall_s",))
+    assert "start stamp" in note
+    assert "LAPTIME_JOB_STARTED_AT" in note
+    assert "record with the laptime plugin" not in note
+    # A durations/JUnit history (no run order) is still told to record with the plugin.
+    assert "laptime plugin" in missing_inputs_note(("job_wall_s", "startup_s", "seq"))
+    assert missing_inputs_note(()) == ""

@@ -1,4 +1,4 @@
-"""Plans that run (#18): every emitted pytest selection collects exactly the planned tests,
+"""Plans that run: every emitted pytest selection collects exactly the planned tests,
 under the invocation the history used (paths or `--pyargs`), with a real pytest.
 
 The suite is a tiny package installed under `venv/lib/python3.11/site-packages` (so a JUnit

@@ -1,4 +1,4 @@
-"""Close the loop from a pasted snippet (#18): every CI snippet of a stored plan hands job I of
+"""Close the loop from a pasted snippet: every CI snippet of a stored plan hands job I of
 N the labels `plan=<id>,shard=I/N` in LAPTIME_LABELS, the variable the CI client (plugin and
 `laptime-ci upload`) reads, so the accuracy view can match its run; hostile test names still
 cannot break the YAML or the shell."""
@@ -70,7 +70,7 @@ def test_pytest_matrix_names_plan_and_shard_per_job() -> None:
 
 
 def test_past_the_listing_limit_each_job_asks_for_its_shard() -> None:
-    # Issue 27 item 5: no pytest-split groups (not the plan); tests/planner/
+    # No pytest-split groups (not the plan); tests/planner/
     # test_snippets_close_the_loop.py runs these jobs.
     many = [tuple(f"t{j}_{i}.py" for i in range(MATRIX_MAX_ARGS)) for j in range(N)]
     snippet = github_actions_matrix(many, plan_id=PLAN)
@@ -144,7 +144,7 @@ def test_without_an_id_the_snippets_say_their_runs_cannot_be_matched() -> None:
 
 
 def test_a_servers_untracked_snippets_say_how_to_have_the_plan_stored() -> None:
-    # A server's read stores nothing (#27), and only pytest's jobs ask it for their shard:
+    # A server's read stores nothing, and only pytest's jobs ask it for their shard:
     # another runner's snippet names the page's "Track this plan" (and the POST) instead.
     sel = selections("jest")
     for snippet in (

@@ -1,4 +1,4 @@
-"""Every pytest snippet a plan hands out closes the loop (issue 27, item 5): in each CI flavour
+"""Every pytest snippet a plan hands out closes the loop: in each CI flavour
 and for small and large plans, each job exports LAPTIME_JOB_STARTED_AT before any install,
 installs the client from LAPTIME_CI_SPEC, and runs pytest with `--laptime-upload` and either
 the plan's own arguments (labelled with plan and shard) or `--laptime-shard=I/N`; no

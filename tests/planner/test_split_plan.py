@@ -208,3 +208,30 @@ def test_a_plan_never_stopped_is_complete() -> None:
     p = plan(jobs=(2, 4))
     assert p.complete
     assert p.to_dict()["complete"] is True
+
+
+def test_before_is_todays_pipeline_not_the_jobs_of_executed_plans() -> None:
+    # Two plain runs of one job, then the jobs of two executed plans (2 and 3 jobs, by
+    # plan label or by the stored plan_id): "before" stays the one job run today (#33).
+    durations = {f"f{i}.py::t": 10.0 + i for i in range(6)}
+    results = [results_for(1, durations), results_for(2, durations)]
+    rows = [run_row(1, wall_s=80.0), run_row(2, wall_s=80.0)]
+    run_id = 3
+    plan_ids: list[str | None] = []
+    for plan, n in (("aaa", 2), ("bbb", 3)):
+        names = sorted(durations)
+        for index in range(n):
+            part = {k: durations[k] for k in names[index::n]}
+            results.append(results_for(run_id, part))
+            labels = {"shard": f"{index + 1}/{n}"} | ({"plan": plan} if plan == "aaa" else {})
+            rows.append(run_row(run_id, job=f"{plan}-{index + 1}", wall_s=40.0, labels=labels))
+            plan_ids.append(plan)
+            run_id += 1
+    runs = runs_frame(rows)
+    runs["plan_id"] = [None, None, *plan_ids]
+    plan = plan_splits(
+        pd.concat(results, ignore_index=True), runs, SplitOptions(jobs=(2, 2), overhead_s=20.0)
+    )
+    assert plan.before.jobs == 1
+    assert [job.name for job in plan.before_jobs] == ["test"]
+    assert plan.before_jobs[0].n_tests == len(durations)

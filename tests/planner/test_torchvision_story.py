@@ -1,4 +1,5 @@
-"""The ARCHITECTURE.md story: two model files dominate CPU time; on GPU setup eats the gain."""
+"""torchvision's story (docs/story.md#what-the-numbers-said): two model files dominate CPU
+time; on GPU setup eats the gain."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ MODELS = "test/test_models.py"
 BACKBONE = "test/test_backbone_utils.py"
 REST_FILES = [f"test/test_misc_{i:02d}.py" for i in range(20)]
 
-CPU_TEST_S = 2904.0  # 48.4 min of tests + 7.6 min of setup = the story's 56 min wait
+CPU_TEST_S = 2904.0  # 48.4 min of tests + 7.6 min of setup = the 56 min wait (docs/story.md)
 CPU_OVERHEAD_S = 456.0
 GPU_TEST_S = 1800.0
 GPU_OVERHEAD_S = 1800.0  # installing the CUDA environment takes as long as the tests
@@ -146,7 +147,7 @@ def test_cpu_numbers_follow_the_input_arithmetic(
     assert plan.after.machine_s == pytest.approx(3 * overhead + tests_s, abs=0.01)
     assert plan.after.cost is None  # no price given: never invented
     assert "cost" not in plan.to_dict()["after"]
-    # Linux: 56 min -> 24.2 min wait (the story's hand split reached 38 min with 2 jobs).
+    # Linux: 56 min -> 24.2 min wait (docs/story.md: the hand split reached 38 min with 2 jobs).
     if speed == 1.0:
         assert plan.before.wait_s == pytest.approx(56 * 60, abs=0.01)
         assert plan.after.wait_s == pytest.approx(456 + 997.8144, abs=0.01)

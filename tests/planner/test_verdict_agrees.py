@@ -1,5 +1,5 @@
 """One split verdict, stated once, the same through `laptime plan`, the REST API and the
-recommendations page for the same history (#15: the CLI said "not worth it" while its table
+recommendations page for the same history (the CLI said "not worth it" while its table
 marked 2 jobs "chosen")."""
 
 from __future__ import annotations

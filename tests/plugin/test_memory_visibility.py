@@ -1,11 +1,10 @@
 """What an outside reader of the pytest process's peak (like /usr/bin/time) sees, per method.
 
-Resetting the kernel's high-water mark per test (`hwm-reset`) lowers the process's
-`ru_maxrss`, so its parent reads less than the largest test's peak (#18 found /usr/bin/time
-below the plugin's own largest test). With `sampling` nothing is reset and the outside
-reading covers every test. The reading is the pytest process's own rusage from wait4, taken
-by a small launcher process, so neither this big test process nor anything else it reaped
-inflates it.
+Resetting the kernel's high-water mark per test (`hwm-reset`) lowers the process's `ru_maxrss`, so
+its parent reads less than the largest test's peak (the job model's measurements found /usr/bin/time
+below the plugin's own largest test). With `sampling` nothing is reset and the outside reading
+covers every test. The reading is the pytest process's own rusage from wait4, taken by a small
+launcher process, so neither this big test process nor anything else it reaped inflates it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The plugin fixes glibc's malloc thresholds while it measures (#18).
+"""The plugin fixes glibc's malloc thresholds while it measures.
 
 A fresh job process page-faulted large arrays that the long history process served from its
 heap (networkx's test_layout.py: 9.9 s vs 5.0 s). The suite below allocates three 4 MiB

@@ -1,4 +1,4 @@
-"""What the job model needs (#18): per-test CPU and order, start-up, collection per file.
+"""What the job model needs: per-test CPU and order, start-up, collection per file.
 
 One real pytest subprocess on a small suite whose costs are known: a busy loop burns its wall
 in CPU, a sleep burns none, a child process burns CPU the test must be charged for, and one
@@ -145,7 +145,7 @@ def test_pyargs_rootdir_is_where_the_nodeids_start(
 ) -> None:
     """Under `--pyargs` of a package outside the rootdir (installed), pytest names files
     relative to the package it found, not to its rootdir: the report's rootdir must be that
-    base, so a plan can turn the nodeids back into their modules (#18, plans that run)."""
+    base, so a plan can turn the nodeids back into their modules (plans that run)."""
     site = tmp_path_factory.mktemp("site")  # outside the rootdir, as an installed package is
     tests_dir = site / "pkgx" / "tests"
     tests_dir.mkdir(parents=True)
@@ -196,7 +196,7 @@ def test_heap_bound_work_is_measured(
     clean_pytester: pytest.Pytester, distribution: list[str]
 ) -> None:
     """Seconds in gc.collect, heap scans and the heap a scan saw, per test; the session's heap
-    before and after collection and after the tests (#18: heap-bound time follows the heap)."""
+    before and after collection and after the tests (heap-bound time follows the heap)."""
     clean_pytester.makepyfile(test_heap=HEAP_SUITE)
     result = clean_pytester.runpytest_subprocess("--laptime-report=r.json", *distribution)
     result.assert_outcomes(passed=3)
@@ -273,7 +273,7 @@ def test_contended():
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
 def test_run_queue_wait_is_the_time_a_busy_machine_took(clean_pytester: pytest.Pytester) -> None:
     """cpu_wait_s: the seconds the test's thread was runnable but had no CPU (schedstat), the part
-    of its wall a quiet machine would not have taken (#18: history recorded under load)."""
+    of its wall a quiet machine would not have taken (history recorded under load)."""
     clean_pytester.makepyfile(burner=BURN, test_contended=CONTENDED_SUITE)
     result = clean_pytester.runpytest_subprocess("--laptime-report=r.json", "-p", "no:xdist")
     result.assert_outcomes(passed=1)

@@ -296,7 +296,7 @@ def test_xdist_merges_every_workers_records(clean_pytester):
     session = document["session"]
     assert session["peak_rss_mib"] > 0
     assert session["test_peak_rss_method"] == EXPECTED_METHOD  # reported by the workers
-    # What the workers measured (#18): each worker's own order, CPU, and their collection.
+    # What the workers measured: each worker's own order, CPU, and their collection.
     for worker in ("gw0", "gw1"):
         seqs = sorted(t["seq"] for t in tests.values() if t["worker"] == worker)
         assert seqs == list(range(len(seqs)))

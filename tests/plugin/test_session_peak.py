@@ -1,5 +1,5 @@
 """The plugin's session peak is the test process tree's; a container's cgroup peak (which
-counts every process in it) is kept beside it under its own name and never replaces it (#15)."""
+counts every process in it) is kept beside it under its own name and never replaces it."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_session_peak_is_the_process_trees_and_the_cgroups_is_labelled_apart(
 
 def test_the_cgroup_is_never_the_session_peak(monkeypatch: pytest.MonkeyPatch) -> None:
     """cgroup v2 `memory.peak` is the cgroup's lifetime maximum (an earlier pip install's 996
-    MiB where the tests peaked at 281 MiB): not even a fallback for the job's peak (#18)."""
+    MiB where the tests peaked at 281 MiB): not even a fallback for the job's peak."""
     from laptime_ci import plugin
 
     monkeypatch.setattr(plugin, "cgroup_peak_mib", lambda: 512.0)

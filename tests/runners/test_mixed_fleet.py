@@ -1,4 +1,4 @@
-"""A mixed fleet (#17): pytest, Jest and Maven jobs in one project. Each job is shown in its own
+"""A mixed fleet: pytest, Jest and Maven jobs in one project. Each job is shown in its own
 terms (files, spec paths, derived Java paths), no time falls into `(unknown)`, the rollups by
 file and by job add up to the same total, and each runner's cell is planned in its words."""
 

@@ -1,4 +1,4 @@
-"""Plans run by the real runners (#17): a small generated project, a duration history in the
+"""Plans run by the real runners: a small generated project, a duration history in the
 runner's own report dialect, a plan for 3 jobs, then every job's emitted command is run by the
 runner itself, and its real report must show each planned test exactly once across jobs.
 

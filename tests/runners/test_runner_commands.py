@@ -1,4 +1,4 @@
-"""Each runner's emitted selection against its documented syntax (#17), and a split plan for
+"""Each runner's emitted selection against its documented syntax, and a split plan for
 three jobs that selects every planned test exactly once, in that runner's terms."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Every corpus report of a known producer: its runner is detected and every result carries
-the unit that runner selects, `(unknown)` under 1% of the time (issue #17)."""
+the unit that runner selects, `(unknown)` under 1% of the time."""
 
 from __future__ import annotations
 

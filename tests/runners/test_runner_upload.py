@@ -1,5 +1,5 @@
 """The runner is stored on the run: detected from the report, or the upload's `runner` field
-overrides it, which also makes the files that runner's units (#17)."""
+overrides it, which also makes the files that runner's units."""
 
 from __future__ import annotations
 

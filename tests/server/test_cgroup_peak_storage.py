@@ -1,4 +1,4 @@
-"""A job peak the report itself labels as its container cgroup's (plugins before #18 fell back
+"""A job peak the report itself labels as its container cgroup's (older plugins fell back
 to cgroup v2 `memory.peak`, a lifetime maximum over every process in the container) is not
 stored as the run's peak; a process-tree peak is."""
 

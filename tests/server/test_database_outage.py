@@ -1,5 +1,5 @@
 """While the database is unreachable the API answers 503 JSON with Retry-After, and any
-unexpected error is a JSON 500 with a code (issue #13, item 9)."""
+unexpected error is a JSON 500 with a code."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every refusal answers the one coded body (#19): the framework's own (no route, wrong method,
+"""Every refusal answers the one coded body: the framework's own (no route, wrong method,
 an undecodable body, oversized headers) and ours, and a 422 is `invalid-field` with a list
 naming the field, or `request-unprocessable` with a sentence: the two bodies the schema says."""
 

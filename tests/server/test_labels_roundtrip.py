@@ -1,4 +1,4 @@
-"""Labels with commas, `=`, quotes, emoji and long values round-trip exactly (issue 14).
+"""Labels with commas, `=`, quotes, emoji and long values round-trip exactly.
 
 `labels_key` joined pairs with "," and split on it unescaped: one label `platform=linux,arm64`
 made every page of its project answer 500 and `rollups?by=label:x` a 422 with a Python error.

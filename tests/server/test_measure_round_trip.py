@@ -1,4 +1,4 @@
-"""The job model's measures (#18) travel end to end: a real plugin report, uploaded by the CI
+"""The job model's measures travel end to end: a real plugin report, uploaded by the CI
 client with the job's wall, lands in the run and test_result columns and in the frames the
 planner reads, with the same sums as the JSON; a JUnit upload beside it reads as unknown.
 The heap measures (gc_s, heap_scans, heap_objects; the session's heap_objects_*) and the
@@ -55,7 +55,7 @@ RESULT_MEASURES = (*HEAP_RESULTS, "cpu_wait_s")
 
 
 def with_heap_measures(data: bytes) -> bytes:
-    """The report with the heap measures a plugin that walks the heap writes (#18 follow-up):
+    """The report with the heap measures a plugin that walks the heap writes:
     the plugin's own where it wrote them, else values of that shape, so the storage path is
     checked whichever plugin made the report."""
     doc = json.loads(data)
@@ -70,7 +70,7 @@ def with_heap_measures(data: bytes) -> bytes:
 
 
 def with_wait_measures(data: bytes) -> bytes:
-    """The report with the run-queue waits a plugin on Linux writes (cpu_wait_s, #18 follow-up):
+    """The report with the run-queue waits a plugin on Linux writes (cpu_wait_s):
     the plugin's own where it wrote them, else values of that shape with one unknown (null, as
     where the kernel does not say), so the storage path is checked whichever plugin made it."""
     doc = json.loads(data)

@@ -1,5 +1,5 @@
 """The same reports give the same figures through `laptime analyze` (JSON and CSV), the REST
-rollups (JSON and CSV) and the time page's "split by" table, for every dimension (#15).
+rollups (JSON and CSV) and the time page's "split by" table, for every dimension.
 
 Reports: real files of several dialects (tests/data/numbers, ATTRIBUTION.tsv names their
 sources), a pytest `--durations` log, and two laptime JSON reports of the same tests run by two

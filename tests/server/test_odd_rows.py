@@ -1,4 +1,4 @@
-"""One odd report never disables a feature for its project (issue 27 item 2).
+"""One odd report never disables a feature for its project.
 
 pytest writes `<testcase time="0.001"/>` with neither classname nor name when SIGINT stops a
 run (a CI timeout). After one such report every split, shard and machines answer of the
@@ -243,7 +243,7 @@ def test_pages_of_a_project_with_nameless_rows_stored_before(
 def test_infinite_and_huge_times_never_blank_the_project_figures(
     live_server: LiveServer, engine: Engine
 ) -> None:
-    """Issue 27 item 12: `time="inf"` or `"1e308"` was stored as 1.8e308 s; grand_total_s
+    """`time="inf"` or `"1e308"` was stored as 1.8e308 s; grand_total_s
     became null and every share 0.0. Out of range is unknown and left out of every sum."""
     project = make_project(engine)
     cases = [

@@ -1,4 +1,4 @@
-"""The OpenAPI document is a contract (#19): it validates as OpenAPI 3.1, its operation ids
+"""The OpenAPI document is a contract: it validates as OpenAPI 3.1, its operation ids
 are unique, and a Python client generated from it (openapi-python-client, into a temporary
 directory) uploads a report, polls it until ingested and reads a rollup of it."""
 

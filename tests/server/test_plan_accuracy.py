@@ -1,4 +1,4 @@
-"""Close the loop (#18), end to end on a live server: a shard plan is handed out and stored,
+"""Close the loop, end to end on a live server: a shard plan is handed out and stored,
 its jobs upload their reports naming it (form field `plan_id` or label `plan=<id>`, with
 `shard=I/N`) in two pipelines, and the accuracy endpoint compares prediction and measurement
 with the errors this test computes on its own."""
@@ -212,6 +212,8 @@ def test_the_split_recommendation_has_an_id_its_stored_plan_and_an_expected_erro
     assert again["plan_id"] == first["plan_id"]
     assert first["expected_error"]["samples"] >= 4
     assert first["expected_error"]["error_pct"] is not None
+    # The documented field (docs/planner.md): the factors were learnt from measured jobs.
+    assert first["expected_error"]["calibrated"] is True
     assert "measured jobs" in first["expected_error"]["text"]
     stored = accuracy(live_server, project, plan=first["plan_id"])["plans"][0]
     assert stored["kind"] == "split"

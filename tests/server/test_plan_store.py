@@ -1,4 +1,4 @@
-"""Plans as handed out (#18): ids name the selection, the first prediction is kept, the
+"""Plans as handed out: ids name the selection, the first prediction is kept, the
 unexecuted ones are bounded, and the runs that executed a plan are found by its id."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A history taken with `pytest --pyargs` (an installed package) is replayed that way by the
-server's split plan (#18, plans that run): the run stores the directory its nodeids are
+server's split plan (plans that run): the run stores the directory its nodeids are
 relative to, and each job's pytest arguments name modules under `--pyargs`, never paths that
 do not exist where the job runs."""
 

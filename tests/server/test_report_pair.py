@@ -1,5 +1,5 @@
 """A JUnit report and the `--durations` output of the same pytest run are one run, offline
-and online (issue 27 items 6 and 4).
+and online.
 
 `laptime analyze run.xml run.txt` counted each test twice (two runs) while the server merged
 the pair; the pair's upload warned "durations output has no outcomes" although the JUnit gave

@@ -1,4 +1,4 @@
-"""Every read request's work is bounded and bad input answers 4xx naming the parameter (#13)."""
+"""Every read request's work is bounded and bad input answers 4xx naming the parameter."""
 
 from __future__ import annotations
 

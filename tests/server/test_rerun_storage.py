@@ -1,5 +1,5 @@
 """A merged rerun is stored with the sum of its attempts and, beside it, the last attempt's
-own time (issue #15)."""
+own time."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A run is dated by the uploader, else by a plausible report timestamp, else when received:
-an old or future report timestamp no longer hides a run from the default window (issue #15)."""
+an old or future report timestamp no longer hides a run from the default window."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Close the loop from a pasted GitHub Actions snippet (#18), end to end on a live server: the
+"""Close the loop from a pasted GitHub Actions snippet, end to end on a live server: the
 split recommendation's snippet gives each matrix job LAPTIME_LABELS, `laptime-ci upload` run
 with exactly that job environment (as the job's upload step would be) sends the report, and the
 accuracy endpoint matches each run to the plan and to its job."""

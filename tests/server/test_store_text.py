@@ -37,7 +37,7 @@ def _ingest(url: str, body: bytes) -> dict[str, Any]:
 
 
 def test_a_jest_testcase_without_a_name_is_left_out_with_a_warning(private_db: str) -> None:
-    # Issue 27 item 2: a nameless row can be neither planned nor shown; the report still is.
+    # a nameless row can be neither planned nor shown; the report still is.
     body = (
         b'<testsuites><testsuite name="jest"><testcase classname="c" name="" time="0.5"/>'
         b'<testcase classname="c" name="named" time="0.25"/></testsuite></testsuites>'
@@ -102,7 +102,7 @@ _HOSTILE = st.lists(
 def test_every_copied_field_round_trips(
     database: Database, project: ProjectFixture, names, message, worker
 ) -> None:
-    # "#i" ends each nodeid: one ending in "::" names no test and is left out (issue 27).
+    # "#i" ends each nodeid: one ending in "::" names no test and is left out.
     nodeids = [f"{i}:{file}::{function}#{i}" for i, (file, function, _) in enumerate(names)]
     report = ParsedReport(
         format="junit",

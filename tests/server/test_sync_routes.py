@@ -1,6 +1,6 @@
 """No route runs on the event loop: every endpoint is a plain `def`, which FastAPI runs in the
 thread pool, so a database wait or a CPU-heavy step in one request never stalls the others
-(issue #13: an `async def` upload route froze the whole server)."""
+(an `async def` upload route froze the whole server)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Tokens: create with expiry, list without secrets, revoke by id; revoked or expired tokens
-answer 401 at once (issue 14). Through the admin API, the CLI, and the commands the UI shows."""
+answer 401 at once. Through the admin API, the CLI, and the commands the UI shows."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """An unexpected error in an answer is a logged 500 `internal-error`, never a 422 carrying a
-library's message (issue 27 item 2: `Length of values (69) does not match length of index
+library's message (`Length of values (69) does not match length of index
 (68)` reached users as if it were advice)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A commit that fails answers 5xx and stores nothing (issue #13, item 2): the answer is sent
+"""A commit that fails answers 5xx and stores nothing: the answer is sent
 only after the commit, so it cannot acknowledge a row that never exists."""
 
 from __future__ import annotations

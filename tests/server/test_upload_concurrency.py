@@ -1,5 +1,5 @@
 """Uploads as a CI fleet sends them: identical ones at the same moment, and polling right
-after the answer (issue #13, items 1 and 2)."""
+after the answer."""
 
 from __future__ import annotations
 

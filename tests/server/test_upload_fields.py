@@ -1,5 +1,5 @@
 """The upload form's fields: typed, bounded, control characters refused with the field named,
-labels kept exactly; what makes a repeat; re-queueing a failed upload (issue #13)."""
+labels kept exactly; what makes a repeat; re-queueing a failed upload."""
 
 from __future__ import annotations
 

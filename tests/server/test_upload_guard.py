@@ -1,4 +1,4 @@
-"""Token and size are checked before the upload's body is read (issue #13, item 4).
+"""Token and size are checked before the upload's body is read.
 
 Raw sockets: the client sends only the request head and reads the answer, which proves the
 server answered without the body (it never had it).

@@ -1,5 +1,5 @@
 """Sizing says which memory figure it used, and a container-wide job peak (a cgroup's 4,461
-MiB where no test exceeded 65 MiB) never outweighs the test processes' own peaks (#15)."""
+MiB where no test exceeded 65 MiB) never outweighs the test processes' own peaks."""
 
 from __future__ import annotations
 

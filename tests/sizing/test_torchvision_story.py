@@ -1,4 +1,5 @@
-"""The ARCHITECTURE.md story: after the split, the non-model job fits a class half the price.
+"""torchvision's story (docs/story.md#what-the-numbers-said): after the split, the non-model
+job fits a class half the price.
 
 History: one Linux job on CircleCI 2xlarge+ (20 vCPU / 40 GB) running pytest -n auto (20
 workers), three runs over two days. The model files hold 24,000 s of tests and peak at
