@@ -11,6 +11,7 @@ from fastapi.routing import APIRoute
 from sqlalchemy import Engine
 
 from app.api.accuracy import router as accuracy_router
+from app.api.compare import router as compare_router
 from app.api.docs_ui import mount_docs
 from app.api.health import router as health_router
 from app.api.metrics_endpoint import router as metrics_router
@@ -59,6 +60,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(projects_router)
     app.include_router(recommendations_router)
     app.include_router(accuracy_router)
+    app.include_router(compare_router)
     mount_docs(app)
     install_openapi(app)
     mount_pages(app)

@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "analyze": ("app.cli.analyze_cmd", "analyze"),
     "plan": ("app.cli.plan_cmd", "plan"),
     "accuracy": ("app.cli.accuracy_cmd", "accuracy"),
+    "compare": ("app.cli.compare_cmd", "compare"),
     "shard": ("app.cli.shard_cmd", "shard"),
     "size": ("app.cli.size_cmd", "size"),
     "reduce": ("app.cli.reduce_cmd", "reduce"),

@@ -43,6 +43,7 @@ API_ERROR_CODES: dict[str, str] = {
     "database-unavailable": "the database cannot be reached right now; retry later",
     "internal-error": "an unexpected server error",
     "plan-not-found": "no stored plan has this id in this project",
+    "pipeline-unknown": "no run of this project carries this CI pipeline id",
     "shard-pin-mismatch": "this pipeline's shards were pinned to a plan of other collected tests",
 }
 # What a 503 asks clients to wait before retrying: long enough for a Postgres restart to

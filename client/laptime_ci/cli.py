@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from laptime_ci import __version__
+from laptime_ci.compare_cmd import add_parsers as add_compare_parsers
+from laptime_ci.compare_cmd import run_comment, run_compare
 from laptime_ci.labels import parse_labels
 from laptime_ci.send import IngestFailed, send_and_report
 from laptime_ci.shard_record import (
@@ -126,6 +128,7 @@ def _parser() -> argparse.ArgumentParser:
     fold.add_argument(
         "--cache", default=os.environ.get("LAPTIME_SHARD_CACHE", DEFAULT_CACHE), help="the cache"
     )
+    add_compare_parsers(commands)
     return parser
 
 
@@ -272,6 +275,14 @@ def _shard_fold(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    return run_compare(args, _echo)
+
+
+def _comment(args: argparse.Namespace) -> int:
+    return run_comment(args, _echo)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `laptime-ci` console script."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
@@ -281,6 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "shard": _shard,
         "shard-verify": _shard_verify,
         "shard-fold": _shard_fold,
+        "compare": _compare,
+        "comment": _comment,
     }
     return handlers[args.command](args)
 
