@@ -78,6 +78,9 @@ class FactPart:
 
     boundary: date
     settled: bool
+    # Only the rows of tests that runs with ids above this one stored from `boundary` on: what
+    # a kept recent part lacks after those runs committed (None: every test's rows).
+    touched_after_run: int | None = None
 
     def where(self, column: sql.Composable, params: dict[str, Any]) -> sql.Composed:
         """` AND` the SQL condition on the bucket `column`, its parameter added to `params`."""
@@ -85,6 +88,18 @@ class FactPart:
         return sql.SQL(" AND {} {} %(part_boundary)s").format(
             column, sql.SQL("<" if self.settled else ">=")
         )
+
+    def tests_where(self, column: sql.Composable, params: dict[str, Any]) -> sql.Composable:
+        """` AND` the test id `column` is one the runs after `touched_after_run` stored (no
+        condition without it). Reads the open week's results (partitions from `boundary`)."""
+        if self.touched_after_run is None:
+            return sql.SQL("")
+        params["part_boundary"] = self.boundary
+        params["touched_after_run"] = self.touched_after_run
+        return sql.SQL(
+            " AND {} IN (SELECT t.test_id FROM test_result t WHERE t.project_id = %(project)s"
+            " AND t.day >= %(part_boundary)s AND t.run_id > %(touched_after_run)s)"
+        ).format(column)
 
 
 def load_fact_sums(
@@ -121,6 +136,7 @@ def load_fact_sums(
         grouped = True
     if part is not None:
         where += part.where(bucket, params)
+        where += part.tests_where(sql.Identifier("r", "test_id"), params)
     params["project"] = project_id
     keys = sql.SQL(", ").join([sql.Identifier("r", "test_id"), sql.Identifier("day"), *extra])
     query = sql.SQL(
@@ -188,6 +204,8 @@ def _test_cell_sums(
         first = part.boundary if first is None else max(first, part.boundary)
     weeks_from, weeks_to = _whole_weeks(first, last)
     where, params = cell_where(replace(filters, since=None, until=None), "c", day_alias="r")
+    if part is not None:
+        where += part.tests_where(sql.Identifier("r", "test_id"), params)
     params.update(project=project_id, first=first, last=last, wf=weeks_from, wt=weeks_to)
     day = sql.Identifier("r", "day")
     days: list[sql.Composable] = []
