@@ -193,9 +193,7 @@ def _runs_between(conn: Connection, project_id: int, after: int, upto: int) -> i
     """How many runs of the project have ids in (after, upto]."""
     return int(
         conn.execute(
-            text(
-                "SELECT count(*) FROM run WHERE project_id = :p AND id > :after AND id <= :upto"
-            ),
+            text("SELECT count(*) FROM run WHERE project_id = :p AND id > :after AND id <= :upto"),
             {"p": project_id, "after": after, "upto": upto},
         ).scalar_one()
     )
@@ -325,8 +323,9 @@ class FrameCache:
             kept_frame, kept_version = kept
             if kept_version == version:
                 return cast(pd.DataFrame, kept_frame)
-            if kept_version[1] + _runs_between(conn, project_id, kept_version[2], version[2]) == (
-                version[1]
+            if (
+                kept_version[1] + _runs_between(conn, project_id, kept_version[2], version[2])
+                == (version[1])
             ):
                 frame = _fold(kept_frame, load(kept_version[2]))
         if frame is None:

@@ -10,7 +10,6 @@ dated into a closed week, a prune).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -40,9 +39,7 @@ QUESTIONS: tuple[tuple[str, int | None, dict[str, Any]], ...] = (
 
 
 def _today_noon() -> datetime:
-    return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(
-        hours=1
-    )
+    return datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(hours=1)
 
 
 def _run(
@@ -74,7 +71,7 @@ def _run(
 
 
 @pytest.fixture
-def copied_rows(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
+def copied_rows(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Rows each rollup read copies from the database, counted at the COPY readers."""
     copied = {"rows": 0}
     for name in ("copy_frame", "copy_numeric_frame"):
@@ -86,7 +83,7 @@ def copied_rows(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
             return frame
 
         monkeypatch.setattr(rollup_reads, name, counted)
-    yield copied
+    return copied
 
 
 def _answers(engine: Engine, project_id: int, shared: SharedFrames) -> list[pd.DataFrame]:
