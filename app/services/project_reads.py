@@ -189,14 +189,21 @@ def data_version(
     return project_id, int(count), int(last)
 
 
-def _runs_between(conn: Connection, project_id: int, after: int, upto: int) -> int:
-    """How many runs of the project have ids in (after, upto]."""
-    return int(
-        conn.execute(
-            text("SELECT count(*) FROM run WHERE project_id = :p AND id > :after AND id <= :upto"),
-            {"p": project_id, "after": after, "upto": upto},
-        ).scalar_one()
-    )
+# Folding re-reads the touched tests' rows through an IN list: worth it up to this many new
+# results, or a quarter of the kept rows when that is more.
+MIN_FOLDED_RESULTS = 5_000
+
+
+def _runs_between(conn: Connection, project_id: int, after: int, upto: int) -> tuple[int, int]:
+    """How many runs of the project have ids in (after, upto], and their results."""
+    runs, results = conn.execute(
+        text(
+            "SELECT count(*), coalesce(sum(tests), 0) FROM run"
+            " WHERE project_id = :p AND id > :after AND id <= :upto"
+        ),
+        {"p": project_id, "after": after, "upto": upto},
+    ).one()
+    return int(runs), int(results)
 
 
 def _fold(kept: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame | None:
@@ -323,9 +330,11 @@ class FrameCache:
             kept_frame, kept_version = kept
             if kept_version == version:
                 return cast(pd.DataFrame, kept_frame)
-            if (
-                kept_version[1] + _runs_between(conn, project_id, kept_version[2], version[2])
-                == (version[1])
+            added, results = _runs_between(conn, project_id, kept_version[2], version[2])
+            # Only runs added since (no prune), and few results next to the kept rows: a
+            # commit of most of the window is read whole (one scan beats a large IN list).
+            if kept_version[1] + added == version[1] and results <= max(
+                MIN_FOLDED_RESULTS, len(kept_frame) // 4
             ):
                 frame = _fold(kept_frame, load(kept_version[2]))
         if frame is None:
