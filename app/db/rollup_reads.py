@@ -78,9 +78,9 @@ class FactPart:
 
     boundary: date
     settled: bool
-    # Only the rows of tests that runs with ids above this one stored from `boundary` on: what
-    # a kept recent part lacks after those runs committed (None: every test's rows).
-    touched_after_run: int | None = None
+    # Only the rows of these tests (what runs committed since a kept read touched); None: every
+    # test's rows.
+    tests: tuple[int, ...] | None = None
 
     def where(self, column: sql.Composable, params: dict[str, Any]) -> sql.Composed:
         """` AND` the SQL condition on the bucket `column`, its parameter added to `params`."""
@@ -90,16 +90,12 @@ class FactPart:
         )
 
     def tests_where(self, column: sql.Composable, params: dict[str, Any]) -> sql.Composable:
-        """` AND` the test id `column` is one the runs after `touched_after_run` stored (no
-        condition without it). Reads the open week's results (partitions from `boundary`)."""
-        if self.touched_after_run is None:
+        """` AND` the test id `column` is one of `tests` (no condition without them). A
+        parameter array: PostgreSQL hashes it, one probe per row."""
+        if self.tests is None:
             return sql.SQL("")
-        params["part_boundary"] = self.boundary
-        params["touched_after_run"] = self.touched_after_run
-        return sql.SQL(
-            " AND {} IN (SELECT t.test_id FROM test_result t WHERE t.project_id = %(project)s"
-            " AND t.day >= %(part_boundary)s AND t.run_id > %(touched_after_run)s)"
-        ).format(column)
+        params["part_tests"] = list(self.tests)
+        return sql.SQL(" AND {} = ANY(%(part_tests)s)").format(column)
 
 
 def load_fact_sums(

@@ -189,7 +189,21 @@ def data_version(
     return project_id, int(count), int(last)
 
 
-# Folding re-reads the touched tests' rows through an IN list: worth it up to this many new
+def _tests_stored(
+    conn: Connection, project_id: int, since: date, after: int, upto: int
+) -> tuple[int, ...]:
+    """The tests runs with ids in (after, upto] stored results of, dated from `since` on."""
+    rows = conn.execute(
+        text(
+            "SELECT DISTINCT test_id FROM test_result WHERE project_id = :p AND day >= :since"
+            " AND run_id > :after AND run_id <= :upto"
+        ),
+        {"p": project_id, "since": since, "after": after, "upto": upto},
+    ).scalars()
+    return tuple(int(test_id) for test_id in rows)
+
+
+# Folding re-reads the touched tests' rows through an id list: worth it up to this many new
 # results, or a quarter of the kept rows when that is more.
 MIN_FOLDED_RESULTS = 5_000
 
@@ -206,10 +220,10 @@ def _runs_between(conn: Connection, project_id: int, after: int, upto: int) -> t
     return int(runs), int(results)
 
 
-def _fold(kept: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame | None:
-    """`kept` rows with those of every test in `fresh` replaced by `fresh`'s (they are all the
-    current rows of those tests); None when the two cannot be stacked as they are (a new cell
-    widened a categorical column)."""
+def _fold(kept: pd.DataFrame, touched: tuple[int, ...], fresh: pd.DataFrame) -> pd.DataFrame | None:
+    """`kept` rows with those of the `touched` tests replaced by `fresh` (all the current rows
+    of those tests); None when the two cannot be stacked as they are (a new cell widened a
+    categorical column)."""
     if list(kept.columns) != list(fresh.columns):
         return None
     for column in kept.columns:
@@ -217,9 +231,7 @@ def _fold(kept: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame | None:
             fresh[column].dtype
         ):
             return None
-    if fresh.empty:
-        return kept
-    stay = kept[~kept["test_id"].isin(fresh["test_id"]).to_numpy()]
+    stay = kept[~kept["test_id"].isin(touched).to_numpy()]
     return pd.concat([stay, fresh], ignore_index=True)
 
 
@@ -312,13 +324,13 @@ class FrameCache:
         conn: Connection,
         project_id: int,
         key: tuple[object, ...],
-        load: Callable[[int | None], pd.DataFrame],
+        since: date,
+        load: Callable[[tuple[int, ...] | None], pd.DataFrame],
     ) -> pd.DataFrame:
-        """Per-test rows that uploads still change, kept with the data version they hold: after
-        runs were only added, `load(last kept run id)` reads just the rows of the tests those
-        runs stored, folded over the kept rows; anything else (a prune) reads them afresh.
-
-        `load(None)` reads every row. Rows must carry `test_id`.
+        """Per-test rows of buckets from `since` on, kept with the data version they hold:
+        after runs were only added, `load(test ids)` reads just the rows of the tests those runs
+        stored from `since` on, folded over the kept rows; anything else (a prune) reads them
+        afresh with `load(None)`. Rows must carry `test_id`.
         """
         if self._shared is None or self._version is None:
             return load(None)
@@ -332,11 +344,12 @@ class FrameCache:
                 return cast(pd.DataFrame, kept_frame)
             added, results = _runs_between(conn, project_id, kept_version[2], version[2])
             # Only runs added since (no prune), and few results next to the kept rows: a
-            # commit of most of the window is read whole (one scan beats a large IN list).
+            # commit of most of the window is read whole (one scan beats a large id list).
             if kept_version[1] + added == version[1] and results <= max(
                 MIN_FOLDED_RESULTS, len(kept_frame) // 4
             ):
-                frame = _fold(kept_frame, load(kept_version[2]))
+                touched = _tests_stored(conn, project_id, since, kept_version[2], version[2])
+                frame = _fold(kept_frame, touched, load(touched))
         if frame is None:
             frame = load(None)
         # A commit since the version was read: the rows may hold more than it says.
@@ -487,7 +500,8 @@ def _in_parts(
             conn,
             project_id,
             (*key, boundary),
-            lambda after: load(FactPart(boundary, settled=False, touched_after_run=after)),
+            boundary,
+            lambda tests: load(FactPart(boundary, settled=False, tests=tests)),
         )
     else:
         recent = load(FactPart(boundary, settled=False))

@@ -137,8 +137,10 @@ def test_incremental_reads_equal_a_fresh_read_after_every_kind_of_change(
     folds = {"done": 0}
     fold = project_reads._fold
 
-    def counted_fold(kept: pd.DataFrame, fresh: pd.DataFrame) -> pd.DataFrame | None:
-        out = fold(kept, fresh)
+    def counted_fold(
+        kept: pd.DataFrame, touched: tuple[int, ...], fresh: pd.DataFrame
+    ) -> pd.DataFrame | None:
+        out = fold(kept, touched, fresh)
         folds["done"] += out is not None
         return out
 
