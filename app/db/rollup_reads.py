@@ -78,6 +78,9 @@ class FactPart:
 
     boundary: date
     settled: bool
+    # Only the rows of these tests (what runs committed since a kept read touched); None: every
+    # test's rows.
+    tests: tuple[int, ...] | None = None
 
     def where(self, column: sql.Composable, params: dict[str, Any]) -> sql.Composed:
         """` AND` the SQL condition on the bucket `column`, its parameter added to `params`."""
@@ -85,6 +88,14 @@ class FactPart:
         return sql.SQL(" AND {} {} %(part_boundary)s").format(
             column, sql.SQL("<" if self.settled else ">=")
         )
+
+    def tests_where(self, column: sql.Composable, params: dict[str, Any]) -> sql.Composable:
+        """` AND` the test id `column` is one of `tests` (no condition without them). A
+        parameter array: PostgreSQL hashes it, one probe per row."""
+        if self.tests is None:
+            return sql.SQL("")
+        params["part_tests"] = list(self.tests)
+        return sql.SQL(" AND {} = ANY(%(part_tests)s)").format(column)
 
 
 def load_fact_sums(
@@ -121,6 +132,7 @@ def load_fact_sums(
         grouped = True
     if part is not None:
         where += part.where(bucket, params)
+        where += part.tests_where(sql.Identifier("r", "test_id"), params)
     params["project"] = project_id
     keys = sql.SQL(", ").join([sql.Identifier("r", "test_id"), sql.Identifier("day"), *extra])
     query = sql.SQL(
@@ -188,6 +200,8 @@ def _test_cell_sums(
         first = part.boundary if first is None else max(first, part.boundary)
     weeks_from, weeks_to = _whole_weeks(first, last)
     where, params = cell_where(replace(filters, since=None, until=None), "c", day_alias="r")
+    if part is not None:
+        where += part.tests_where(sql.Identifier("r", "test_id"), params)
     params.update(project=project_id, first=first, last=last, wf=weeks_from, wt=weeks_to)
     day = sql.Identifier("r", "day")
     days: list[sql.Composable] = []

@@ -102,6 +102,21 @@ class SharedFrames:
             found.update(loaded)
         return [cast(T, found[key]) for key in keys]
 
+    def peek(self, key: tuple[object, ...]) -> Any | None:
+        """The value under `key`, or None (nothing is loaded)."""
+        with self._lock:
+            if key not in self._frames:
+                return None
+            self._frames.move_to_end(key)
+            return self._frames[key][0]
+
+    def put(self, key: tuple[object, ...], value: object) -> None:
+        """Keep `value` under `key`, replacing what was there."""
+        with self._lock:
+            if key in self._frames:
+                self._bytes -= self._frames.pop(key)[1]
+        self._put(key, value)
+
     def _put(self, key: tuple[object, ...], value: object) -> None:
         """Keep `value` (unless another thread did first), then drop the oldest over budget."""
         size = _approx_bytes(value)
@@ -125,6 +140,8 @@ class SharedFrames:
 def _approx_bytes(value: object) -> int:
     """Shallow memory of a frame, or of a rollup's rows (object cells count as pointers)."""
     frame = value.rows if isinstance(value, Rollup) else value
+    if isinstance(frame, tuple) and frame and isinstance(frame[0], pd.DataFrame):
+        frame = frame[0]  # a kept part and the data version it holds
     if isinstance(frame, pd.DataFrame):
         return int(frame.memory_usage(index=True).sum())
     return 1024
@@ -170,6 +187,52 @@ def data_version(
         {"p": project_id, "before": before},
     ).one()
     return project_id, int(count), int(last)
+
+
+def _tests_stored(
+    conn: Connection, project_id: int, since: date, after: int, upto: int
+) -> tuple[int, ...]:
+    """The tests runs with ids in (after, upto] stored results of, dated from `since` on."""
+    rows = conn.execute(
+        text(
+            "SELECT DISTINCT test_id FROM test_result WHERE project_id = :p AND day >= :since"
+            " AND run_id > :after AND run_id <= :upto"
+        ),
+        {"p": project_id, "since": since, "after": after, "upto": upto},
+    ).scalars()
+    return tuple(int(test_id) for test_id in rows)
+
+
+# Folding re-reads the touched tests' rows through an id list: worth it up to this many new
+# results, or a quarter of the kept rows when that is more.
+MIN_FOLDED_RESULTS = 5_000
+
+
+def _runs_between(conn: Connection, project_id: int, after: int, upto: int) -> tuple[int, int]:
+    """How many runs of the project have ids in (after, upto], and their results."""
+    runs, results = conn.execute(
+        text(
+            "SELECT count(*), coalesce(sum(tests), 0) FROM run"
+            " WHERE project_id = :p AND id > :after AND id <= :upto"
+        ),
+        {"p": project_id, "after": after, "upto": upto},
+    ).one()
+    return int(runs), int(results)
+
+
+def _fold(kept: pd.DataFrame, touched: tuple[int, ...], fresh: pd.DataFrame) -> pd.DataFrame | None:
+    """`kept` rows with those of the `touched` tests replaced by `fresh` (all the current rows
+    of those tests); None when the two cannot be stacked as they are (a new cell widened a
+    categorical column)."""
+    if list(kept.columns) != list(fresh.columns):
+        return None
+    for column in kept.columns:
+        if isinstance(kept[column].dtype, pd.CategoricalDtype) and kept[column].dtype != (
+            fresh[column].dtype
+        ):
+            return None
+    stay = kept[~kept["test_id"].isin(touched).to_numpy()]
+    return pd.concat([stay, fresh], ignore_index=True)
 
 
 def kept_test_dictionary(
@@ -255,6 +318,44 @@ class FrameCache:
         if keep is None or keep(value):
             self._frames[key] = value
         return value
+
+    def get_recent(
+        self,
+        conn: Connection,
+        project_id: int,
+        key: tuple[object, ...],
+        since: date,
+        load: Callable[[tuple[int, ...] | None], pd.DataFrame],
+    ) -> pd.DataFrame:
+        """Per-test rows of buckets from `since` on, kept with the data version they hold:
+        after runs were only added, `load(test ids)` reads just the rows of the tests those runs
+        stored from `since` on, folded over the kept rows; anything else (a prune) reads them
+        afresh with `load(None)`. Rows must carry `test_id`.
+        """
+        if self._shared is None or self._version is None:
+            return load(None)
+        version = self._version
+        shared_key = ("recent", *key)
+        frame: pd.DataFrame | None = None
+        kept = self._shared.peek(shared_key)
+        if kept is not None:
+            kept_frame, kept_version = kept
+            if kept_version == version:
+                return cast(pd.DataFrame, kept_frame)
+            added, results = _runs_between(conn, project_id, kept_version[2], version[2])
+            # Only runs added since (no prune), and few results next to the kept rows: a
+            # commit of most of the window is read whole (one scan beats a large id list).
+            if kept_version[1] + added == version[1] and results <= max(
+                MIN_FOLDED_RESULTS, len(kept_frame) // 4
+            ):
+                touched = _tests_stored(conn, project_id, since, kept_version[2], version[2])
+                frame = _fold(kept_frame, touched, load(touched))
+        if frame is None:
+            frame = load(None)
+        # A commit since the version was read: the rows may hold more than it says.
+        if data_version(conn, project_id) == version:
+            self._shared.put(shared_key, (frame, version))
+        return frame
 
     def get_settled(
         self,
@@ -366,6 +467,7 @@ def _test_facts(
                 # Split sums read this week's days from the daily table: only today's rows
                 # are re-read after an upload dated today (a week of them costs far more).
                 boundary=None if per_bucket else datetime.now(UTC).date(),
+                by_test=True,
             ),
             kept_test_dictionary(conn, project_id),
             split_by=split,
@@ -381,17 +483,28 @@ def _in_parts(
     load: Callable[[FactPart], pd.DataFrame],
     *,
     boundary: date | None = None,
+    by_test: bool = False,
 ) -> pd.DataFrame:
     """A window's rollup rows read in two parts. Rows of buckets before `boundary` (default:
     this week's Monday, right for weekly tables) are kept until a run dated before it is
-    stored or pruned; uploads after it (nearly all of them) then re-read only those rows."""
+    stored or pruned; uploads after it (nearly all of them) then re-read only those rows, and
+    of per-test rows (`by_test`) only those of the tests the new runs stored."""
     boundary = boundary or open_week_start()
     settled = cache.get_settled(
         (*key, boundary),
         lambda: data_version(conn, project_id, before=boundary),
         lambda: load(FactPart(boundary, settled=True)),
     )
-    recent = load(FactPart(boundary, settled=False))
+    if by_test:
+        recent = cache.get_recent(
+            conn,
+            project_id,
+            (*key, boundary),
+            boundary,
+            lambda tests: load(FactPart(boundary, settled=False, tests=tests)),
+        )
+    else:
+        recent = load(FactPart(boundary, settled=False))
     if recent.empty:
         return settled
     if settled.empty:
