@@ -111,7 +111,7 @@ def midranks(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndar
     """Per row: average ranks (1-based) of the valid values, 0 elsewhere; and sum(t^3 - t)."""
     rows, width = values.shape
     filled = np.where(valid, values, np.inf)
-    order = np.argsort(filled, axis=1, kind="stable")
+    order = np.argsort(filled, axis=1)
     ordered = np.take_along_axis(filled, order, axis=1)
     cols = np.broadcast_to(np.arange(width), (rows, width))
     new_group = np.ones((rows, width), dtype=bool)
