@@ -20,6 +20,7 @@ import numpy as np
 from analysis.changes.settings import DetectionSettings
 
 IQR_SIGMA = 1.349  # interquartile range of a normal distribution, in sigmas
+REFINE_RUNS = 6  # how far from the rank statistic's peak a change may be placed
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,9 @@ def judge_windows(
     if candidate.any():
         idx = np.flatnonzero(candidate)
         fired[idx] = _large_enough(level[idx], valid[idx], split[idx], settings)
+        for i in np.flatnonzero(fired):
+            split[i] = _refine(level[i], allowed[i], int(split[i]))
+            z[i] = z_all[i, split[i]]
     split = np.where(best >= 0, split, -1)
     return WindowVerdicts(fired=fired, split=split, z=np.where(best >= 0, z, 0.0), level=level)
 
@@ -75,6 +79,29 @@ def split_sizes(
     noise = np.maximum(spread / IQR_SIGMA, settings.min_noise)
     delta = med_a - med_b
     return {"before": med_b, "after": med_a, "noise": noise, "sigmas": delta / noise}
+
+
+def _refine(level: np.ndarray, allowed: np.ndarray, split: int) -> int:
+    """The split near the rank statistic's best that fits two flat segments best.
+
+    Standardised rank statistics are flat near their peak when the step is only a few runs
+    from the window's end; the sum of absolute deviations from each side's median is not,
+    and ignores outliers as the ranks do. Only splits within REFINE_RUNS are considered, so a
+    second step elsewhere in the window cannot pull the answer away."""
+    width = len(level)
+    near = np.arange(max(split - REFINE_RUNS, 0), min(split + REFINE_RUNS, width - 1) + 1)
+    near = near[allowed[near]]
+    if len(near) <= 1:
+        return split
+    cols = np.arange(width)[None, :]
+    valid = ~np.isnan(level)[None, :]
+    after = valid & (cols >= near[:, None])
+    before = valid & ~after
+    values = np.broadcast_to(level, (len(near), width))
+    med_b = masked_quantile(values, before, 0.5)[:, None]
+    med_a = masked_quantile(values, after, 0.5)[:, None]
+    cost = np.where(after, np.abs(values - med_a), 0.0) + np.where(before, np.abs(values - med_b), 0.0)
+    return int(near[np.argmin(cost.sum(axis=1))])
 
 
 def _large_enough(
