@@ -48,7 +48,8 @@ def judge_windows(
     first = (width - count)[:, None]
     n_before = cols - first
     n_after = width - cols
-    allowed = valid & (n_before >= settings.min_before) & (n_after >= settings.min_after)
+    placeable = valid & (n_before >= settings.min_before) & (n_after >= 1)
+    allowed = placeable & (n_after >= settings.min_after)
     score = np.where(allowed, np.abs(z_all), -1.0)
     split = score.argmax(axis=1)
     best = score[np.arange(rows), split]
@@ -59,8 +60,12 @@ def judge_windows(
         idx = np.flatnonzero(candidate)
         fired[idx] = _large_enough(level[idx], valid[idx], split[idx], settings)
         for i in np.flatnonzero(fired):
-            split[i] = _refine(level[i], allowed[i], int(split[i]))
-            z[i] = z_all[i, split[i]]
+            placed = _refine(level[i], placeable[i], int(split[i]))
+            if n_after[0, placed] < settings.min_after:
+                fired[i] = False  # the step fits best among the newest runs: wait for more
+                continue
+            split[i] = placed
+            z[i] = z_all[i, placed]
     split = np.where(best >= 0, split, -1)
     return WindowVerdicts(fired=fired, split=split, z=np.where(best >= 0, z, 0.0), level=level)
 
@@ -81,16 +86,18 @@ def split_sizes(
     return {"before": med_b, "after": med_a, "noise": noise, "sigmas": delta / noise}
 
 
-def _refine(level: np.ndarray, allowed: np.ndarray, split: int) -> int:
+def _refine(level: np.ndarray, placeable: np.ndarray, split: int) -> int:
     """The split near the rank statistic's best that fits two flat segments best.
 
     Standardised rank statistics are flat near their peak when the step is only a few runs
     from the window's end; the sum of absolute deviations from each side's median is not,
-    and ignores outliers as the ranks do. Only splits within REFINE_RUNS are considered, so a
-    second step elsewhere in the window cannot pull the answer away."""
+    and ignores outliers as the ranks do. Splits from REFINE_RUNS before the peak to the newest
+    run are considered (an older step in the window cannot pull the answer back), those with
+    fewer than min_after runs after them too: when one of them fits best, the step is still
+    arriving (a large step's first runs lend a split before it a high rank statistic)."""
     width = len(level)
-    near = np.arange(max(split - REFINE_RUNS, 0), min(split + REFINE_RUNS, width - 1) + 1)
-    near = near[allowed[near]]
+    near = np.arange(max(split - REFINE_RUNS, 0), width)
+    near = near[placeable[near]]
     if len(near) <= 1:
         return split
     cols = np.arange(width)[None, :]
