@@ -1,8 +1,8 @@
 """Detection quality: lasting steps of known size and place in series shaped like real durations.
 
-    .venv/bin/python -m bench.bench_changes                    # full: 100 series per family and size
-    .venv/bin/python -m bench.bench_changes --series 20        # quicker
-    .venv/bin/python -m bench.bench_changes --no-otava         # without Apache Otava
+    .venv/bin/python -m bench.bench_changes                # 100 series per family and size
+    .venv/bin/python -m bench.bench_changes --series 20    # quicker
+    .venv/bin/python -m bench.bench_changes --no-otava     # without Apache Otava
     .venv/bin/python -m bench.bench_changes --out /tmp/changes.md
 
 Series. Each is 105 default-branch runs (5 weeks at 3 runs a day). Its level is a real test
@@ -90,7 +90,7 @@ def corpus_levels() -> np.ndarray:
             continue
         try:
             report = parse_report(read_corpus(rel), filename=rel)
-        except Exception:  # noqa: S112 - negative samples in the corpus are meant to fail
+        except Exception:  # negative samples in the corpus are meant to fail
             continue
         d = report.results["duration_s"].to_numpy(dtype=float)
         found.extend(d[np.isfinite(d) & (d > 0)])
@@ -204,8 +204,7 @@ def points_of(case: Case) -> SeriesPoints:
         duration_s=case.duration_s,
         run_id=np.arange(n, dtype=np.int64),
         commit=np.array([f"c{i}" for i in range(n)], dtype=object),
-        started_at=np.datetime64("2024-01-01T08:00", "ns")
-        + np.arange(n) * np.timedelta64(8, "h"),
+        started_at=np.datetime64("2024-01-01T08:00", "ns") + np.arange(n) * np.timedelta64(8, "h"),
         machine=case.machine,
     )
 
@@ -312,7 +311,9 @@ def update_speed(series: int, settings: DetectionSettings, rounds: int = 7) -> f
     when = np.full(series, np.datetime64("2024-01-01", "ns"))
     levels = np.exp(rng.normal(0, 1, series))
     for i in range(settings.window):
-        table.push(rows, levels * np.exp(rng.normal(0, 0.1, series)), np.full(series, i), commits, when)
+        table.push(
+            rows, levels * np.exp(rng.normal(0, 0.1, series)), np.full(series, i), commits, when
+        )
     times = []
     for i in range(rounds):
         values = levels * np.exp(rng.normal(0, 0.1, series))
@@ -326,7 +327,10 @@ def table_rows(name: str, cases: list[Case], found: list[list[int]]) -> list[str
     """Markdown rows: per step size, recall, within-2 share and median error; then FA."""
     cells = []
     for size in SIZES[1:]:
-        s = score([c for c in cases if c.size == size], [f for c, f in zip(cases, found, strict=True) if c.size == size])
+        s = score(
+            [c for c in cases if c.size == size],
+            [f for c, f in zip(cases, found, strict=True) if c.size == size],
+        )
         cells.append(f"{s.recall:.1%} / {s.within2:.1%} / {s.median_error:.0f}")
     total = score(cases, found)
     return [f"| {name} | {total.false_per_kweek:.1f} | " + " | ".join(cells) + " |"]

@@ -85,7 +85,8 @@ def make_change(
     residual = level[None, :] - np.where(after, np.log(med_a), np.log(med_b))
     everything = np.ones_like(after)
     iqr = float(
-        masked_quantile(residual, everything, 0.75)[0] - masked_quantile(residual, everything, 0.25)[0]
+        masked_quantile(residual, everything, 0.75)[0]
+        - masked_quantile(residual, everything, 0.25)[0]
     )
     return Change(
         index=first_index + split,

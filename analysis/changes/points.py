@@ -72,4 +72,5 @@ def series_points(frame: pd.DataFrame) -> SeriesPoints:
 
 def log_durations(duration_s: np.ndarray, floor_s: float) -> np.ndarray:
     """Natural-log durations, floored (a 0 s timing is below any timer); NaN stays NaN."""
-    return np.log(np.maximum(duration_s, floor_s))
+    logs: np.ndarray = np.log(np.maximum(duration_s, floor_s))
+    return logs

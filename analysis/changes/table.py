@@ -143,7 +143,8 @@ class SeriesTable:
         return np.array(again, dtype=np.int64)
 
     def _lengths(self, rows: np.ndarray) -> np.ndarray:
-        return np.minimum(self.count[rows] - self.anchor[rows], self.settings.window)
+        lengths: np.ndarray = np.minimum(self.count[rows] - self.anchor[rows], self.settings.window)
+        return lengths
 
     def _codes(self, names: np.ndarray) -> np.ndarray:
         """Machine type names as codes into self.machines (new names are added); -1: unknown."""
@@ -151,5 +152,6 @@ class SeriesTable:
         unknown = values.isna()
         fresh = pd.unique(values[~unknown & ~values.isin(self.machines)])
         self.machines.extend(str(name) for name in fresh)
-        codes = pd.Index(self.machines).get_indexer(values.where(~unknown, None))
-        return np.where(unknown.to_numpy(), -1, codes).astype(np.int32)
+        codes = pd.Index(self.machines).get_indexer(pd.Index(values.where(~unknown, None)))
+        coded: np.ndarray = np.where(unknown.to_numpy(), -1, codes).astype(np.int32)
+        return coded

@@ -42,7 +42,9 @@ def judge_windows(
     rows, width = logs.shape
     valid = ~np.isnan(logs)
     count = valid.sum(axis=1)
-    level = _without_machine_speeds(logs, machines, valid, settings) if machines is not None else logs
+    level = (
+        _without_machine_speeds(logs, machines, valid, settings) if machines is not None else logs
+    )
     z_all = _rank_scan(level, valid, count)
     cols = np.arange(width)[None, :]
     first = (width - count)[:, None]
@@ -80,7 +82,7 @@ def split_sizes(
     med_b = masked_quantile(level, before, 0.5)
     med_a = masked_quantile(level, after, 0.5)
     residual = level - np.where(after, med_a[:, None], med_b[:, None])
-    spread = (masked_quantile(residual, valid, 0.75) - masked_quantile(residual, valid, 0.25))
+    spread = masked_quantile(residual, valid, 0.75) - masked_quantile(residual, valid, 0.25)
     noise = np.maximum(spread / IQR_SIGMA, settings.min_noise)
     delta = med_a - med_b
     return {"before": med_b, "after": med_a, "noise": noise, "sigmas": delta / noise}
@@ -107,7 +109,8 @@ def _refine(level: np.ndarray, placeable: np.ndarray, split: int) -> int:
     values = np.broadcast_to(level, (len(near), width))
     med_b = masked_quantile(values, before, 0.5)[:, None]
     med_a = masked_quantile(values, after, 0.5)[:, None]
-    cost = np.where(after, np.abs(values - med_a), 0.0) + np.where(before, np.abs(values - med_b), 0.0)
+    centre = np.where(after, med_a, med_b)
+    cost = np.where(valid, np.abs(values - centre), 0.0)
     return int(near[np.argmin(cost.sum(axis=1))])
 
 
@@ -117,11 +120,12 @@ def _large_enough(
     sizes = split_sizes(level, valid, split, settings)
     before_s = np.exp(sizes["before"])
     after_s = np.exp(sizes["after"])
-    return (
+    large: np.ndarray = (
         (np.abs(sizes["sigmas"]) >= settings.min_sigmas)
         & (np.abs(after_s / before_s - 1.0) >= settings.min_relative)
         & (np.abs(after_s - before_s) >= settings.min_abs_s)
     )
+    return large
 
 
 def _rank_scan(level: np.ndarray, valid: np.ndarray, count: np.ndarray) -> np.ndarray:
@@ -177,7 +181,8 @@ def masked_quantile(values: np.ndarray, mask: np.ndarray, q: float) -> np.ndarra
     high = filled[rows, hi]
     with np.errstate(invalid="ignore"):
         out = low + (high - low) * (pos - lo)
-    return np.where(count > 0, out, np.nan)
+    answer: np.ndarray = np.where(count > 0, out, np.nan)
+    return answer
 
 
 def _without_machine_speeds(
@@ -188,7 +193,7 @@ def _without_machine_speeds(
     Each machine type's offset is its median minus the reference type's median, over the same
     window, so a code change (which moves every type alike) survives and the mix does not.
     Types with too few runs in the window keep their values: ranks shrug off a rare one."""
-    rows, width = logs.shape
+    rows = logs.shape[0]
     codes = np.where(valid & (machines >= 0), machines, -1)
     known = codes >= 0
     if not known.any():
@@ -218,7 +223,8 @@ def _without_machine_speeds(
     ref_med = med[np.arange(rows), reference]
     ref_count = counts[np.arange(rows), reference]
     offset = med - ref_med[:, None]
-    usable = (counts >= settings.min_machine_runs) & (ref_count >= settings.min_machine_runs)[:, None]
+    enough = settings.min_machine_runs
+    usable = (counts >= enough) & (ref_count >= enough)[:, None]
     offset = np.where(usable, offset, 0.0)
     per_cell = np.where(known, offset[np.arange(rows)[:, None], np.maximum(codes, 0)], 0.0)
     return logs - per_cell

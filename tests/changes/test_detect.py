@@ -24,10 +24,13 @@ def test_a_lasting_step_is_found_with_its_sizes_and_commit_range() -> None:
     assert change.run_id_after == frame["run_id"][change.index]
     assert change.at_after == frame["started_at"][change.index].to_pydatetime()
     assert change.median_before_s == pytest.approx(np.median(values[: change.index]), rel=0.02)
-    assert change.median_after_s == pytest.approx(np.median(values[change.index :][: change.runs_after]), rel=0.02)
+    assert change.median_after_s == pytest.approx(
+        np.median(values[change.index :][: change.runs_after]), rel=0.02
+    )
     assert change.relative == pytest.approx(0.3, abs=0.04)
     assert change.delta_s == pytest.approx(0.6, abs=0.08)
-    assert change.slower and change.z > DEFAULT_SETTINGS.min_z
+    assert change.slower
+    assert change.z > DEFAULT_SETTINGS.min_z
     assert change.sigmas > 5  # a 30% step in 3% noise
     assert change.spread_before_s == pytest.approx(2.0 * 0.03, rel=0.4)
     assert change.index < change.confirmed_index < len(values)
@@ -37,7 +40,9 @@ def test_a_step_down_is_found_as_faster() -> None:
     rng = np.random.default_rng(12)
     (change,) = detect_changes(series_frame(with_step(lognormal(rng, 90, 40.0, 0.05), 45, 0.7)))
     assert abs(change.index - 45) <= 2
-    assert not change.slower and change.z < 0 and change.delta_s < 0
+    assert not change.slower
+    assert change.z < 0
+    assert change.delta_s < 0
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -88,7 +93,9 @@ def test_steps_of_3_noise_widths_are_placed_within_2_runs() -> None:
         sigma = rng.uniform(0.02, 0.3)
         at = int(rng.integers(20, 80))
         sign = rng.choice([-1.0, 1.0])
-        values = with_step(lognormal(rng, 105, rng.uniform(1, 60), sigma), at, np.exp(sign * 3 * sigma))
+        values = with_step(
+            lognormal(rng, 105, rng.uniform(1, 60), sigma), at, np.exp(sign * 3 * sigma)
+        )
         found = [c.index for c in detect_changes(series_frame(values)) if abs(c.index - at) <= 5]
         placed.append(bool(found) and abs(found[0] - at) <= 2)
     assert sum(placed) >= 38, placed
@@ -99,7 +106,8 @@ def test_two_steps_are_two_changes_in_order() -> None:
     values = with_step(with_step(lognormal(rng, 150, 10.0, 0.05), 50, 1.4), 100, 0.6)
     changes = detect_changes(series_frame(values))
     assert [c.slower for c in changes] == [True, False]
-    assert abs(changes[0].index - 50) <= 2 and abs(changes[1].index - 100) <= 2
+    assert abs(changes[0].index - 50) <= 2
+    assert abs(changes[1].index - 100) <= 2
     # The second change's "before" starts at the first change: its segments do not overlap.
     assert changes[1].runs_before <= changes[1].index - changes[0].index
 
@@ -118,7 +126,8 @@ def test_a_bimodal_test_whose_slow_mode_takes_over_is_a_change() -> None:
     share = np.where(np.arange(120) < 60, 0.1, 0.8)  # the miss became the rule at run 60
     values = lognormal(rng, 120, 0.8, 0.04) * np.where(rng.random(120) < share, 2.5, 1.0)
     changes = detect_changes(series_frame(values))
-    assert len(changes) == 1 and changes[0].slower
+    assert len(changes) == 1
+    assert changes[0].slower
     assert abs(changes[0].index - 60) <= 3
 
 

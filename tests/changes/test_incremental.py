@@ -37,7 +37,9 @@ def history(rng: np.random.Generator, n: int) -> pd.DataFrame:
     return series_frame(values, machine=machine)
 
 
-def in_chunks(frame: pd.DataFrame, rng: np.random.Generator, settings: DetectionSettings) -> list[Change]:
+def in_chunks(
+    frame: pd.DataFrame, rng: np.random.Generator, settings: DetectionSettings
+) -> list[Change]:
     state = empty_state()
     found: list[Change] = []
     i = 0
@@ -104,7 +106,9 @@ def test_a_state_keeps_a_bounded_tail_since_its_last_change() -> None:
     assert state.anchor == changes[0].index
     assert len(state.tail) == 600 - state.anchor <= DEFAULT_SETTINGS.window
     quiet, none = update_state(empty_state(), series_frame(values[:400]))
-    assert none == () and len(quiet.tail) == DEFAULT_SETTINGS.window and quiet.anchor == 0
+    assert none == ()
+    assert len(quiet.tail) == DEFAULT_SETTINGS.window
+    assert quiet.anchor == 0
 
 
 def test_an_empty_update_changes_nothing() -> None:
