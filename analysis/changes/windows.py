@@ -133,7 +133,7 @@ def _rank_scan(level: np.ndarray, valid: np.ndarray, count: np.ndarray) -> np.nd
     ranks, tie_sum = midranks(level, valid)
     n = count[:, None].astype(float)
     # Suffix sums: S[c] = sum of ranks in columns c..W-1 (padding ranks are 0).
-    suffix = np.cumsum(ranks[:, ::-1], axis=1)[:, ::-1]
+    suffix = ranks.sum(axis=1, keepdims=True) - np.cumsum(ranks, axis=1) + ranks
     width = level.shape[1]
     n_after = (width - np.arange(width))[None, :].astype(float)
     n_before = n - n_after
@@ -151,22 +151,34 @@ def midranks(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndar
     filled = np.where(valid, values, np.inf)
     order = np.argsort(filled, axis=1)
     ordered = np.take_along_axis(filled, order, axis=1)
+    cols = np.arange(width)
+    in_data = cols[None, :] < valid.sum(axis=1)[:, None]
+    mid = np.where(in_data, cols[None, :] + 1.0, 0.0)
+    tie_sum = np.zeros(rows)
+    tied = in_data[:, 1:] & (ordered[:, 1:] == ordered[:, :-1])
+    with_ties = np.flatnonzero(tied.any(axis=1))
+    if len(with_ties):
+        # Only rows holding equal timings (a coarse timer) pay for the tie groups.
+        mid[with_ties], tie_sum[with_ties] = _tie_groups(tied[with_ties], in_data[with_ties])
+    ranks = np.zeros((rows, width))
+    np.put_along_axis(ranks, order, mid, axis=1)
+    return ranks, tie_sum
+
+
+def _tie_groups(tied: np.ndarray, in_data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Midranks by sorted position and sum(t^3 - t), given which sorted neighbours are equal."""
+    rows, width = in_data.shape
     cols = np.broadcast_to(np.arange(width), (rows, width))
     new_group = np.ones((rows, width), dtype=bool)
-    new_group[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    new_group[:, 1:] = ~tied
     start = np.maximum.accumulate(np.where(new_group, cols, 0), axis=1)
     ends_here = np.ones((rows, width), dtype=bool)
-    ends_here[:, :-1] = new_group[:, 1:]
+    ends_here[:, :-1] = ~tied
     end = np.minimum.accumulate(np.where(ends_here, cols, width - 1)[:, ::-1], axis=1)[:, ::-1]
-    mid = (start + end) / 2.0 + 1.0
     size = (end - start + 1).astype(float)
-    count = valid.sum(axis=1)
-    in_data = cols < count[:, None]
     # Each tie group of size t contributes t^3 - t; summed per member that is t^2 - 1.
     tie_sum = np.where(in_data, size * size - 1.0, 0.0).sum(axis=1)
-    ranks = np.zeros((rows, width))
-    np.put_along_axis(ranks, order, np.where(in_data, mid, 0.0), axis=1)
-    return ranks, tie_sum
+    return np.where(in_data, (start + end) / 2.0 + 1.0, 0.0), tie_sum
 
 
 def masked_quantile(values: np.ndarray, mask: np.ndarray, q: float) -> np.ndarray:
