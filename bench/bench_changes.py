@@ -18,13 +18,16 @@ history (its lognormal noise and machine speeds). A series' noise is the interqu
 
 Scoring. A detection within 5 runs of the injected step finds it (the nearest counts); every
 other detection is a false alarm, counted per 1,000 series-weeks over all series. The
-localisation error is |detected - true| first run after the step.
+localisation error is |detected - true| first run after the step. Steps under laptime's
+floors (2% of the duration or 20 ms: too small to act on) are left out of recall for every
+method, and detections of them are not counted as false alarms; the report says how many.
 
 Methods, on the same series in the same run: laptime's windowed rank scan (analysis/changes)
-with its defaults and at other rank thresholds; Apache Otava 0.8.0 (E-divisive means with a
-t-test merge, window 50, as `otava analyze` runs it) at several max p-values, installed from
-PyPI into its own venv (default /tmp/laptime-otava: Otava pins numpy 2.2, laptime 2.4); and
-Datadog's published rule (a run over 5x the mean of the week before and over that week's max).
+with its defaults (rank statistic >= 5) and at lower thresholds (4.5, 4); Apache Otava 0.8.0
+(E-divisive means with a t-test merge, window 50, as `otava analyze` runs it) at several max
+p-values, installed from PyPI into its own venv (default /tmp/laptime-otava: Otava pins
+numpy 2.2, laptime 2.4); and Datadog's published rule (a run over 5x the mean of the week
+before and over that week's max).
 Then the speed of a vectorised update: 10,000 series, one new run each.
 """
 
@@ -77,6 +80,9 @@ class Case:
     noise: float
     duration_s: np.ndarray
     machine: np.ndarray
+    # False when the step is under the floors every detector's user would set (laptime's
+    # defaults: 2% and 20 ms): left out of recall, and detections of it are not false alarms.
+    nameable: bool = True
 
 
 def corpus_levels() -> np.ndarray:
@@ -182,13 +188,19 @@ def make_cases(per: int, seed: int) -> list[Case]:
                     draw = noise_of(family, rng, level)
                     noise = _iqr_sigma(np.log(np.maximum(draw(20000), 1e-4)))
                     values = draw(RUNS)
+                nameable = True
                 if size:
                     factor = float(np.exp(sign * size * noise))
+                    before_s = float(np.median(values[:position]))
+                    nameable = (
+                        abs(factor - 1) >= DEFAULT_SETTINGS.min_relative
+                        and before_s * abs(factor - 1) >= DEFAULT_SETTINGS.min_abs_s
+                    )
                     values = values.copy()
                     values[position:] *= factor
                     if family == "quantised":
                         values = np.round(values, 2)
-                cases.append(Case(family, size, position, noise, values, machine))
+                cases.append(Case(family, size, position, noise, values, machine, nameable))
     return cases
 
 
@@ -289,9 +301,11 @@ def score(cases: list[Case], found: list[list[int]]) -> Score:
     errors: list[int] = []
     for case, detected in zip(cases, found, strict=True):
         unmatched = list(detected)
-        if case.position >= 0:
+        near = [d for d in detected if abs(d - case.position) <= MATCH_RUNS]
+        if case.position >= 0 and not case.nameable:
+            unmatched = [d for d in detected if d not in near]
+        elif case.position >= 0:
             steps += 1
-            near = [d for d in detected if abs(d - case.position) <= MATCH_RUNS]
             if near:
                 best = min(near, key=lambda d: abs(d - case.position))
                 hits += 1
@@ -352,7 +366,7 @@ def main() -> None:
     """Run every method on the same cases and print the markdown tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=100, help="series per family and size")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=2)  # 0 was used to tune the detector
     parser.add_argument("--no-otava", action="store_true")
     parser.add_argument("--otava-venv", type=Path, default=Path("/tmp/laptime-otava"))
     parser.add_argument("--out", type=Path)
@@ -363,7 +377,7 @@ def main() -> None:
     print(f"{len(cases)} series, {weeks:,.0f} series-weeks", flush=True)
     results: list[tuple[str, list[list[int]]]] = []
     timings: list[str] = []
-    for z in (DEFAULT_SETTINGS.min_z, 3.5, 5.0):
+    for z in (DEFAULT_SETTINGS.min_z, 4.5, 4.0):
         settings = dataclasses.replace(DEFAULT_SETTINGS, min_z=z)
         found, took = run_laptime(cases, settings)
         default = " (default)" if z == DEFAULT_SETTINGS.min_z else ""
@@ -380,8 +394,10 @@ def main() -> None:
             print(timings[-1], flush=True)
     results.append(("Datadog rule (5x mean, > week max)", run_datadog(cases)))
 
+    under = sum(c.position >= 0 and not c.nameable for c in cases)
     lines = [
-        f"{len(cases):,} series of {RUNS} runs ({weeks:,.0f} series-weeks), seed {args.seed}.",
+        f"{len(cases):,} series of {RUNS} runs ({weeks:,.0f} series-weeks), seed {args.seed}; "
+        f"{under} injected steps under 2% or 20 ms are left out of recall.",
         "Cells: found / found within 2 runs / median error (runs), by step size in noise units.",
         "",
         "| method | false alarms per 1,000 series-weeks | 1x | 2x | 3x | 5x |",

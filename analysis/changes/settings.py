@@ -18,7 +18,7 @@ class DetectionSettings:
     window: int = 120
     min_before: int = 8
     min_after: int = 6
-    min_z: float = 4.0
+    min_z: float = 5.0
     min_sigmas: float = 1.5
     min_relative: float = 0.02
     min_abs_s: float = 0.02
