@@ -366,7 +366,7 @@ def main() -> None:
     """Run every method on the same cases and print the markdown tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--series", type=int, default=100, help="series per family and size")
-    parser.add_argument("--seed", type=int, default=2)  # 0 was used to tune the detector
+    parser.add_argument("--seed", type=int, default=2)  # 0 and 1 were used to choose
     parser.add_argument("--no-otava", action="store_true")
     parser.add_argument("--otava-venv", type=Path, default=Path("/tmp/laptime-otava"))
     parser.add_argument("--out", type=Path)
