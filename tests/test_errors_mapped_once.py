@@ -1,0 +1,20 @@
+"""Domain errors are mapped to their HTTP answer once, not caught in each route or page."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOMAIN_ERRORS = r"(AnswerError|RecommendationError|CatalogueError|PlanNotFound|ProjectError)"
+CATCH = re.compile(r"^\s*except\b[^:]*\b" + DOMAIN_ERRORS + r"\b", re.MULTILINE)
+
+
+def test_no_route_or_page_catches_a_domain_error() -> None:
+    """Every handler in app/api and app/pages leaves domain errors to the one registered mapping."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}"
+        for folder in ("app/api", "app/pages")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for text in [path.read_text()]
+        for match in CATCH.finditer(text)
+    ]
+    assert offenders == [], offenders
