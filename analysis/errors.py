@@ -7,7 +7,13 @@ message (pandas' "Length of values ...") ever reaches a user as if it were advic
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class AnswerError(ValueError):
     """The question is well-formed but the data or the options cannot answer it; the message
-    says why in the user's words."""
+    says why in the user's words. `status` and `code` are its HTTP answer, mapped once by the
+    app (a subclass that means "not found" says 404)."""
+
+    status: ClassVar[int] = 422
+    code: ClassVar[str] = "request-unprocessable"

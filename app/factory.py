@@ -6,10 +6,12 @@ import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
 from fastapi.routing import APIRoute
 from sqlalchemy import Engine
 
+from analysis.errors import AnswerError
 from app.api.accuracy import router as accuracy_router
 from app.api.compare import router as compare_router
 from app.api.docs_ui import mount_docs
@@ -19,16 +21,27 @@ from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
 from app.api.recommendations import router as recommendations_router
 from app.db.pool_metrics import instrument_pool
-from app.http.errors import install_error_handlers
+from app.http.errors import answer_error_response, install_error_handlers
 from app.http.frame_budget import apply_frame_budget
 from app.http.header_limit import HeaderLimit
 from app.http.request_observer import RequestObserver
+from app.pages.common import answer_error_page
 from app.pages.routes import mount as mount_pages
 from app.settings import Settings
 from app.uploads.guard import UploadGuard
 from app.uploads.outcomes import UploadOutcomes
 from app.uploads.routes import router as uploads_router
 from figures.theme import warm_up as warm_up_figures
+
+API_PREFIX = "/api/"
+
+
+def _answer_error(request: Request, exc: Exception) -> Response:
+    """A question the data cannot answer: JSON for the API, the error page for the pages."""
+    assert isinstance(exc, AnswerError)
+    if request.url.path.startswith(API_PREFIX):
+        return answer_error_response(exc)
+    return answer_error_page(request, exc)
 
 
 def create_app(settings: Settings, engine: Engine) -> FastAPI:
@@ -51,6 +64,8 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.state.settings = settings
     app.state.engine = engine
     install_error_handlers(app)
+    # Domain errors are mapped once, here: each carries its status and code.
+    app.add_exception_handler(AnswerError, _answer_error)
     app.add_middleware(UploadGuard, max_upload_bytes=settings.max_upload_bytes)
     app.add_middleware(HeaderLimit)
 

@@ -8,11 +8,10 @@ from fastapi import APIRouter, Query
 from pydantic import AfterValidator, StringConstraints
 
 from app.http.deps import ConnDep, ReadProject
-from app.http.errors import ApiError
 from app.http.params import Text, none_if_empty
 from app.http.responses import PROJECT_ERRORS, answers
 from app.schemas.accuracy import AccuracyAnswer, accuracy_answer
-from app.services.plan_accuracy import MAX_PLANS, PlanNotFound, accuracy_report
+from app.services.plan_accuracy import MAX_PLANS, accuracy_report
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["recommendations"])
 
@@ -33,8 +32,5 @@ def accuracy(
     """Did it come true: each plan's predicted wall per job against the jobs that ran it
     (uploads naming it with `plan_id` or a `plan=<id>` label, matched by `shard=I/N`), per
     pipeline with wait, machine time, cost and the errors; and the calibration they give."""
-    try:
-        plans, calibration = accuracy_report(conn, project, plan_id=plan, limit=limit)
-    except PlanNotFound as exc:
-        raise ApiError(404, "plan-not-found", f"no plan {plan!r} in this project") from exc
+    plans, calibration = accuracy_report(conn, project, plan_id=plan, limit=limit)
     return accuracy_answer(plans, calibration)

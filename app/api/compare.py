@@ -6,12 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter, Query
 
-from analysis.errors import AnswerError
 from app.http.deps import ConnDep, ReadProject
-from app.http.errors import ApiError
 from app.http.responses import PROJECT_ERRORS, answers
 from app.schemas.compare import Compare
-from app.services.compare import PipelineUnknown, compare_pipeline
+from app.services.compare import compare_pipeline
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["compare"])
 
@@ -24,9 +22,4 @@ def read_compare(
     base: str = Query("main", min_length=1, max_length=200),
 ) -> dict[str, Any]:
     """A pipeline's wall, test time and tests against the base branch's recent runs."""
-    try:
-        return compare_pipeline(conn, project, pipeline, base)
-    except PipelineUnknown as exc:
-        raise ApiError(404, "pipeline-unknown", str(exc)) from exc
-    except AnswerError as exc:
-        raise ApiError(422, "request-unprocessable", str(exc)) from exc
+    return compare_pipeline(conn, project, pipeline, base)

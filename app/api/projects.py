@@ -11,7 +11,6 @@ from fastapi import APIRouter, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, BeforeValidator, Field
 
-from analysis.errors import AnswerError
 from analysis.rollups.shares import records_from_frame
 from app.http.deps import AdminProject, ConnDep, ReadProject
 from app.http.errors import ApiError
@@ -65,12 +64,9 @@ def rollups(
     format: Literal["json", "csv"] = "json",
 ) -> Any:
     """Test time split by a dimension, with shares of the total and within the parent."""
-    try:
-        result = project_rollup(
-            conn, project.id, filters, by=by, within=within, sort=sort, descending=desc, limit=limit
-        )
-    except AnswerError as exc:
-        raise ApiError(422, "request-unprocessable", str(exc)) from exc
+    result = project_rollup(
+        conn, project.id, filters, by=by, within=within, sort=sort, descending=desc, limit=limit
+    )
     if format == "csv":
         buffer = io.StringIO()
         result.rows.to_csv(buffer, index=False)

@@ -7,8 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Query
 
-from analysis.errors import AnswerError
-from analysis.sizing.catalogue import CatalogueError, load_catalogue_text, resolve_catalogues
+from analysis.sizing.catalogue import load_catalogue_text, resolve_catalogues
 from analysis.split.options import MAX_JOBS, SplitOptions
 from app.http.deps import AdminProject, ConnDep, ReadProject
 from app.http.errors import ApiError
@@ -38,8 +37,6 @@ from app.schemas.recommendations import (
 from app.services.project_reads import FrameCache
 from app.services.projects import set_catalogue
 from app.services.recommendations import (
-    RecommendationError,
-    ShardPinMismatch,
     machines_recommendation,
     matrix_recommendation,
     parametrize_recommendation,
@@ -114,19 +111,16 @@ def _split_answer(
     )
     cell = question.cell
     should_stop = stop_after(PLAN_TIME_LIMIT_S, also=client_gone)
-    try:
-        # Computed once per question and data version (see app.services.project_reads.FrameCache);
-        # an incomplete plan is not kept, the next asker gets a fresh try.
-        key = ("split", filters.key, options, cell, *_catalogue_key(project))
-        return FrameCache.for_project(conn, project.id).get(
-            key,
-            lambda: split_recommendation(
-                conn, project, filters, options=options, cell=cell, should_stop=should_stop
-            ),
-            keep=_complete,
-        )
-    except AnswerError as exc:
-        raise unprocessable(exc) from exc
+    # Computed once per question and data version (see app.services.project_reads.FrameCache);
+    # an incomplete plan is not kept, the next asker gets a fresh try.
+    key = ("split", filters.key, options, cell, *_catalogue_key(project))
+    return FrameCache.for_project(conn, project.id).get(
+        key,
+        lambda: split_recommendation(
+            conn, project, filters, options=options, cell=cell, should_stop=should_stop
+        ),
+        keep=_complete,
+    )
 
 
 @router.get("/recommendations/split", **answers(SplitPlan, *PROJECT_ERRORS))
@@ -160,18 +154,8 @@ def track_split(
     return track_split_plan(conn, project, answer)
 
 
-def unprocessable(exc: AnswerError) -> ApiError:
-    """422 `request-unprocessable`: the question is well-formed, the data cannot answer it.
-
-    Only an AnswerError becomes a 422: any other exception is ours, a logged 500."""
-    return ApiError(422, "request-unprocessable", str(exc))
-
-
 def _options(**kwargs: Any) -> SplitOptions:
-    try:
-        return SplitOptions(**kwargs)
-    except AnswerError as exc:
-        raise unprocessable(exc) from exc
+    return SplitOptions(**kwargs)
 
 
 def _complete(answer: dict[str, Any]) -> bool:
@@ -191,21 +175,16 @@ def _shards(
 ) -> dict[str, Any]:
     if index is not None and index > total:
         raise invalid("index", f"must be between 1 and total ({total})", index)
-    try:
-        return shard_assignment(
-            conn,
-            project,
-            filters,
-            total=total,
-            index=index,
-            collected=collected,
-            pipeline=pipeline,
-            track=track,
-        )
-    except ShardPinMismatch as exc:
-        raise ApiError(409, "shard-pin-mismatch", str(exc)) from exc
-    except AnswerError as exc:
-        raise unprocessable(exc) from exc
+    return shard_assignment(
+        conn,
+        project,
+        filters,
+        total=total,
+        index=index,
+        collected=collected,
+        pipeline=pipeline,
+        track=track,
+    )
 
 
 @router.get("/shards", **answers(Shards, *PROJECT_ERRORS))
@@ -261,10 +240,7 @@ def parametrize(
     top: Annotated[int, Query(ge=1, le=MAX_TOP_EXPLOSIONS)] = 10,
 ) -> dict[str, Any]:
     """The costliest parametrize explosions and covering sets that keep their coverage."""
-    try:
-        return parametrize_recommendation(conn, project, filters, strength=strength, top=top)
-    except AnswerError as exc:
-        raise unprocessable(exc) from exc
+    return parametrize_recommendation(conn, project, filters, strength=strength, top=top)
 
 
 @router.get("/recommendations/matrix", **answers(Matrix, *PROJECT_ERRORS))
@@ -276,10 +252,7 @@ def matrix(
     threshold: Annotated[float, Query(gt=1.0, le=1000.0, allow_inf_nan=False)] = 1.5,
 ) -> dict[str, Any]:
     """Per file or marker and label dimension: keep all values, or one per PR and all on main."""
-    try:
-        return matrix_recommendation(conn, project, filters, group_by=by, threshold=threshold)
-    except AnswerError as exc:
-        raise unprocessable(exc) from exc
+    return matrix_recommendation(conn, project, filters, group_by=by, threshold=threshold)
 
 
 @router.get("/recommendations/machines", **answers(Machines, *PROJECT_ERRORS))
@@ -301,41 +274,35 @@ def machines(
     split, with cost per run and per month; jobs without memory data get no advice."""
     options = _options(jobs=job_range("split_jobs", split_jobs)) if split_jobs else None
     wait_target_s = duration_s("wait_target", wait_target)
-    try:
-        key = (
-            "machines",
-            filters.key,
-            options,
-            headroom,
-            wait_target_s,
-            cell,
-            *_catalogue_key(project),
-        )
-        return FrameCache.for_project(conn, project.id).get(
-            key,
-            lambda: machines_recommendation(
-                conn,
-                project,
-                filters,
-                headroom=headroom,
-                wait_target_s=wait_target_s,
-                cell=cell,
-                split_options=options,
-                should_stop=stop_after(PLAN_TIME_LIMIT_S, also=client_gone),
-            ),
-            keep=_complete,
-        )
-    except AnswerError as exc:
-        raise unprocessable(exc) from exc
+    key = (
+        "machines",
+        filters.key,
+        options,
+        headroom,
+        wait_target_s,
+        cell,
+        *_catalogue_key(project),
+    )
+    return FrameCache.for_project(conn, project.id).get(
+        key,
+        lambda: machines_recommendation(
+            conn,
+            project,
+            filters,
+            headroom=headroom,
+            wait_target_s=wait_target_s,
+            cell=cell,
+            split_options=options,
+            should_stop=stop_after(PLAN_TIME_LIMIT_S, also=client_gone),
+        ),
+        keep=_complete,
+    )
 
 
 @router.get("/catalogue", **answers(ProjectCatalogue, *PROJECT_ERRORS))
 def read_catalogue(project: ReadProject) -> dict[str, Any]:
     """The machine catalogue this project is priced from."""
-    try:
-        catalogue = project_catalogue(project)
-    except (RecommendationError, CatalogueError) as exc:
-        raise unprocessable(exc) from exc
+    catalogue = project_catalogue(project)
     return {
         "name": project.catalogue,
         "custom_toml": project.catalogue_toml,
@@ -359,10 +326,7 @@ def write_catalogue(
     """Declare the project's catalogue and/or store its own; validated before it is kept."""
     name = name or None  # empty is not given, as everywhere
     if toml:
-        try:
-            custom = load_catalogue_text(toml, source=f"project {project.slug}")
-        except CatalogueError as exc:
-            raise unprocessable(exc) from exc
+        custom = load_catalogue_text(toml, source=f"project {project.slug}")
         name = name or custom.name
         if "\x00" in toml or "\x00" in name:
             # TOML may spell a NUL (`"\u0000"`); Postgres text cannot hold one.

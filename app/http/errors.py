@@ -22,6 +22,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from analysis.errors import AnswerError
+
 API_ERROR_CODES: dict[str, str] = {
     "token-required": "the request carries no token",
     "token-invalid": "the token is unknown or revoked",
@@ -156,6 +158,11 @@ async def _invalid(request: Request, exc: Exception) -> JSONResponse:
 async def _database_down(request: Request, exc: Exception) -> JSONResponse:
     log.warning("database unavailable on %s %s: %s", request.method, request.url.path, exc)
     return database_unavailable()
+
+
+def answer_error_response(exc: AnswerError) -> JSONResponse:
+    """A domain error as the API answers it: its own status and code, its message."""
+    return error_response(exc.status, exc.code, str(exc))
 
 
 async def _internal(request: Request, exc: Exception) -> JSONResponse:

@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse
 from app.http.deps import ConnDep
 from app.pages.common import PageError, PageProject, project_context, render
 from app.schemas.accuracy import accuracy_answer
-from app.services.plan_accuracy import MAX_PLANS, PlanNotFound, accuracy_report
+from app.services.plan_accuracy import MAX_PLANS, accuracy_report
 from figures.accuracy_figure import accuracy_figure
 from figures.theme import figure_html
 
@@ -25,10 +25,7 @@ def accuracy_page(
     """Predicted against measured wall per job, wait and machine time per pipeline."""
     if plan is not None and (len(plan) > 500 or "\x00" in plan):
         raise PageError(422, "plan: not a plan id")
-    try:
-        plans, calibration = accuracy_report(conn, project, plan_id=plan or None, limit=MAX_PLANS)
-    except PlanNotFound as exc:
-        raise PageError(404, "no such plan in this project") from exc
+    plans, calibration = accuracy_report(conn, project, plan_id=plan or None, limit=MAX_PLANS)
     # The page renders the API's typed answer itself, not a dict dumped from it.
     answer = accuracy_answer(plans, calibration)
     context = project_context(

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy import Connection
 
+from analysis.errors import AnswerError
 from analysis.filters import Filters
 from app.http.deps import ConnDep, authorize_grant
 from app.http.session import (
@@ -103,6 +104,11 @@ def error_page(request: Request, exc: PageError) -> Response:
     )
     response.headers.update(exc.headers or {})
     return response
+
+
+def answer_error_page(request: Request, exc: AnswerError) -> Response:
+    """A domain error as a page shows it: the error page with its status and message."""
+    return error_page(request, PageError(exc.status, str(exc)))
 
 
 def render(

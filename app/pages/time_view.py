@@ -8,12 +8,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy import Connection
 
-from analysis.errors import AnswerError
 from analysis.filters import Filters
 from analysis.rollups.shares import Rollup, check_dimension
 from app.http.deps import ConnDep
 from app.http.params import FiltersDep
-from app.pages.common import TABLE_ROWS, PageError, PageProject, project_context, render
+from app.pages.common import TABLE_ROWS, PageProject, project_context, render
 from app.services.project_reads import FrameCache, project_rollup
 from figures.theme import figure_html
 from figures.time_split import pareto_figure, phase_figure, share_figure, treemap_figure
@@ -68,10 +67,7 @@ def time_page(
 ) -> Any:
     """Where the time goes: treemap, Pareto of files, shares by marker/job/label, phases, and
     every rollup figure of one dimension (`by`) as a table."""
-    try:
-        check_dimension(by)
-    except AnswerError as exc:
-        raise PageError(422, str(exc)) from exc
+    check_dimension(by)
     cache = FrameCache.for_project(conn, project.id)
     files = project_rollup(conn, project.id, filters, by="file", cache=cache)
     functions = project_rollup(

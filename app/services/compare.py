@@ -19,8 +19,11 @@ from app.services.project_reads import kept_test_dictionary, run_results
 BASE_RUNS = 20
 
 
-class PipelineUnknown(LookupError):
+class PipelineUnknown(AnswerError):
     """No run of the project carries this pipeline id (a 404)."""
+
+    status = 404
+    code = "pipeline-unknown"
 
 
 def _named(conn: Connection, project: Project, run_ids: list[int]) -> pd.DataFrame:

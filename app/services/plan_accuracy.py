@@ -9,6 +9,7 @@ from sqlalchemy import Connection
 
 from analysis.accuracy.calibration import Calibration
 from analysis.accuracy.plan_accuracy import PlanAccuracy, plan_accuracy
+from analysis.errors import AnswerError
 from app.db.plans import load_plan_runs, load_plans
 from app.project_records import Project
 from app.services.plan_store import project_calibration
@@ -18,8 +19,14 @@ from app.services.recommendations import project_prices
 MAX_PLANS = 100
 
 
-class PlanNotFound(LookupError):
+class PlanNotFound(AnswerError):
     """No stored plan has this id in this project."""
+
+    status = 404
+    code = "plan-not-found"
+
+    def __init__(self, plan_id: str) -> None:
+        super().__init__(f"no plan {plan_id!r} in this project")
 
 
 def accuracy_report(

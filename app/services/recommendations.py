@@ -52,8 +52,11 @@ class RecommendationError(AnswerError):
     """The data cannot answer the question (no runs in the window, unknown cell...)."""
 
 
-class ShardPinMismatch(Exception):
+class ShardPinMismatch(AnswerError):
     """The pipeline's shards were pinned to a plan of other collected tests."""
+
+    status = 409
+    code = "shard-pin-mismatch"
 
 
 @dataclass(frozen=True)

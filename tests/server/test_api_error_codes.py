@@ -13,10 +13,21 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def used_codes() -> dict[str, str]:
-    """code -> "file:line" of every literal code passed to ApiError or error_response."""
+    """code -> "file:line" of every literal code passed to ApiError or error_response, or
+    carried by a domain error class (`code = "..."`, mapped once by the app)."""
     found: dict[str, str] = {}
-    for path in sorted((REPO / "app").rglob("*.py")):
+    paths = [*(REPO / "app").rglob("*.py"), *(REPO / "analysis").rglob("*.py")]
+    for path in sorted(paths):
         for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    target = item.target if isinstance(item, ast.AnnAssign) else None
+                    if isinstance(item, ast.Assign) and len(item.targets) == 1:
+                        target = item.targets[0]
+                    value = getattr(item, "value", None)
+                    if getattr(target, "id", "") == "code" and isinstance(value, ast.Constant):
+                        found.setdefault(str(value.value), f"{path.name}:{item.lineno}")
+                continue
             if not isinstance(node, ast.Call) or len(node.args) < 2:
                 continue
             name = getattr(node.func, "id", getattr(node.func, "attr", ""))

@@ -43,6 +43,17 @@ def two(live_server: LiveServer, engine: Engine) -> TwoProjects:
     )
     assert response.status_code == 202, response.text
     assert wait_done(live_server, b.upload_token, response.json()["id"])["status"] == "done"
+    # A run of the base branch, so comparing pipeline p1 with main answers from data.
+    base = upload(
+        live_server,
+        b.upload_token,
+        [("r.xml", junit([("tests.test_a", "test_one", 1.5, "passed")]))],
+        pipeline="p0",
+        branch="main",
+        machine="ubuntu-latest",
+    )
+    assert base.status_code == 202, base.text
+    assert wait_done(live_server, b.upload_token, base.json()["id"])["status"] == "done"
     declared = httpx.put(
         f"{live_server.url}/api/v1/projects/{b.slug}/catalogue",
         json={"name": "github"},
@@ -77,7 +88,9 @@ def api_read_paths(server: LiveServer, slug: str) -> list[str]:
             continue
         if "{token_id}" in path or path.endswith("/tokens"):
             continue  # admin-only: a token list is never public
-        query = "?total=2&index=1" if path.endswith("/shards") else ""
+        query = {"/shards": "?total=2&index=1", "/compare": "?pipeline=p1&base=main"}.get(
+            path[path.rindex("/") :], ""
+        )
         reads.append(path.replace("{slug}", quote(slug)) + query)
     return reads
 
