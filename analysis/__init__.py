@@ -6,6 +6,8 @@
 - `sizing/`: the cheapest machine each job fits (catalogues, measured memory and CPU).
 - `reduce/`: parametrize explosions cut to covering sets, CI matrices cut to what matters.
 - `accuracy/`: did a plan come true, and the calibration it teaches the job model.
+- `changes/`: lasting steps in a duration series, found from the series' own noise.
+- `compare/`: a pipeline's runs against the base branch's recent runs (the PR summary).
 
 Shared by several rooms: `errors` (the one domain error), `durations` (duration text),
 `filters` (what a query narrows to) and `estimate` (per-test durations from history). The
