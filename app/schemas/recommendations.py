@@ -40,6 +40,7 @@ class JobParts(ApiModel):
     startup_s: float
     collect_s: float
     first_use_s: float
+    exit_s: float = Field(default=0.0, description="session end to process exit")
     tests_s: float
     wall_s: float
     cpu_share: float | None = Field(description="the CPU share tests were normalised from")
