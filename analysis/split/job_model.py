@@ -1,7 +1,7 @@
 """A CI job's wall predicted from its parts: what a split job will really take.
 The terms are defined in docs/planner.md#the-model.
 
-    wall = setup_factor x (ci_setup + startup + collect + first_use) + test_factor x tests
+    wall = setup_factor x (ci_setup + startup + collect + first_use + exit) + test_factor x tests
 
 - ci_setup: the CI job's fixed cost outside pytest, median over runs of
   `job_wall_s - wall_s - startup_s` (job wall minus the pytest process). Without a job wall
@@ -16,6 +16,10 @@ The terms are defined in docs/planner.md#the-model.
 - first_use: per file the job touches, what its first test (by `seq`, per process) paid on
   top of the file's other tests: its setup minus their median setup, floored at 0. A file
   split over k jobs pays it k times. It is taken out of that test's own estimate.
+- exit: the process's exit after its session (reports, interpreter shutdown, worker pools),
+  which the plugin inside the process cannot time: the job's median `exit_s` measured by
+  `laptime-ci run`, else the project's median, else EXIT_TAIL_DEFAULT_S for a plugin history
+  (listed missing), else 0.
 - tests: the tests' estimates (median of recent results) after removing first-use costs and
   normalising to a quiet machine, divided by the xdist workers, plus per-test bookkeeping
   (session wall - collection - test time, per test) when collection time is known.
@@ -74,6 +78,7 @@ MODEL_INPUTS: tuple[str, ...] = (
     "cpu_wait_s",
     "heap_objects",
     "malloc",
+    "exit_s",
 )
 # Allocator states under which a fresh job process allocates as the history process did: glibc's
 # thresholds fixed (by the plugin or the environment), or not glibc. Not "dynamic".
@@ -147,8 +152,10 @@ class JobModel:
     # Per nodeid: heap-bound seconds and the heap the history ran them at (split/heap_model.py);
     # None when no test's time follows the heap or the runs lack the heap census.
     heap: HeapHistory | None = None
-    # Session end to process exit, which a plugin history's in-process job wall misses.
+    # Session end to process exit, which a plugin history's in-process job wall misses:
+    # measured (`laptime-ci run`) per job, else the project's median, else EXIT_TAIL_DEFAULT_S.
     exit_s: float = 0.0
+    exit_by_job: dict[str, float] = field(default_factory=dict)
 
     def file_costs(self, files: pd.Series) -> pd.Series:
         """file -> what one more job touching it pays again: first use + collection (x setup
@@ -184,6 +191,7 @@ class JobModel:
         inherits from)."""
         measured_setup = self.ci_setup_by_job.get(job or "", self.ci_setup_s)
         startup = self.startup_by_job.get(job or "", self.startup_s)
+        exit_tail = self.exit_by_job.get(job or "", self.exit_s)
         missing = list(self.inputs_missing)
         unique = set(files)
         if overhead_given:
@@ -210,7 +218,7 @@ class JobModel:
             collect_s=self.setup_factor * collect,
             first_use_s=self.setup_factor * first_use,
             tests_s=self.test_factor * tests,
-            exit_s=self.setup_factor * self.exit_s,
+            exit_s=self.setup_factor * exit_tail,
             cpu_share=self.cpu_share,
             inputs_missing=tuple(missing),
             setup_factor=self.setup_factor,
@@ -396,6 +404,9 @@ def fit_job_model(
         missing.append("heap_objects")
     if malloc_unknown(runs):
         missing.append("malloc")
+    exits = numeric_column(runs, "exit_s").where(lambda v: v >= 0)
+    if exits.isna().all():
+        missing.append("exit_s")
     test_sum = wall.groupby(results["run_id"]).sum()
     n_tests = results.groupby("run_id").size()
     run_ids = runs["run_id"].to_numpy()
@@ -422,12 +433,13 @@ def fit_job_model(
         test_factor=test_factor,
         heap=fit_heap_profile(results, runs, quiet_factor),
         exit_s=exit_tail_s(runs),
+        exit_by_job=_median_by(exits, job_names),
     )
 
 
 # A job process's exit after its pytest session (reports written, interpreter shutdown, a
 # library's worker pool stopped), measured on a scientific-Python suite: 0.5-1.2 s per job
-# run, 1.4 s in its histories (issue 33). The default until a project's runs measure it.
+# run, 1.4 s in its histories. The default until a project's runs measure it.
 EXIT_TAIL_DEFAULT_S = 1.0
 
 
@@ -439,15 +451,26 @@ def exit_tail_s(runs: pd.DataFrame) -> float:
     measured = measured[measured >= 0]
     if len(measured):
         return float(measured.median())
-    if numeric_column(runs, "startup_s").notna().any():
+    if numeric_column(runs, "collect_s").notna().any():  # recorded by the plugin
         return EXIT_TAIL_DEFAULT_S
     return 0.0
 
 
 def missing_inputs_note(inputs_missing: Sequence[str]) -> str:
     """What the model lacks and how to get it, for `laptime plan`'s text ("" when nothing)."""
-    if not inputs_missing:
-        return ""
+    plugin_history = "seq" not in inputs_missing
+    rest = [name for name in inputs_missing if name != "exit_s" or not plugin_history]
+    notes = [_inputs_note(rest)] if rest else []
+    if len(rest) < len(inputs_missing):
+        notes.append(
+            "model: no history run measured its exit tail (session end to process exit), so "
+            f"{EXIT_TAIL_DEFAULT_S:g} s per job is charged for it; run the tests as "
+            "`laptime-ci run -- pytest ...` to measure it (docs/planner.md)"
+        )
+    return "\n".join(notes)
+
+
+def _inputs_note(inputs_missing: Sequence[str]) -> str:
     if "job_wall_s" in inputs_missing and set(inputs_missing) <= {"job_wall_s", "malloc"}:
         # The plugin recorded the run (it has the run order): only the CI job's start stamp
         # was absent; a missing allocator state is told apart by the caller.
