@@ -16,6 +16,13 @@ The terms are defined in docs/planner.md#the-model.
 - first_use: per file the job touches, what its first test (by `seq`, per process) paid on
   top of the file's other tests: its setup minus their median setup, floored at 0. A file
   split over k jobs pays it k times. It is taken out of that test's own estimate.
+- first use inside a call: a test whose time, when it ran first in its process (a split
+  job's or the loop's), was consistently above its median elsewhere (every such run at least
+  CALL_FIRST_USE_MIN_S and CALL_FIRST_USE_MIN_FRAC above it, in CALL_FIRST_USE_MIN_RUNS runs
+  or more) starts something in its call that an earlier test started in the others (a worker
+  pool, a compile, a lazy import). A job holding it is a fresh process where nothing did, so
+  the test's estimate carries the excess (median first minus median elsewhere) and the job
+  running it pays it, once.
 - exit: the process's exit after its session (reports, interpreter shutdown, worker pools),
   which the plugin inside the process cannot time: the job's median `exit_s` measured by
   `laptime-ci run`, else the project's median, else EXIT_TAIL_DEFAULT_S for a plugin history
@@ -156,6 +163,9 @@ class JobModel:
     # measured (`laptime-ci run`) per job, else the project's median, else EXIT_TAIL_DEFAULT_S.
     exit_s: float = 0.0
     exit_by_job: dict[str, float] = field(default_factory=dict)
+    # nodeid -> seconds its call pays when it runs first in a process (see the module doc);
+    # already in that test's estimate in `results`.
+    call_first_use_s: dict[str, float] = field(default_factory=dict)
 
     def file_costs(self, files: pd.Series) -> pd.Series:
         """file -> what one more job touching it pays again: first use + collection (x setup
@@ -311,6 +321,45 @@ def _first_use(results: pd.DataFrame, quiet_factor: pd.Series) -> tuple[pd.Serie
     return per_result, per_run.groupby(level="file").median()
 
 
+CALL_FIRST_USE_MIN_S = 0.05
+CALL_FIRST_USE_MIN_FRAC = 0.25
+CALL_FIRST_USE_MIN_RUNS = 2
+
+
+def first_in_process(results: pd.DataFrame) -> pd.Series:
+    """Per result: True for the first test (lowest `seq`) its process ran."""
+    seq = numeric_column(results, "seq")
+    worker = (
+        results["worker"].fillna("").astype(str)
+        if "worker" in results.columns
+        else pd.Series("", index=results.index)
+    )
+    first = seq.groupby([results["run_id"], worker]).transform("min")
+    return (seq == first) & seq.notna()
+
+
+def call_first_use(results: pd.DataFrame, durations: pd.Series) -> pd.Series:
+    """nodeid -> seconds a test pays when it runs first in its process, over its median
+    elsewhere, for the tests that did so consistently (module doc); `durations` per result."""
+    frame = pd.DataFrame(
+        {
+            "nodeid": results["nodeid"].astype(str),
+            "first": first_in_process(results),
+            "s": durations,
+        }
+    )[numeric_column(results, "seq").notna() & durations.notna()]
+    if frame.empty:
+        return pd.Series(dtype="float64")
+    first = frame["first"]
+    firsts = frame[first].groupby("nodeid")["s"].agg(["min", "median", "size"])
+    elsewhere = frame[~first].groupby("nodeid")["s"].median().rename("elsewhere")
+    both = firsts.join(elsewhere, how="inner")
+    floor = np.maximum(CALL_FIRST_USE_MIN_S, CALL_FIRST_USE_MIN_FRAC * both["elsewhere"])
+    steady = (both["size"] >= CALL_FIRST_USE_MIN_RUNS) & (both["min"] - both["elsewhere"] >= floor)
+    kept = both[steady]
+    return (kept["median"] - kept["elsewhere"]).astype("float64")
+
+
 def _collect_by_file(runs: pd.DataFrame) -> pd.Series:
     """file -> median collection seconds over the runs that recorded it."""
     if "collect_by_file" not in runs.columns:
@@ -382,7 +431,13 @@ def fit_job_model(
     if numeric_column(results, "seq").isna().all():
         missing.append("seq")
     adjusted = results.copy()
-    adjusted["duration_s"] = (quiet - fu_result).clip(lower=0.0).where(wall.notna())
+    plain = (quiet - fu_result).clip(lower=0.0)
+    call_fu = call_first_use(results, plain.where(wall.notna()))
+    # The test pays it in the job that runs it: every result of it carries it, so its
+    # estimate is what a fresh process measured, whichever runs the history has most of.
+    carries = results["nodeid"].astype(str).map(call_fu).fillna(0.0)
+    carries = carries.where(~first_in_process(results), 0.0)
+    adjusted["duration_s"] = (plain + carries).where(wall.notna())
     if "cpu_s" in adjusted.columns:
         adjusted["cpu_s"] = cpu  # kept for the parallelism profile
     run_wall = numeric_column(runs, "wall_s")
@@ -434,6 +489,7 @@ def fit_job_model(
         heap=fit_heap_profile(results, runs, quiet_factor),
         exit_s=exit_tail_s(runs),
         exit_by_job=_median_by(exits, job_names),
+        call_first_use_s={str(k): float(v) for k, v in call_fu.items()},
     )
 
 

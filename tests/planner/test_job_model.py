@@ -520,3 +520,52 @@ def test_an_unmeasured_exit_tail_is_the_stated_default() -> None:
     junit = fit_job_model(junit_results, junit_runs)
     assert junit.exit_s == 0.0
     assert "exit_s" in junit.inputs_missing
+
+
+# The full suite's history: a.py starts a worker pool, so b.py::pool finds it running (0.3 s).
+FULL: list[Test] = [
+    ("a.py::t1", 0.0, 1.0, 1.0),
+    ("a.py::t2", 0.0, 1.0, 1.0),
+    ("b.py::pool", 0.0, 0.3, 0.3),
+    ("c.py::t", 0.0, 2.0, 2.0),
+]
+
+
+def _pool_history(*pool_first_calls: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two full runs, then one loop job per value in which b.py::pool ran first (that call)."""
+    runs = [measured(1, FULL), measured(2, FULL)]
+    for i, call in enumerate(pool_first_calls):
+        job = [("b.py::pool", 0.0, call, call), ("c.py::t", 0.0, 2.0, 2.0)]
+        runs.append(measured(10 + i, job, job="job 2"))
+    return (
+        pd.concat([r[0] for r in runs], ignore_index=True),
+        pd.concat([r[1] for r in runs], ignore_index=True),
+    )
+
+
+def test_a_call_that_pays_when_first_in_its_process_is_charged_to_its_job() -> None:
+    results, runs = _pool_history(1.0, 1.1)
+    model = fit_job_model(results, runs)
+    # Median first (1.05) minus median elsewhere (0.3); a.py::t1 is first everywhere: no contrast.
+    assert model.call_first_use_s == pytest.approx({"b.py::pool": 0.75})
+    plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2), min_gain_frac=0.0))
+    # The estimate is what a fresh process pays, so the job that runs it pays it once.
+    assert plan.estimates.loc["b.py::pool", "duration_s"] == pytest.approx(1.05)
+    holding = [job for job in plan.jobs if "b.py" in " ".join(job.members)]
+    assert len(holding) == 1
+    # Every other test's estimate is untouched.
+    assert plan.estimates.loc["c.py::t", "duration_s"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    "firsts",
+    [
+        (1.0,),  # one run is no pattern
+        (1.0, 0.32),  # not consistent: once as fast as elsewhere
+        (0.33, 0.34),  # within the floor (0.05 s, 25% of its median)
+    ],
+)
+def test_no_call_first_use_without_a_steady_excess(firsts: tuple[float, ...]) -> None:
+    results, runs = _pool_history(*firsts)
+    model = fit_job_model(results, runs)
+    assert model.call_first_use_s == {}
