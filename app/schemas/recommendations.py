@@ -92,10 +92,18 @@ class EstimateSources(ApiModel):
 class ExpectedError(ApiModel):
     """How far this project's measured jobs fell from their plans (the plan's likely error)."""
 
-    error_pct: float | None = Field(description="80% of measured jobs within; null: too few")
+    error_pct: float | None = Field(
+        description="the error to expect: 80% of measured jobs within, never below the "
+        "history's host speed spread; null: neither known"
+    )
     samples: int = Field(description="measured jobs it comes from")
     calibrated: bool = Field(
         default=False, description="the plan applies factors learnt from measured jobs"
+    )
+    host_speed_pct: float | None = Field(
+        default=None,
+        description="how far the history's runs' speed strayed from typical (80% within), "
+        "the same tests compared; null: fewer than 2 comparable runs",
     )
     text: str
 

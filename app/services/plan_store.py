@@ -11,6 +11,7 @@ import pandas as pd
 from sqlalchemy import Connection
 
 from analysis.accuracy.calibration import Calibration, calibrate
+from analysis.accuracy.host_speed import HostSpeed, stated_error, stated_error_text
 from analysis.accuracy.plan_accuracy import job_samples, plan_accuracy
 from analysis.accuracy.plan_record import (
     median_setup_s,
@@ -67,14 +68,16 @@ def project_calibration(conn: Connection, project: Project) -> Calibration:
     return calibrate(job_samples(plan_accuracy(plans, runs)))
 
 
-def expected_error(calibration: Calibration) -> dict[str, Any]:
+def expected_error(calibration: Calibration, host: HostSpeed | None = None) -> dict[str, Any]:
     """The `expected_error` block of a recommendation: the error, its basis, the text."""
-    # split_recommendation plans with the calibration's factors, so its error is the one to state.
-    error = calibration.expected_error
+    # split_recommendation plans with the calibration's factors, so its error is the one to
+    # state; the host's speed spread in the history is an error no plan removes.
+    error = stated_error(calibration, host)
     return {
         "error_pct": None if error is None else round(100 * error, 1),
         "samples": calibration.samples,
         # Factors learnt from measured jobs (else 1.0): documented, scripts may key on it.
-        "calibrated": error is not None,
-        "text": calibration.note(),
+        "calibrated": calibration.expected_error is not None,
+        "host_speed_pct": None if host is None else round(100 * host.spread, 1),
+        "text": stated_error_text(calibration, host),
     }

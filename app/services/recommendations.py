@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection
 
+from analysis.accuracy.host_speed import host_speed
 from analysis.ci.pytest_selection import recorded_invocation
 from analysis.ci.snippets import with_plan_labels
 from analysis.errors import AnswerError
@@ -180,7 +181,7 @@ def split_recommendation(
     # (analysis/ci/loop.py); a tracked plan's config names the plan instead.
     answer["config"] = with_plan_labels(answer["config"], answer["jobs"], None)
     # With the error that this project's earlier plans had.
-    answer["expected_error"] = expected_error(calibration)
+    answer["expected_error"] = expected_error(calibration, host_speed(history.results))
     return answer
 
 
