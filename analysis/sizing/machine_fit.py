@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import pandas as pd
@@ -112,20 +112,6 @@ class Prediction:
     within_wait: bool
     cost_per_run: float | None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "machine": self.machine,
-            "vcpus": self.vcpus,
-            "memory_gib": self.memory_gib,
-            "workers": self.workers,
-            "predicted_wall_s": round(self.wall_s, 3),
-            "need_mib": None if self.need_mib is None else round(self.need_mib, 1),
-            "fits_memory": self.fits_memory,
-            "within_wait": self.within_wait,
-            "cost_per_run": _round(self.cost_per_run),
-        }
-
 
 @dataclass(frozen=True)
 class MachineFit:
@@ -199,42 +185,6 @@ class MachineFit:
         """Monthly saving at the observed run rate."""
         return _monthly(self.saving_per_run, self.runs_per_day)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "job": self.job,
-            "members": list(self.members),
-            "machine": self.machine,
-            "machine_known": self.current is not None,
-            "workers": self.workers,
-            "parallel": self.parallel,
-            "test_s": round(self.test_s, 3),
-            "overhead_s": round(self.overhead_s, 3),
-            "longest_test_s": round(self.chain_s, 3),
-            "memory_source": self.memory_source,
-            "memory_basis": self.memory_basis,
-            "peak_rss_mib": _round(self.peak_mib, 1),
-            "job_peak_rss_mib": _round(self.job_peak_mib, 1),
-            "need_mib": _round(self.need_mib, 1),
-            "peak_tests": [{"nodeid": n, "peak_rss_mib": round(p, 1)} for n, p in self.peak_tests],
-            "wall_s": round(self.wall_s, 3),
-            "recommended": None if self.recommended is None else self.recommended.name,
-            "recommended_workers": self.recommended_workers,
-            "recommended_wall_s": _round(self.recommended_wall_s, 3),
-            "cost_per_run": _round(self.cost_per_run),
-            "recommended_cost_per_run": _round(self.recommended_cost_per_run),
-            "runs_per_day": _round(self.runs_per_day, 3),
-            "cost_per_month": _round(self.cost_per_month, 2),
-            "recommended_cost_per_month": _round(self.recommended_cost_per_month, 2),
-            "saving_per_run": _round(self.saving_per_run),
-            "saving_per_month": _round(self.saving_per_month, 2),
-            "advice": self.advice,
-            "notes": list(self.notes),
-            "max_cores_used": round(self.max_cores_used, 3),
-            "parallel_fraction": round(self.parallel_fraction, 4),
-            "predictions": [p.to_dict() for p in self.predictions],
-        }
-
 
 @dataclass(frozen=True)
 class SizingReport:
@@ -250,31 +200,26 @@ class SizingReport:
     unknown_machines: tuple[str, ...]
     warnings: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: what `laptime size --json` prints and the API returns."""
-        monthly = [j.cost_per_month for j in self.jobs]
-        after = [
-            j.recommended_cost_per_month if j.recommended is not None else j.cost_per_month
-            for j in self.jobs
-        ]
-        total = _sum_known(monthly)
-        total_after = _sum_known(after)
-        return {
-            "catalogue": self.catalogue,
-            "unit": self.unit,
-            "headroom": self.headroom,
-            "wait_target_s": round(self.wait_target_s, 3),
-            "wait_s": round(self.wait_s, 3),
-            "wait_after_s": round(self.wait_after_s, 3),
-            "cost_per_month": _round(total, 2),
-            "cost_per_month_after": _round(total_after, 2),
-            "saving_per_month": None
-            if total is None or total_after is None
-            else round(total - total_after, 2),
-            "unknown_machines": list(self.unknown_machines),
-            "warnings": list(self.warnings),
-            "jobs": [j.to_dict() for j in self.jobs],
-        }
+    @property
+    def cost_per_month(self) -> float | None:
+        """Every job today at the observed run rate (None when any job's cost is unknown)."""
+        return _sum_known([j.cost_per_month for j in self.jobs])
+
+    @property
+    def cost_per_month_after(self) -> float | None:
+        """The same with every recommendation applied."""
+        return _sum_known(
+            [
+                j.recommended_cost_per_month if j.recommended is not None else j.cost_per_month
+                for j in self.jobs
+            ]
+        )
+
+    @property
+    def saving_per_month(self) -> float | None:
+        """Today's monthly cost minus the recommended one."""
+        total, after = self.cost_per_month, self.cost_per_month_after
+        return None if total is None or after is None else total - after
 
 
 # ---------------------------------------------------------------------------------- model
@@ -728,7 +673,3 @@ def _monthly(per_run: float | None, per_day: float | None) -> float | None:
 
 def _sum_known(values: Sequence[float | None]) -> float | None:
     return None if not values or any(v is None for v in values) else sum(v or 0.0 for v in values)
-
-
-def _round(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(value, digits)
