@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,7 @@ from analysis.estimate import estimate_durations
 from analysis.sizing.catalogue import Catalogue, MachineType
 from analysis.split.job_model import ParallelProfile, fit_job_model, parallel_profile
 from analysis.split.plan import current_layout
+from analysis.split.result import PlannedJob
 
 DEFAULT_HEADROOM = 1.25
 DAYS_PER_MONTH = 30
@@ -66,24 +67,7 @@ class JobSpec:
     overhead_s: float | None = None
 
 
-class PlannedJobLike(Protocol):
-    """What `analysis.split.plan.PlannedJob` offers (kept structural to avoid an import cycle)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def members(self) -> tuple[str, ...]: ...
-    @property
-    def test_s(self) -> float: ...
-    @property
-    def workers(self) -> int: ...
-    @property
-    def machine(self) -> str | None: ...
-    @property
-    def overhead_s(self) -> float: ...
-
-
-def job_specs(jobs: Iterable[PlannedJobLike]) -> list[JobSpec]:
+def job_specs(jobs: Iterable[PlannedJob]) -> list[JobSpec]:
     """JobSpecs from the split planner's jobs (`SplitPlan.jobs`)."""
     return [
         JobSpec(

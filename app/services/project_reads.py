@@ -406,7 +406,7 @@ def _compute_rollup(
 ) -> Rollup:
     parent = within if within is not None else DEFAULT_WITHIN.get(by)
     runs = cache.get(("runs", filters.key), lambda: load_runs(conn, project_id, filters))
-    if _file_grain(by) and (parent is None or _file_grain(parent)) and not filters.test_level:
+    if _file_grain(by) and (parent is None or _file_grain(parent)) and not filters.has_test_filters:
         # Totals and shares of cell and file dimensions read the per-file rollup table.
         split = split_columns(by, parent)
         file_facts = cache.get(

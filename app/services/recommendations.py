@@ -169,7 +169,7 @@ def load_history(
     cells = tuple(sorted(keys.unique()))
     tests = kept_test_dictionary(conn, project.id, param_values=True)
     # Test-level filters (markers, files) change which cell is heaviest: read them all then.
-    if one_cell and not filters.test_level and len(cells) > 1:
+    if one_cell and not filters.has_test_filters and len(cells) > 1:
         chosen = cell if cell is not None else _heaviest_cell(latest, keys)
         if chosen not in cells:
             raise _unknown_cell(chosen, list(cells))

@@ -191,7 +191,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if path is None and not upload:
         return
     interval_s = max(0.0, float(config.getoption("laptime_rss_interval_ms"))) / 1000
-    method = test_memory_method(config)
+    method = per_test_memory_method(config)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         recorder = ItemRecorder(
@@ -221,7 +221,7 @@ def malloc_mode(config: pytest.Config) -> str:
     return mode
 
 
-def test_memory_method(config: pytest.Config) -> str:
+def per_test_memory_method(config: pytest.Config) -> str:
     """The per-test memory method: the option, its former name, the ini setting, "auto"."""
     chosen = (
         config.getoption("laptime_test_memory")
@@ -353,11 +353,11 @@ class ItemRecorder:
             self.heap.begin_test()
         self._item = item
 
-    def test_cpu_s(self) -> float:
+    def tests_cpu_s(self) -> float:
         """CPU seconds (process and reaped children) since the running test's window opened."""
         return max(0.0, cpu_seconds() - self._cpu_start)
 
-    def test_wait_s(self) -> float | None:
+    def tests_wait_s(self) -> float | None:
         """Seconds the running test's thread waited for a CPU since its window opened."""
         return elapsed(self._wait_start, self.run_queue.read())
 
@@ -375,10 +375,10 @@ class ItemRecorder:
         record = self.item_record(
             item,
             self.monitor.window_peak_mib(),
-            cpu_s=self.test_cpu_s(),
+            cpu_s=self.tests_cpu_s(),
             seq=self._seq,
             heap=self.heap.reading(),
-            cpu_wait_s=self.test_wait_s(),
+            cpu_wait_s=self.tests_wait_s(),
         )
         setattr(report, REPORT_ATTR, record)
 
@@ -687,10 +687,10 @@ class ReportWriter(ItemRecorder):
         if item is None or item.nodeid != report.nodeid:
             return
         state.item = item
-        state.cpu_s = self.test_cpu_s()
+        state.cpu_s = self.tests_cpu_s()
         state.seq = self._seq
         state.heap = self.heap.reading()
-        state.cpu_wait_s = self.test_wait_s()
+        state.cpu_wait_s = self.tests_wait_s()
         peak = self.monitor.window_peak_mib()
         if peak is not None and (state.peak_rss_mib is None or peak > state.peak_rss_mib):
             state.peak_rss_mib = peak
@@ -714,7 +714,7 @@ class ReportWriter(ItemRecorder):
             "peak_rss_source": source,
             # Labelled apart and never the sizing figure (see job_peak_memory).
             "cgroup_peak_mib": container_peak_mib(),
-            "test_peak_rss_method": self.test_peak_rss_method(),
+            "test_peak_rss_method": self.tests_peak_rss_method(),
             "hostname": socket.gethostname(),
             "malloc": self.config.stash.get(MALLOC_STATE, None),
             **self.session_measures(),
@@ -785,7 +785,7 @@ class ReportWriter(ItemRecorder):
         known = [peak for peak in peaks if peak is not None]
         return max(known) if known else None
 
-    def test_peak_rss_method(self) -> str | None:
+    def tests_peak_rss_method(self) -> str | None:
         """How the tests' `peak_rss_mib` was measured: this process's or the workers' method."""
         if self.distributed:
             methods = sorted(self.worker_rss_methods)
