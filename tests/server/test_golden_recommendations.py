@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 
 from app.cli.main import cli
 from tests.conftest import LiveServer, ProjectFixture, make_project
-from tests.server.test_golden_answers import check, normalise
+from tests.server.test_golden_answers import _request, check, normalise
 from tests.uploads import upload_all
 
 # Per test: seconds on python 3.10; on 3.11 the same (`test_r` fails there: a cell that matters).
@@ -121,14 +121,8 @@ def test_recommendation_answer_bytes(
 ) -> None:
     project = rich.project
     token = project.admin_token if path == "catalogue" else project.read_token
-    response = httpx.request(
-        method,
-        f"{live_server.url}/api/v1/projects/{project.slug}/{path}",
-        params=params,
-        json=body,
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=120,
-    )
+    path = f"/api/v1/projects/{project.slug}/{path}"
+    response = _request(live_server, token, method, path, body, **params)
     recorded = f"{response.status_code}\n".encode()
     recorded += normalise(response.content, {project.slug: "<slug>"})
     check(f"api-rich/{name}", _plan_ids(recorded))
