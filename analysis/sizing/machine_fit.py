@@ -19,8 +19,9 @@ target (default: today's pipeline wait, the longest job), priced per run and per
 the observed run rate. A job without memory data gets no advice, only what to collect.
 
 Why one module (over 500 lines): the fit, its predictions and the sizing report share the
-private per-job readers (`_fit_job`, `_predict`, `_overhead`, `_job_peak`); any cut would part
-the model from the evidence it reads. The catalogue already lives apart
+private per-job readers (`_overhead`, `_job_peak`, `_test_table`) that gather each job's
+`JobEvidence`, which `_fit_job` and `_predict` read; any cut would part the model from the
+evidence it reads. The catalogue already lives apart
 (analysis/sizing/catalogue.py).
 """
 
@@ -231,6 +232,27 @@ def memory_need_mib(peak_mib: float, workers: int, headroom: float, source: Memo
 # ---------------------------------------------------------------------------- entry point
 
 
+@dataclass(frozen=True)
+class JobEvidence:
+    """What the history says about one job to size: its spec, its tests (one row each), its
+    test seconds, workers, machine, longest test, setup, uploaded peak and run rate."""
+
+    spec: JobSpec
+    tests: pd.DataFrame
+    test_s: float
+    workers: int
+    machine: str | None
+    chain_s: float
+    overhead_s: float
+    job_peak_mib: float | None
+    runs_per_day: float | None
+
+    @property
+    def wall_s(self) -> float:
+        """The job's predicted wall on today's machine and workers."""
+        return predict_wall_s(self.overhead_s, self.test_s, self.chain_s, self.workers)
+
+
 def fit_machines(
     runs: pd.DataFrame,
     results: pd.DataFrame,
@@ -264,7 +286,7 @@ def fit_machines(
         measured = _overhead(runs, job.name, tests[_job_mask(tests, pairs, job.name)])
         overhead_of[job.name] = job.overhead_s if measured is None else measured
 
-    prepared = []
+    prepared: list[JobEvidence] = []
     for spec in specs:
         base = by_name.get(spec.name, heaviest) if not spec.members else heaviest
         mask = (
@@ -273,38 +295,28 @@ def fit_machines(
             else _job_mask(tests, pairs, spec.name)
         )
         own = tests[mask]
-        test_s = spec.test_s if spec.test_s is not None else float(own["duration_s"].sum())
-        workers = max(int(spec.workers if spec.workers is not None else base.workers), 1)
-        machine = spec.machine if spec.machine is not None else base.machine
-        chain_s = float(own["duration_s"].max()) if len(own) else 0.0
-        overhead_s = spec.overhead_s if spec.overhead_s is not None else overhead_of[base.name]
-        job_peak = None if spec.members else _job_peak(runs, spec.name)
-        rate = per_day.get("\0pipelines" if spec.members else spec.name)
-        prepared.append((spec, own, test_s, workers, machine, chain_s, overhead_s, job_peak, rate))
-
-    wall_today = {
-        spec.name: predict_wall_s(overhead_s, test_s, chain_s, workers)
-        for spec, _o, test_s, workers, _m, chain_s, overhead_s, _p, _r in prepared
-    }
-    wait_s = max(wall_today.values(), default=0.0)
-    target = wait_target_s if wait_target_s is not None else wait_s
-    fits = tuple(
-        _fit_job(
-            catalogue,
-            spec=spec,
-            own=own,
-            test_s=test_s,
-            workers=workers,
-            machine=machine,
-            chain_s=chain_s,
-            overhead_s=overhead_s,
-            job_peak=job_peak,
-            runs_per_day=rate,
-            headroom=headroom,
-            target_s=target,
-            history_platform=history_platform(runs),
+        prepared.append(
+            JobEvidence(
+                spec=spec,
+                tests=own,
+                test_s=spec.test_s if spec.test_s is not None else float(own["duration_s"].sum()),
+                workers=max(int(spec.workers if spec.workers is not None else base.workers), 1),
+                machine=spec.machine if spec.machine is not None else base.machine,
+                chain_s=float(own["duration_s"].max()) if len(own) else 0.0,
+                overhead_s=(
+                    spec.overhead_s if spec.overhead_s is not None else overhead_of[base.name]
+                ),
+                job_peak_mib=None if spec.members else _job_peak(runs, spec.name),
+                runs_per_day=per_day.get("\0pipelines" if spec.members else spec.name),
+            )
         )
-        for spec, own, test_s, workers, machine, chain_s, overhead_s, job_peak, rate in prepared
+
+    wait_s = max((job.wall_s for job in prepared), default=0.0)
+    target = wait_target_s if wait_target_s is not None else wait_s
+    platform = history_platform(runs)
+    fits = tuple(
+        _fit_job(catalogue, job, headroom=headroom, target_s=target, history_platform=platform)
+        for job in prepared
     )
     unknown = sorted({f.machine for f in fits if f.current is None and f.machine is not None})
     if any(f.machine is None for f in fits):
@@ -328,20 +340,16 @@ def fit_machines(
 
 def _fit_job(
     catalogue: Catalogue,
+    job: JobEvidence,
     *,
-    spec: JobSpec,
-    own: pd.DataFrame,
-    test_s: float,
-    workers: int,
-    machine: str | None,
-    chain_s: float,
-    overhead_s: float,
-    job_peak: float | None,
-    runs_per_day: float | None,
     headroom: float,
     target_s: float,
     history_platform: tuple[str | None, str | None],
 ) -> MachineFit:
+    """One job's fit: today's machine, every comparable entry's prediction, the cheapest."""
+    spec, own, test_s, workers = job.spec, job.tests, job.test_s, job.workers
+    machine, chain_s, overhead_s = job.machine, job.chain_s, job.overhead_s
+    job_peak, runs_per_day = job.job_peak_mib, job.runs_per_day
     notes: list[str] = []
     current = catalogue.match(machine)
     parallel = workers > 1
