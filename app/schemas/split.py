@@ -38,6 +38,13 @@ def _cost(cost: float | None) -> dict[str, float]:
     return {} if cost is None else {"cost": round(cost, 4)}
 
 
+def _totals(t: DomainTotals | DomainParetoRow) -> dict[str, float]:
+    """Jobs, wait and machine time (and the cost when known) as a layout's answer states them."""
+    return {"jobs": t.jobs, "wait_s": round(t.wait_s, 3), "machine_s": round(t.machine_s, 3)} | (
+        _cost(t.cost)
+    )
+
+
 class LayoutTotals(ApiModel):
     """A layout's wait (longest job), machine time (sum) and cost (when priced)."""
 
@@ -49,12 +56,7 @@ class LayoutTotals(ApiModel):
     @classmethod
     def of(cls, totals: DomainTotals) -> LayoutTotals:
         """The answer form of a layout's totals."""
-        return cls(
-            jobs=totals.jobs,
-            wait_s=round(totals.wait_s, 3),
-            machine_s=round(totals.machine_s, 3),
-            **_cost(totals.cost),
-        )
+        return cls(**_totals(totals))
 
 
 class JobParts(ApiModel):
@@ -143,15 +145,12 @@ class ParetoRow(ApiModel):
     def of(cls, row: DomainParetoRow) -> ParetoRow:
         """The answer form of one job count's best plan."""
         return cls(
-            jobs=row.jobs,
-            wait_s=round(row.wait_s, 3),
-            machine_s=round(row.machine_s, 3),
             lower_bound_wait_s=round(row.lower_bound_wait_s, 3),
             feasible=row.feasible,
             pareto_optimal=row.pareto_optimal,
             chosen=row.chosen,
             best=row.best,
-            **_cost(row.cost),
+            **_totals(row),
         )
 
 
