@@ -19,7 +19,7 @@ class RetryPolicy:
     def lease_s(self) -> float:
         """How long a claimed delivery is its sender's: past it, another process may take it
         (the sender died mid-attempt). Longer than any attempt can last."""
-        return 4 * self.timeout_s + 5.0
+        return 4 * self.timeout_s + 1.0
 
     def delay_s(self, attempts: int) -> float:
         """Seconds before the next try after `attempts` failed ones: first, 2x, 4x... capped."""
