@@ -75,9 +75,8 @@ def _growth(frame: pd.DataFrame, week: date, top: int) -> tuple[Growth, ...]:
     per_run = frame.assign(per_run=frame["total_s"] / frame["known"].where(frame["known"] > 0))
     now = per_run[per_run["week"] == week].set_index("name")
     before = per_run[per_run["week"] == week - timedelta(days=7)].set_index("name")
-    both = now.join(before[["per_run"]], rsuffix="_before", how="inner").dropna(
-        subset=["per_run", "per_run_before"]
-    )
+    earlier = before[["per_run"]].rename(columns={"per_run": "per_run_before"})
+    both = now.join(earlier, how="inner").dropna(subset=["per_run", "per_run_before"])
     both = both.assign(delta=both["per_run"] - both["per_run_before"])
     grown = both[both["delta"] >= MIN_GROWTH_S].sort_values(
         ["delta", "total_s"], ascending=[False, False], kind="stable"
