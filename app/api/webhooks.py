@@ -3,13 +3,13 @@ weekly digest (read token)."""
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from app.http.deps import AdminProject, ConnDep, ReadProject
+from app.http.params import DATE_MAX, DATE_MIN, IsoDate, invalid
 from app.http.responses import PROJECT_ERRORS, answers
 from app.schemas.webhooks import (
     DeliveryList,
@@ -27,13 +27,20 @@ router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["webhooks"])
 class WebhookRequest(BaseModel):
     """An address to register."""
 
-    url: str = Field(min_length=1, max_length=2000, description="http or https only")
+    url: str = Field(
+        max_length=2000,
+        # What notify/targets.py accepts, said in the schema: http(s), a host, printable ASCII.
+        pattern=r"^https?://[A-Za-z0-9.\[\]:-]+(?::[1-9][0-9]{0,3})?(?:[/?#][!-~]*)?$",
+        description="http or https only, no credentials; redirects are not followed",
+    )
     events: list[Literal["change.detected", "digest.weekly"]] | None = Field(
         default=None, max_length=10, description="the events it hears (default: all)"
     )
     format: Literal["json", "slack"] = "json"
     secret: str | None = Field(
-        default=None, min_length=16, max_length=200, description="default: a new random one"
+        default=None,
+        pattern=r"^[!-~]{16,200}$",
+        description="16 to 200 printable ASCII characters; default: a new random one",
     )
 
 
@@ -78,9 +85,15 @@ def read_digest(
     project: ReadProject,
     conn: ConnDep,
     week: Annotated[
-        date | None, Query(description="a day of the week wanted (default: the last ended)")
+        IsoDate,
+        Query(
+            description=f"a day of the week wanted, {DATE_MIN} to {DATE_MAX} (default: the "
+            "last week that has ended)"
+        ),
     ] = None,
 ) -> dict[str, Any]:
     """The weekly digest: CI test time against the week before, the tests and files that
     grew most per run, and the same as markdown."""
+    if week is not None and not DATE_MIN <= week <= DATE_MAX:
+        raise invalid("week", f"must be between {DATE_MIN} and {DATE_MAX}", week.isoformat())
     return digest_answer(conn, project, week)
