@@ -44,7 +44,7 @@ class WebhookRequest(BaseModel):
     )
 
 
-@router.post("/webhooks", status_code=201, **answers(NewWebhook, *PROJECT_ERRORS))
+@router.post("/webhooks", status_code=201, **answers(NewWebhook, 400, *PROJECT_ERRORS))
 def create_webhook(project: AdminProject, conn: ConnDep, body: WebhookRequest) -> dict[str, Any]:
     """Register a webhook (admin token). The answer holds its secret, this once: every
     delivery carries `X-Laptime-Signature: sha256=<HMAC-SHA256 of the body>` under it."""
