@@ -81,7 +81,12 @@ def compare_pipeline(
 def _priced(project: Project, head: pd.DataFrame, base_runs: pd.DataFrame) -> dict[str, Any]:
     """Machine time and its cost from the project's catalogue (cost null when unpriced)."""
     machines = [*head["machine"].tolist(), *base_runs["machine"].tolist()]
-    catalogue = project_catalogue(project, machines)
+    try:
+        catalogue = project_catalogue(project, machines)
+    except AnswerError:
+        # A catalogue the project names but no longer resolves prices nothing; the rest of
+        # the comparison still answers.
+        catalogue = None
     prices = machine_prices(catalogue, machines) if catalogue is not None else None
     priced = compare_cost(head, base_runs, prices, None if catalogue is None else catalogue.unit)
     cost = (

@@ -178,3 +178,13 @@ def test_the_weekly_digest_by_rest_cli_and_webhook_once_per_week(
     assert [(d["event"], d["attempts"], d["last_status"]) for d in deliveries] == [
         ("digest.weekly", 1, 200)
     ]
+    listed = CliRunner().invoke(
+        cli,
+        ["webhook", "deliveries", "--project", project.slug, "--state", "delivered"],
+        env={"DATABASE_URL": database.url},
+    )
+    assert listed.exit_code == 0, listed.output
+    assert listed.output == (
+        f"{deliveries[0]['id']}\twebhook {made['id']}\tdigest.weekly\tdelivered\tattempts 1\t"
+        "HTTP 200\n"
+    )
