@@ -49,14 +49,18 @@ class ReadWarmer:
         shared: SharedFrames | None = None,
         hot: HotReads | None = None,
         settle_s: float = 0.2,
+        retry_first_s: float = 1.0,
         retry_cap_s: float = 30.0,
+        application_name: str = "laptime read warmer",
     ) -> None:
         self._engine = engine
         self._dsn = dsn
         self._shared = shared
         self._hot = hot or hot_reads(engine)
         self._settle_s = settle_s
+        self._retry_first_s = retry_first_s
         self._retry_cap_s = retry_cap_s
+        self._application_name = application_name
         self._stop = threading.Event()
         self._listening = threading.Event()
         self._warmed: dict[int, tuple[int, ...]] = {}
@@ -90,12 +94,12 @@ class ReadWarmer:
             )
 
     def _run(self) -> None:
-        delay = 1.0
+        delay = self._retry_first_s
         while not self._stop.is_set():
             try:
-                with DataNotices(self._dsn) as notices:
+                with DataNotices(self._dsn, application_name=self._application_name) as notices:
                     self._listening.set()
-                    delay = 1.0
+                    delay = self._retry_first_s
                     self._serve(notices)
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
                 log.warning("read warmer cannot listen (%s); retrying in %.0f s", exc, delay)

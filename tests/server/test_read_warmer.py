@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from sqlalchemy import Engine
 
@@ -245,3 +246,45 @@ def _file_rollup(server: LiveServer, project: ProjectFixture) -> list[dict[str, 
     )
     assert response.status_code == 200, response.text
     return list(response.json()["rows"])
+
+
+def test_a_lost_listening_connection_is_reopened_and_nothing_is_missed(
+    engine: Engine, database: Database
+) -> None:
+    project = make_project(engine)
+    _run(database, project, range(100), seconds=0.2)
+    hot = HotReads()
+    with engine.connect() as conn:
+        project_rollup(conn, project.id, window_filters(7), by="file", hot=hot)
+    name = f"warmer-{project.slug}"
+    warmer = ReadWarmer(
+        engine,
+        dsn=database.dsn,
+        shared=SharedFrames(),
+        hot=hot,
+        settle_s=0.0,
+        retry_first_s=0.05,
+        application_name=name,
+    )
+    warmer.start()
+    try:
+        assert warmer.wait_listening(30)
+        first = _listener_pids(database, name)
+        assert len(first) == 1
+        with psycopg.connect(database.dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (first[0],))
+        # A commit while nobody listens: heard by nobody, refreshed after the reconnect.
+        _run(database, project, range(100), seconds=0.7)
+        version = _version(engine, project.id)
+        assert _wait_until(lambda: _listener_pids(database, name) not in ([], first))
+        assert warmer.wait_warmed(project.id, version, 60)
+    finally:
+        warmer.stop()
+
+
+def _listener_pids(database: Database, name: str) -> list[int]:
+    with psycopg.connect(database.dsn) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (name,)
+        ).fetchall()
+    return [int(pid) for (pid,) in rows]
