@@ -69,9 +69,15 @@ class SharedFrames:
     unreachable rather than stale; they age out.
     """
 
-    def __init__(self, max_entries: int = 256, max_bytes: int = 256 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        max_entries: int = 256,
+        max_bytes: int = 256 * 1024 * 1024,
+        wait_for_load_s: float = 120.0,
+    ) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self.wait_for_load_s = wait_for_load_s
         self._frames: OrderedDict[tuple[object, ...], tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -96,10 +102,13 @@ class SharedFrames:
                     break
                 loading.waiting += 1
             # Another reader (or the warmer) is computing this key: one computation, not two.
-            # When it fails or keeps nothing, the loop loads the key here.
-            loading.done.wait()
+            # When it fails or keeps nothing, the loop loads the key here; after a long wait
+            # too (never stuck behind a load that does not end).
+            finished = loading.done.wait(self.wait_for_load_s)
             with self._lock:
                 loading.waiting -= 1
+            if not finished:
+                return load()
         try:
             value = load()
             if keep is None or keep(value):
@@ -425,18 +434,19 @@ def project_rollup(
     The read is noted in `hot` (default: this process's for the database), so a commit
     refreshes it off the request path (app.services.read_warmer); `noted` False for the
     refresh itself."""
-    if noted:
-        (hot or hot_reads(conn.engine)).note(
-            project_id, HotRead(filters, by, within, sort, descending, limit)
-        )
     cache = cache or FrameCache.for_project(conn, project_id)
     key = ("rollup", filters.key, by, within, sort, descending, limit)
-    return cache.get(
+    answer = cache.get(
         key,
         lambda: _compute_rollup(
             conn, project_id, filters, by, within, sort, descending, limit, cache
         ),
     )
+    if noted:  # only answerable questions: a refresh must not redo a refused one
+        (hot or hot_reads(conn.engine)).note(
+            project_id, HotRead(filters, by, within, sort, descending, limit)
+        )
+    return answer
 
 
 def _compute_rollup(

@@ -19,6 +19,7 @@ import psycopg
 from prometheus_client import Counter, Histogram
 from sqlalchemy import Engine
 
+from analysis.errors import AnswerError
 from app.db.data_notices import DataNotices
 from app.services.hot_reads import HotReads, hot_reads
 from app.services.project_reads import FrameCache, SharedFrames, project_rollup, shared_frames
@@ -148,6 +149,10 @@ class ReadWarmer:
                         noted=False,
                     )
                     REFRESHES.labels("refreshed").inc()
+                except AnswerError as exc:
+                    # Answerable when noted; the data changed under it (e.g. a label gone).
+                    log.warning("refreshing %r of project %s: %s", read.by, project_id, exc)
+                    REFRESHES.labels("failed").inc()
                 except Exception:
                     # One read that cannot be answered must not keep the others stale.
                     log.exception("refreshing %r of project %s failed", read.by, project_id)

@@ -21,6 +21,7 @@ import psycopg
 import pytest
 from sqlalchemy import Engine
 
+from analysis.errors import AnswerError
 from app.db.retention import prune_before
 from app.services.hot_reads import HotRead, HotReads
 from app.services.project_reads import (
@@ -111,6 +112,37 @@ def test_a_failed_load_lets_the_waiting_reader_load_it_itself() -> None:
     second.join(30)
     assert len(errors) == 1
     assert answers == ["own"]
+
+
+def test_a_waiting_reader_loads_the_key_itself_after_a_bounded_wait() -> None:
+    shared = SharedFrames(wait_for_load_s=0.05)
+    started, release = threading.Event(), threading.Event()
+
+    def stuck_load() -> str:
+        started.set()
+        release.wait(30)
+        return "late"
+
+    first = threading.Thread(target=lambda: shared.get(("k",), stuck_load))
+    first.start()
+    try:
+        assert started.wait(30)
+        # Not stuck behind a load that does not end: the second reader answers on its own.
+        assert shared.get(("k",), lambda: "own") == "own"
+    finally:
+        release.set()
+        first.join(30)
+
+
+def test_a_refused_question_is_not_noted_for_refreshing(engine: Engine, database: Database) -> None:
+    project = make_project(engine)
+    _run(database, project, range(10), seconds=0.2)
+    hot = HotReads()
+    with engine.connect() as conn:
+        with pytest.raises(AnswerError):
+            project_rollup(conn, project.id, window_filters(7), by="colour", hot=hot)
+        project_rollup(conn, project.id, window_filters(7), by="file", hot=hot)
+    assert [read.by for read in hot.recent(project.id)] == ["file"]
 
 
 def test_hot_reads_keep_the_latest_per_project_and_forget_old_ones() -> None:
