@@ -1,17 +1,15 @@
 """Plans as handed out: stored when the recommendations and shards answer, and the
-error a recommendation can expect, learnt from the jobs that ran earlier plans
+calibration a recommendation plans with, learnt from the jobs that ran earlier plans
 (docs/planner.md#did-it-come-true-plans-that-close-the-loop)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection
 
 from analysis.accuracy.calibration import Calibration, calibrate
-from analysis.accuracy.host_speed import HostSpeed, stated_error, stated_error_text
 from analysis.accuracy.plan_accuracy import job_samples, plan_accuracy
 from analysis.accuracy.plan_record import (
     median_setup_s,
@@ -19,6 +17,7 @@ from analysis.accuracy.plan_record import (
     shard_plan_record,
     split_plan_record,
 )
+from analysis.split.result import PlannedJob
 from analysis.split.shards import Shard
 from app.db.plans import load_plan_runs, load_plans, store_plan
 from app.project_records import Project
@@ -27,11 +26,13 @@ from app.project_records import Project
 CALIBRATION_PLANS = 50
 
 
-def record_split_plan(conn: Connection, project: Project, answer: dict[str, Any]) -> str | None:
-    """Store a split recommendation's proposed jobs as a plan; its id (None without jobs)."""
-    if not answer.get("jobs"):
+def record_split_plan(
+    conn: Connection, project: Project, cell: str, jobs: Sequence[PlannedJob]
+) -> str | None:
+    """Store a split plan's proposed jobs for `cell` as a plan; its id (None without jobs)."""
+    if not jobs:
         return None
-    record = split_plan_record(str(answer.get("cell") or ""), answer)
+    record = split_plan_record(cell, jobs)
     store_plan(conn, project.id, record)
     return record.id
 
@@ -66,18 +67,3 @@ def project_calibration(conn: Connection, project: Project) -> Calibration:
     plans = load_plans(conn, project.id, limit=CALIBRATION_PLANS)
     runs = load_plan_runs(conn, project.id, [p.id for p in plans])
     return calibrate(job_samples(plan_accuracy(plans, runs)))
-
-
-def expected_error(calibration: Calibration, host: HostSpeed | None = None) -> dict[str, Any]:
-    """The `expected_error` block of a recommendation: the error, its basis, the text."""
-    # split_recommendation plans with the calibration's factors, so its error is the one to
-    # state; the host's speed spread in the history is an error no plan removes.
-    error = stated_error(calibration, host)
-    return {
-        "error_pct": None if error is None else round(100 * error, 1),
-        "samples": calibration.samples,
-        # Factors learnt from measured jobs (else 1.0): documented, scripts may key on it.
-        "calibrated": calibration.expected_error is not None,
-        "host_speed_pct": None if host is None else round(100 * host.spread, 1),
-        "text": stated_error_text(calibration, host),
-    }
