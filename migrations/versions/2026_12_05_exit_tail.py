@@ -2,14 +2,14 @@
 (reports written, interpreter shutdown, worker pools stopped), measured by `laptime-ci run`.
 
 Revision ID: exit_tail
-Revises: shard_pin
+Revises: webhooks
 Create Date: 2026-12-05
 """
 
 from alembic import op
 
 revision = "exit_tail"
-down_revision = "shard_pin"
+down_revision = "webhooks"
 branch_labels = None
 depends_on = None
 
