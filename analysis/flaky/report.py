@@ -32,7 +32,8 @@ class FlakyReport:
     results: int  # results read (after the since/reset cut)
 
 
-def _empty_cost(key: str) -> CostRow:
+def empty_cost(key: str) -> CostRow:
+    """A cost row of nothing spent."""
     return CostRow(key, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, None, 0.0)
 
 
@@ -52,7 +53,7 @@ def flaky_report(
     per_test = {row.key: row for row in cost_by(items, "nodeid")}
     ranked = sorted(
         (
-            FlakyTestCost(test, per_test.get(nodeid, _empty_cost(nodeid)))
+            FlakyTestCost(test, per_test.get(nodeid, empty_cost(nodeid)))
             for nodeid, test in found.items()
         ),
         key=lambda t: (-t.cost.machine_s, -t.test.flaky_runs, t.test.nodeid),
@@ -63,6 +64,6 @@ def flaky_report(
         by_file=tuple(cost_by(items, "file")),
         by_job=tuple(cost_by(items, "job")),
         by_week=tuple(weeks),
-        total=cost_row("total", items) if len(items) else _empty_cost("total"),
+        total=cost_row("total", items) if len(items) else empty_cost("total"),
         results=len(observed),
     )

@@ -8,6 +8,8 @@ every expected figure from what it made, not from the code under test.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -63,13 +65,16 @@ def _copy_run(
     rows["flaky"] = False
     rows["attempts"] = 1
     rows["last_attempt_s"] = np.nan
+    # A run again takes its own time (and an identical report would be a repeated upload).
+    rows["duration_s"] = rows["duration_s"] * (1 + new_id * 1e-6)
     return run, rows
 
 
-def injected_history(seed: int = 7, days: int = 12) -> Injected:
+def injected_history(seed: int = 7, days: int = 12, start: date | None = None) -> Injected:
     """Build the history and inject the flakes; see the module docstring."""
+    first = start or date(2026, 11, 2)
     history = generate_history(
-        days=days, tests=200, jobs=4, seed=seed, pipelines_per_day=2, start=date(2026, 11, 2)
+        days=days, tests=200, jobs=4, seed=seed, pipelines_per_day=2, start=first
     )
     rng = np.random.default_rng(seed)
     results = history.results.copy()
@@ -194,3 +199,26 @@ def injected_history(seed: int = 7, days: int = 12) -> Injected:
     log.results = pd.concat([results, *new_results], ignore_index=True)
     log.runs = pd.concat([runs, *new_runs], ignore_index=True)
     return log
+
+
+def expected_per_test(
+    injected: Injected, prices: Mapping[str, float]
+) -> dict[str, dict[str, float]]:
+    """Machine seconds, wait and dollars per test, from the injection log alone."""
+    longest: dict[str, int] = {}
+    for i, cost in enumerate(injected.costs):
+        if cost.rerun_of is not None:
+            best = longest.get(cost.rerun_of)
+            if best is None or cost.wait_s > injected.costs[best].wait_s:
+                longest[cost.rerun_of] = i
+    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for i, cost in enumerate(injected.costs):
+        wait = cost.wait_s if cost.rerun_of is None or longest[cost.rerun_of] == i else 0.0
+        for nodeid in cost.tests:
+            share = 1 / len(cost.tests)
+            out[nodeid]["machine_s"] += cost.machine_s * share
+            out[nodeid][f"{cost.kind}_s"] += cost.machine_s * share
+            out[nodeid]["wait_s"] += wait * share
+            if cost.machine in prices:
+                out[nodeid]["usd"] += cost.machine_s * share / 60 * prices[cost.machine]
+    return out

@@ -4,14 +4,13 @@ cost equal to a recomputation from what was injected."""
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
 
 from analysis.flaky.report import FlakyReport, flaky_report
-from tests.flaky.injected import RERUN, RETRY, Injected, injected_history
+from tests.flaky.injected import RERUN, RETRY, Injected, expected_per_test, injected_history
 
 PRICES = {"2xlarge+": 0.032, "large": 0.08}  # windows.xlarge and the GPU stay unpriced
 
@@ -24,27 +23,6 @@ def injected() -> Injected:
 @pytest.fixture(scope="module")
 def report(injected: Injected) -> FlakyReport:
     return flaky_report(injected.results, injected.runs, prices=PRICES)
-
-
-def expected_per_test(injected: Injected) -> dict[str, dict[str, float]]:
-    """Machine seconds, wait and dollars per test, from the injection log alone."""
-    longest: dict[str, int] = {}
-    for i, cost in enumerate(injected.costs):
-        if cost.rerun_of is not None:
-            best = longest.get(cost.rerun_of)
-            if best is None or cost.wait_s > injected.costs[best].wait_s:
-                longest[cost.rerun_of] = i
-    out: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for i, cost in enumerate(injected.costs):
-        wait = cost.wait_s if cost.rerun_of is None or longest[cost.rerun_of] == i else 0.0
-        for nodeid in cost.tests:
-            share = 1 / len(cost.tests)
-            out[nodeid]["machine_s"] += cost.machine_s * share
-            out[nodeid][f"{cost.kind}_s"] += cost.machine_s * share
-            out[nodeid]["wait_s"] += wait * share
-            if cost.machine in PRICES:
-                out[nodeid]["usd"] += cost.machine_s * share / 60 * PRICES[cost.machine]
-    return out
 
 
 def test_every_injected_flake_is_found_and_no_stable_test_is_flagged(
@@ -87,7 +65,7 @@ def test_first_last_seen_branches_and_cells_come_from_the_flaky_results(
 def test_cost_equals_a_recomputation_from_the_injected_flakes(
     injected: Injected, report: FlakyReport
 ) -> None:
-    want = expected_per_test(injected)
+    want = expected_per_test(injected, PRICES)
     got = {t.test.nodeid: t.cost for t in report.tests}
     assert set(want) <= set(got)
     for nodeid, figures in want.items():

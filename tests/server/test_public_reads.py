@@ -73,6 +73,7 @@ def page_paths(slug: str) -> list[str]:
         f"{base}/recommendations",
         f"{base}/recommendations/accuracy",
         f"{base}/reductions",
+        f"{base}/flaky",
         f"{base}/files/{NODE_FILE}",
         f"{base}/test?nodeid={quote(NODE_FILE + '::test_one')}",
     ]
