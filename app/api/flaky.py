@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from app.http.deps import ConnDep, ReadProject
 from app.http.params import FiltersDep
 from app.http.responses import PROJECT_ERRORS, answers
-from app.schemas.flaky import Flaky
+from app.schemas.flaky import Flaky, flaky_answer
 from app.services.flaky import DEFAULT_TESTS, MAX_TESTS, project_flaky
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["flaky"])
@@ -25,4 +25,4 @@ def read_flaky(
     """Flaky tests (passed on a retry, or failed where the same commit and cell passed), most
     costly first, with their cost per test, file, job and week as machine time, dollars and
     developer wait."""
-    return project_flaky(conn, project, filters, limit=limit)
+    return flaky_answer(project_flaky(conn, project, filters), limit=limit)

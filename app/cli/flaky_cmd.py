@@ -9,7 +9,7 @@ from sqlalchemy import Connection
 
 from app.cli.admin_cmds import on_project
 from app.project_records import Project
-from app.schemas.flaky import Flaky, FlakyCost
+from app.schemas.flaky import Flaky, FlakyCost, flaky_answer
 from app.services.flaky import DEFAULT_TESTS, MAX_TESTS, project_flaky
 from app.services.project_reads import window_filters
 from figures.humanize import count_text, duration_text, money_text, percent_text
@@ -59,7 +59,8 @@ def flaky(slug: str, days: int, branch: tuple[str, ...], limit: int, as_json: bo
     """Flaky tests, most costly first: machine time, dollars and developer wait they cost."""
 
     def answer_of(conn: Connection, project: Project) -> Flaky:
-        return project_flaky(conn, project, window_filters(days, branches=branch), limit=limit)
+        read = project_flaky(conn, project, window_filters(days, branches=branch))
+        return flaky_answer(read, limit=limit)
 
     answer = on_project(slug, answer_of)
     click.echo(

@@ -15,6 +15,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "accuracy": ("app.cli.accuracy_cmd", "accuracy"),
     "compare": ("app.cli.compare_cmd", "compare"),
     "flaky": ("app.cli.flaky_cmd", "flaky"),
+    "flaky-reset": ("app.cli.quarantine_cmd", "flaky_reset"),
+    "quarantine": ("app.cli.quarantine_cmd", "quarantine"),
     "shard": ("app.cli.shard_cmd", "shard"),
     "size": ("app.cli.size_cmd", "size"),
     "reduce": ("app.cli.reduce_cmd", "reduce"),

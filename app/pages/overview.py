@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse
 from app.http.deps import ConnDep
 from app.http.params import FiltersDep
 from app.pages.common import TABLE_ROWS, PageProject, project_context, render
+from app.schemas.flaky import flaky_answer
 from app.services.flaky import project_flaky
 from app.services.project_reads import open_week_start, project_pipelines
 from app.services.uploads import recent_uploads
@@ -44,6 +45,7 @@ def overview_page(
     pipelines = report.pipelines.pipelines
     # This week's flaky cost, whatever the window: the figure the Flaky page calls "this week".
     week = project_flaky(conn, project, replace(filters, since=open_week_start(), until=None))
+    flaky_week = flaky_answer(week, limit=1).this_week
     context = project_context(
         request,
         conn,
@@ -53,7 +55,7 @@ def overview_page(
         summary=report.pipelines,
         jobs=report.jobs.to_dict(orient="records"),
         recent=pipelines.head(TABLE_ROWS).to_dict(orient="records"),
-        flaky_week=week.this_week,
+        flaky_week=flaky_week,
         uploads=recent_uploads(conn, project.id, limit=15),
         pipeline_figure=figure_html(pipeline_time_figure(pipelines), "fig-pipelines"),
         job_figure=figure_html(job_time_figure(report.jobs), "fig-jobs"),

@@ -7,8 +7,9 @@ from datetime import date, datetime
 from pydantic import Field
 
 from analysis.flaky.cost import CostRow
-from analysis.flaky.report import FlakyReport, FlakyTestCost, empty_cost
+from analysis.flaky.report import FlakyTestCost, empty_cost
 from app.schemas.base import ApiModel
+from app.services.flaky import FlakyRead
 
 
 class FlakyCost(ApiModel):
@@ -95,15 +96,9 @@ class Flaky(ApiModel):
     results: int = Field(description="results read")
 
 
-def flaky_answer(
-    report: FlakyReport,
-    *,
-    since: date | None,
-    week: str,
-    limit: int,
-    quarantined: frozenset[str] = frozenset(),
-) -> Flaky:
-    """The answer form of a flaky report (the first `limit` tests)."""
+def flaky_answer(read: FlakyRead, *, limit: int) -> Flaky:
+    """The answer form of a flaky read (the first `limit` tests)."""
+    report, since, week, quarantined = read.report, read.since, read.week, read.quarantined
     weeks = {row.key: row for row in report.by_week}
     return Flaky(
         since=since,

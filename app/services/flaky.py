@@ -3,16 +3,18 @@ catalogue, through analysis.flaky (docs/flaky.md)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 
 from sqlalchemy import Connection
 
 from analysis.filters import Filters
 from analysis.flaky.report import FlakyReport, flaky_report
+from app.db.quarantine import load_flaky_resets
 from app.db.repository import load_runs, with_tests
 from app.project_records import Project
-from app.schemas.flaky import Flaky, flaky_answer
 from app.services.project_reads import kept_test_dictionary, open_week_start, run_results
+from app.services.quarantine import quarantined_now
 from app.services.recommendations import project_prices
 
 # Most flaky tests one answer lists (the totals count them all).
@@ -31,15 +33,22 @@ def project_flaky_report(conn: Connection, project: Project, filters: Filters) -
 
 
 def flaky_resets(conn: Connection, project: Project) -> dict[str, datetime]:
-    """Per test, the moment its flaky statistics restart (none yet)."""
-    del conn, project
-    return {}
+    """Per test, the moment its flaky statistics restart (a fix landed)."""
+    return load_flaky_resets(conn, project.id)
 
 
-def project_flaky(
-    conn: Connection, project: Project, filters: Filters, *, limit: int = DEFAULT_TESTS
-) -> Flaky:
-    """The flaky answer: tests most costly first, cost per file, job, week, this week's."""
+@dataclass(frozen=True)
+class FlakyRead:
+    """A flaky report with what its answer says beside it."""
+
+    report: FlakyReport
+    since: date | None
+    week: str  # Monday of the current UTC week
+    quarantined: frozenset[str]
+
+
+def project_flaky(conn: Connection, project: Project, filters: Filters) -> FlakyRead:
+    """Flaky tests of the window most costly first, cost per file, job, week, this week's."""
     report = project_flaky_report(conn, project, filters)
     week = open_week_start(datetime.now(UTC).date()).isoformat()
-    return flaky_answer(report, since=filters.since, week=week, limit=limit)
+    return FlakyRead(report, filters.since, week, quarantined_now(conn, project))

@@ -55,6 +55,12 @@ from laptime_ci.plugin_timing import (
     nodeid_base,
     run_queue_wait_s,
 )
+from laptime_ci.quarantine_plugin import (
+    MESSAGE_PREFIX,
+    QUARANTINED_ATTR,
+    quarantine_option,
+    register_quarantine,
+)
 
 FORMAT = "laptime-json"
 VERSION = 1
@@ -115,6 +121,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only shard I of N, planned by the server (LAPTIME_URL, LAPTIME_PROJECT, "
         "LAPTIME_READ_TOKEN; every test when it gives no plan), without a server by cached "
         "durations, else by nodeid hash.",
+    )
+    group.addoption(
+        "--laptime-quarantine",
+        dest="laptime_quarantine",
+        action="store_true",
+        default=False,
+        help="fetch the project's quarantine at session start (LAPTIME_URL, LAPTIME_PROJECT, "
+        "LAPTIME_READ_TOKEN or LAPTIME_TOKEN; env LAPTIME_QUARANTINE=1): failures of "
+        "quarantined tests are reported as xfail and recorded as quarantined failures.",
     )
     group.addoption(
         "--laptime-shard-cache",
@@ -184,6 +199,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if shard or path is not None or upload:
         # Before any test module is imported: the history and every planned job alike.
         config.stash[MALLOC_STATE] = pin_allocator(malloc_mode(config))
+    if quarantine_option(config):
+        register_quarantine(config)
     if shard:
         from laptime_ci.shard_plugin import ShardSelector
 
@@ -459,6 +476,8 @@ class ItemState:
     seq: int | None = None
     heap: HeapReading | None = None
     cpu_wait_s: float | None = None
+    # A failure the quarantine kept from failing the session (quarantine_plugin.py).
+    quarantined: bool = False
 
 
 def _report_message(report: pytest.TestReport) -> str | None:
@@ -488,7 +507,12 @@ def fold_report(state: ItemState, report: pytest.TestReport) -> None:
         state.attempts = 1
     if when in ("setup", "call", "teardown"):
         state.phases[when] = float(report.duration)
-    wasxfail = hasattr(report, "wasxfail")
+    # A quarantined failure is a failure in laptime's report, whatever pytest was told.
+    quarantined = getattr(report, QUARANTINED_ATTR, False) is True
+    if quarantined:
+        outcome = "failed"
+        state.quarantined = True
+    wasxfail = hasattr(report, "wasxfail") and not quarantined
     if outcome == "passed" and not wasxfail:  # the common case: nothing else changes
         if when == "teardown":
             _take_record(state, report)
@@ -584,7 +608,7 @@ def result_entry(state: ItemState, record: dict[str, Any] | None = None) -> dict
         "heap_scans": info.get("heap_scans"),
         "heap_objects": info.get("heap_objects"),
         "worker": info.get("worker"),
-        "message": state.message,
+        "message": MESSAGE_PREFIX + (state.message or "") if state.quarantined else state.message,
         "xfail": state.xfail,
     }
 
