@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import Connection
 
 from app.http.deps import ConnDep, authorize_grant
 from app.http.params import FiltersDep
 from app.http.session import csrf_ok, visitor_of
-from app.pages.common import PageError, PageProject, RedirectTo, project_context, render
+from app.pages.common import PageError, PageProject, project_context, render
 from app.project_records import Project
 from app.schemas.flaky import flaky_answer
 from app.services.flaky import DEFAULT_TESTS, MAX_TESTS, project_flaky
@@ -84,4 +84,6 @@ def quarantine_button(
         quarantine_test(conn, project, nodeid, reason="from the Flaky page")
     else:
         release_test(conn, project, nodeid)
-    raise RedirectTo(f"/p/{project.slug}/flaky")
+    # Returned, not raised: an exception would roll the change back with the request's
+    # transaction.
+    return RedirectResponse(f"/p/{project.slug}/flaky", status_code=303)
