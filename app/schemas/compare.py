@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from app.schemas.base import ApiModel
 
 
@@ -36,5 +38,9 @@ class Compare(ApiModel):
     faster: list[TestMoveModel]
     new_tests: list[TestMoveModel]
     removed_tests: list[str]
-    new_failures: list[str]
-    flaky: list[str]
+    new_failures: list[str] = Field(description="real failures: not flaky, not quarantined")
+    flaky: list[str] = Field(description="flaky in the base runs or in this pipeline")
+    new_flaky: list[str] = Field(description="flaky in this pipeline, not in the base runs")
+    quarantined_failures: list[str] = Field(
+        description="failures of quarantined tests: reported, not failing the job"
+    )

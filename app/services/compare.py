@@ -14,6 +14,7 @@ from analysis.filters import Filters
 from app.db.repository import load_runs
 from app.project_records import Project
 from app.services.project_reads import kept_test_dictionary, run_results
+from app.services.quarantine import quarantined_now
 
 # Base runs compared against: the newest of the cell, enough for a median and a MAD.
 BASE_RUNS = 20
@@ -57,6 +58,7 @@ def compare_pipeline(
         _named(conn, project, [int(i) for i in head["run_id"]]),
         base_runs,
         _named(conn, project, [int(i) for i in base_runs["run_id"]]),
+        quarantined=quarantined_now(conn, project),
     )
     answer = asdict(comparison)
     for name in ("wall", "test_time"):
