@@ -52,7 +52,7 @@ def read_quarantine(project: QuarantineReader, conn: ConnDep) -> QuarantineList:
     )
 
 
-@router.post("/quarantine", **answers(QuarantineItem, *PROJECT_ERRORS))
+@router.post("/quarantine", **answers(QuarantineItem, 400, *PROJECT_ERRORS))
 def add_to_quarantine(project: AdminProject, conn: ConnDep, body: QuarantineAdd) -> QuarantineItem:
     """Quarantine a test: it still runs and reports, its failures do not fail the job. Adding
     a quarantined test again answers its open entry."""
@@ -88,7 +88,7 @@ def export_quarantine(
     return QuarantineExportAnswer.of(quarantine_export(conn, project, runner))
 
 
-@router.post("/flaky/reset", **answers(FlakyResetBody, *PROJECT_ERRORS))
+@router.post("/flaky/reset", **answers(FlakyResetBody, 400, *PROJECT_ERRORS))
 def reset_flaky_statistics(
     project: AdminProject, conn: ConnDep, body: FlakyResetBody
 ) -> FlakyResetBody:
