@@ -242,3 +242,29 @@ def test_go_test_runs_the_exported_quarantine(
     assert set(codes["gating"]) == {0}  # the gating run passes: the failure is quarantined
     assert list(ran["quarantine"]) == [quarantined]
     assert codes["quarantine"] == [1]  # the quarantine run fails, and must not fail the job
+
+
+def test_flaky_reset_restarts_a_tests_statistics(
+    live_server: LiveServer, engine: Engine, database: Database
+) -> None:
+    project = make_project(engine)
+    upload_all(live_server, project.upload_token, [("r.json", flaky_report(), {"job": "unit"})])
+    flaky = api(live_server, project, "flaky")
+    listed = httpx.get(flaky, headers=bearer(project.read_token), timeout=60).json()
+    assert [t["nodeid"] for t in listed["tests"]] == ["tests/test_w.py::test_wobbly"]
+    refused = httpx.post(
+        api(live_server, project, "flaky/reset"),
+        json={"nodeid": "tests/test_w.py::test_wobbly"},
+        headers=bearer(project.read_token),
+        timeout=60,
+    )
+    assert refused.status_code == 403
+    done = CliRunner().invoke(
+        cli,
+        ["flaky-reset", "--project", project.slug, "tests/test_w.py::test_wobbly"],
+        env={"DATABASE_URL": database.url},
+    )
+    assert done.exit_code == 0, done.output
+    after = httpx.get(flaky, headers=bearer(project.read_token), timeout=60).json()
+    assert after["tests"] == []
+    assert after["total"]["machine_s"] == 0.0
