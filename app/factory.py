@@ -22,6 +22,7 @@ from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
 from app.api.quarantine import router as quarantine_router
 from app.api.recommendations import router as recommendations_router
+from app.api.webhooks import router as webhooks_router
 from app.db.pool_metrics import instrument_pool
 from app.http.errors import answer_error_response, install_error_handlers
 from app.http.frame_budget import apply_frame_budget
@@ -80,6 +81,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(compare_router)
     app.include_router(flaky_router)
     app.include_router(quarantine_router)
+    app.include_router(webhooks_router)
     mount_docs(app)
     install_openapi(app)
     mount_pages(app)
