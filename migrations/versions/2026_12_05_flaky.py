@@ -6,14 +6,14 @@ quarantined failure). Expiry (`expires_at`) and release after N stable runs
 (`release_after_runs`) are derived when read, from the clock and the results.
 
 Revision ID: flaky
-Revises: shard_pin
+Revises: webhooks
 Create Date: 2026-12-05
 """
 
 from alembic import op
 
 revision = "flaky"
-down_revision = "shard_pin"
+down_revision = "webhooks"
 branch_labels = None
 depends_on = None
 
