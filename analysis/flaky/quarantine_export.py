@@ -5,7 +5,8 @@ splits in two: the gating run selects every known test but the quarantined ones,
 run, whose failures do not fail the job (`continue-on-error`, `allow_failure`), selects the
 quarantined ones and uploads its report, so their history goes on. Runners that select whole
 files only (Jest, RSpec, PHPUnit...) leave a quarantined test in the gating run when its file
-holds tests that are not quarantined: those are listed in `still_gating`.
+holds tests that are not quarantined: those are listed in `still_gating`. A run with
+nothing to select has no command (skip it).
 """
 
 from __future__ import annotations
@@ -41,10 +42,13 @@ def export_quarantine(
         raise AnswerError(f"runner must be one of {', '.join(EXPORT_RUNNERS)}, not {runner!r}")
     known = [str(n) for n in units.index]
     held = sorted(set(quarantined) & set(known))
-    if not held:
-        raise AnswerError("no quarantined test of this project's history to export")
     rest = [n for n in known if n not in set(held)]
     gating, quarantine = select_jobs(runner, units, [rest, held])
+    # A selection of nothing is no command: a file runner given no file would run them all.
+    if not held:
+        quarantine = JobSelection(runner, (), "")
+    if not rest:
+        gating = JobSelection(runner, (), "")
     still: list[str] = []
     if runner in FILE_ONLY:
         units_of_rest = {str(units[n]) for n in rest}

@@ -78,7 +78,8 @@ def add_parsers(commands: Any) -> None:
         "--part",
         choices=("gating", "quarantine"),
         help="print one part's command only: the gating run (every known test but the "
-        "quarantined) or the quarantine run (only them; do not let it fail the job)",
+        "quarantined) or the quarantine run (only them; do not let it fail the job); an "
+        "empty line when there is nothing to run",
     )
     export.add_argument("--json", action="store_true", help="print the server's JSON answer")
     export.add_argument("--output", metavar="FILE", help="write to FILE instead of stdout")

@@ -111,5 +111,12 @@ def test_export_writes_both_runs_in_the_runners_words() -> None:
     assert maven.quarantine.args[0] == "-Dtest=a.B#m2"
     with pytest.raises(AnswerError):
         export_quarantine("pytest", units, {"example.com/shop/cart::TestTotal"})
-    with pytest.raises(AnswerError):
-        export_quarantine("go", units, set())
+    one = pd.Series({"a.test.js::x": "a.test.js"})
+    nothing = export_quarantine("jest", one, set())
+    # Nothing quarantined: no quarantine command (a bare `jest` would run every test).
+    assert (nothing.quarantine.command, nothing.quarantine.args) == ("", ())
+    assert nothing.gating.args == ("a.test.js",)
+    everything = export_quarantine(
+        "jest", pd.Series({"a.test.js::x": "a.test.js"}), {"a.test.js::x"}
+    )
+    assert (everything.gating.command, everything.gating.args) == ("", ())

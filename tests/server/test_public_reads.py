@@ -94,9 +94,11 @@ def api_read_paths(server: LiveServer, slug: str) -> list[str]:
             continue
         if "{token_id}" in path or path.endswith(ADMIN_READS):
             continue  # admin-only: token and webhook lists are never public
-        query = {"/shards": "?total=2&index=1", "/compare": "?pipeline=p1&base=main"}.get(
-            path[path.rindex("/") :], ""
-        )
+        query = {
+            "/shards": "?total=2&index=1",
+            "/compare": "?pipeline=p1&base=main",
+            "/export": "?runner=go",
+        }.get(path[path.rindex("/") :], "")
         reads.append(path.replace("{slug}", quote(slug)) + query)
     return reads
 
