@@ -101,7 +101,7 @@ class QuarantineExportAnswer(ApiModel):
         return cls(
             runner=export.runner,
             quarantined=list(export.quarantined),
-            gating=Selection.model_validate(export.gating.to_dict()),
-            quarantine=Selection.model_validate(export.quarantine.to_dict()),
+            gating=Selection.model_validate(export.gating, from_attributes=True),
+            quarantine=Selection.model_validate(export.quarantine, from_attributes=True),
             still_gating=list(export.still_gating),
         )
