@@ -46,6 +46,7 @@ API_ERROR_CODES: dict[str, str] = {
     "internal-error": "an unexpected server error",
     "plan-not-found": "no stored plan has this id in this project",
     "pipeline-unknown": "no run of this project carries this CI pipeline id",
+    "quarantine-not-found": "this test is not quarantined in this project",
     "shard-pin-mismatch": "this pipeline's shards were pinned to a plan of other collected tests",
     "webhook-not-found": "no webhook has this id in this project",
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -11,7 +12,9 @@ from fastapi.responses import HTMLResponse
 from app.http.deps import ConnDep
 from app.http.params import FiltersDep
 from app.pages.common import TABLE_ROWS, PageProject, project_context, render
-from app.services.project_reads import project_pipelines
+from app.schemas.flaky import flaky_answer
+from app.services.flaky import project_flaky
+from app.services.project_reads import open_week_start, project_pipelines
 from app.services.uploads import recent_uploads
 from figures.pipelines import job_time_figure, pipeline_time_figure
 from figures.theme import figure_html
@@ -40,6 +43,9 @@ def overview_page(
     """Developer wait and machine time per pipeline and per job, and the latest uploads."""
     report = project_pipelines(conn, project.id, filters)
     pipelines = report.pipelines.pipelines
+    # This week's flaky cost, whatever the window: the figure the Flaky page calls "this week".
+    week = project_flaky(conn, project, replace(filters, since=open_week_start(), until=None))
+    flaky_week = flaky_answer(week, limit=1).this_week
     context = project_context(
         request,
         conn,
@@ -49,6 +55,7 @@ def overview_page(
         summary=report.pipelines,
         jobs=report.jobs.to_dict(orient="records"),
         recent=pipelines.head(TABLE_ROWS).to_dict(orient="records"),
+        flaky_week=flaky_week,
         uploads=recent_uploads(conn, project.id, limit=15),
         pipeline_figure=figure_html(pipeline_time_figure(pipelines), "fig-pipelines"),
         job_figure=figure_html(job_time_figure(report.jobs), "fig-jobs"),

@@ -15,6 +15,7 @@ from app.pages import (
     accuracy,
     case_view,
     file_view,
+    flaky,
     overview,
     projects,
     recommendations,
@@ -43,6 +44,7 @@ VIEWS = (
     recommendations,
     reductions,
     accuracy,
+    flaky,
 )
 
 

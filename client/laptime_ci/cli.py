@@ -14,6 +14,8 @@ from laptime_ci import __version__
 from laptime_ci.compare_cmd import add_parsers as add_compare_parsers
 from laptime_ci.compare_cmd import run_comment, run_compare
 from laptime_ci.labels import parse_labels
+from laptime_ci.quarantine import add_parsers as add_quarantine_parsers
+from laptime_ci.quarantine import run_export
 from laptime_ci.run_handoff import run_wrapped
 from laptime_ci.send import IngestFailed, send_and_report
 from laptime_ci.shard_record import (
@@ -138,6 +140,7 @@ def _parser() -> argparse.ArgumentParser:
         "argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the test command after --"
     )
     add_compare_parsers(commands)
+    add_quarantine_parsers(commands)
     return parser
 
 
@@ -299,6 +302,10 @@ def _comment(args: argparse.Namespace) -> int:
     return run_comment(args, _echo)
 
 
+def _quarantine(args: argparse.Namespace) -> int:
+    return run_export(args, _echo)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `laptime-ci` console script."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
@@ -311,6 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "run": _run,
         "compare": _compare,
         "comment": _comment,
+        "quarantine": _quarantine,
     }
     return handlers[args.command](args)
 

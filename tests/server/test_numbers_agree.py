@@ -27,7 +27,8 @@ from app.cli.main import cli
 from app.pages.common import TABLE_ROWS
 from figures.humanize import count_text, duration_text, percent_text
 from tests import corpus
-from tests.conftest import LiveServer, ProjectFixture, make_project
+from tests.conftest import Database, LiveServer, ProjectFixture, make_project
+from tests.flaky.agree import assert_flaky_agrees, rest_flaky
 from tests.uploads import upload_all
 
 DIMENSIONS = ("test", "function", "file", "marker", "job", "machine", "branch", "label:os")
@@ -61,6 +62,9 @@ def laptime_json(speed: float) -> bytes:
                 "params": f"p{i}",
                 "markers": ["slow", "gpu"] if i % 3 == 0 else ["slow"],
                 "outcome": "failed" if i == 5 else "passed",
+                # Test 7 passed on its second attempt: a flaky test the three doors price.
+                "attempts": 2 if i == 7 else 1,
+                "flaky": i == 7,
                 "duration_s": seconds,
                 "setup_s": seconds / 10,
                 "call_s": seconds * 0.8,
@@ -274,3 +278,13 @@ def test_the_issue_file_has_distinct_p50_p95_and_mean(
     row = rows["tests/test_aug.py"]
     assert row["tests"] == 12
     assert row["p50_s"] < row["mean_s"] < row["p95_s"]
+
+
+def test_cli_rest_and_page_agree_on_flaky_tests(
+    live_server: LiveServer, database: Database, uploaded: ProjectFixture
+) -> None:
+    """`laptime flaky`, GET .../flaky and the Flaky page (and the overview's week) agree."""
+    answer = rest_flaky(live_server, uploaded)
+    assert [t["nodeid"] for t in answer["tests"]] == ["tests/test_aug.py::test_augmix[p7]"]
+    assert answer["total"]["reruns"] == 2  # one per job that ran it
+    assert assert_flaky_agrees(live_server, database, uploaded) > 20
