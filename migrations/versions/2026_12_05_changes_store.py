@@ -1,0 +1,104 @@
+"""Detected changes stored: each series' detector state, the changes found at ingest, the runs
+whose detection must be done again, the default branch override, and each run's first-parent
+history (the commits between two runs, for the bisect list).
+
+Revision ID: changes_store
+Revises: shard_pin
+Create Date: 2026-12-05
+"""
+
+from alembic import op
+
+revision = "changes_store"
+down_revision = "shard_pin"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.execute(
+        """
+-- The branch whose runs are watched for changes; NULL: detected (docs/changes.md).
+ALTER TABLE project ADD COLUMN default_branch text;
+-- The commits before this run's, newest first (git rev-list --first-parent), as the client saw.
+ALTER TABLE run ADD COLUMN first_parents text[];
+
+-- One duration series of one cell: kind 'test' (key: test id), 'file' (key: path) or 'job'
+-- (key: ''). Its last runs since the last change, the newest last, as the detector's window
+-- (120 runs) right-aligned and packed little-endian: float64 durations (NaN before the tail)
+-- and run ids as int32 offsets from run_base. Fixed-width rows are written by one binary COPY
+-- built with numpy; a row stays under the 2 kB at which Postgres moves values out of line
+-- (TOAST), and half-full pages keep an upload's update of its cell on the page (HOT).
+CREATE TABLE change_series (
+    id          bigserial UNIQUE,
+    project_id  bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+    cell_id     bigint NOT NULL REFERENCES cell(id) ON DELETE CASCADE,
+    kind        text NOT NULL CHECK (kind IN ('test', 'file', 'job')),
+    key         text NOT NULL,
+    count       integer NOT NULL,
+    anchor      integer NOT NULL,
+    durations   bytea NOT NULL,
+    run_base    bigint NOT NULL,
+    run_offsets bytea NOT NULL,
+    PRIMARY KEY (cell_id, kind, key)
+) WITH (fillfactor = 50);
+
+CREATE TABLE duration_change (
+    id              bigserial PRIMARY KEY,
+    project_id      bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+    cell_id         bigint NOT NULL REFERENCES cell(id) ON DELETE CASCADE,
+    kind            text NOT NULL,
+    key             text NOT NULL,
+    position        integer NOT NULL,
+    run_id_before   bigint NOT NULL,
+    run_id_after    bigint NOT NULL,
+    confirmed_run_id bigint NOT NULL,
+    commit_before   text,
+    commit_after    text,
+    at_before       timestamptz NOT NULL,
+    at_after        timestamptz NOT NULL,
+    runs_before     integer NOT NULL,
+    runs_after      integer NOT NULL,
+    median_before_s double precision NOT NULL,
+    median_after_s  double precision NOT NULL,
+    spread_before_s double precision NOT NULL,
+    spread_after_s  double precision NOT NULL,
+    noise           double precision NOT NULL,
+    z               double precision NOT NULL,
+    -- Commits strictly between commit_before and commit_after, oldest first, from the
+    -- first-parent history the after run's client sent; NULL: not known.
+    between_commits text[],
+    between_complete boolean NOT NULL DEFAULT false,
+    state           text NOT NULL DEFAULT 'open'
+                    CHECK (state IN ('open', 'acknowledged', 'resolved')),
+    state_at        timestamptz,
+    detected_at     timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (cell_id, kind, key, position)
+);
+CREATE INDEX duration_change_project ON duration_change (project_id, at_after DESC);
+
+-- Runs whose detection failed at ingest (the upload itself is stored): retried by the worker,
+-- in run order per cell; a cell with a backlog queues its new runs here too.
+CREATE TABLE change_backlog (
+    run_id      bigint PRIMARY KEY,
+    project_id  bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
+    cell_id     bigint NOT NULL,
+    attempts    integer NOT NULL DEFAULT 0,
+    error       text,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX change_backlog_cell ON change_backlog (cell_id, run_id);
+"""
+    )
+
+
+def downgrade() -> None:
+    op.execute(
+        """
+DROP TABLE change_backlog;
+DROP TABLE duration_change;
+DROP TABLE change_series;
+ALTER TABLE run DROP COLUMN first_parents;
+ALTER TABLE project DROP COLUMN default_branch;
+"""
+    )
