@@ -1,18 +1,17 @@
 """Change detection at ingest: a stored run's points pushed into the series it touched.
 
 Only runs of the project's default branch count (docs/changes.md). Each series of the run's
-cell keeps its detector state in `change_series`; an upload reads its cell's states, pushes one
-point into each touched series in one vectorised pass (analysis.changes.table.SeriesTable),
-writes back the touched states and stores the changes confirmed. A failure here never fails
-the upload: the ingest keeps its results, the run goes to `change_backlog`, and the worker
-retries it later from the stored results (in run order per cell, so a series never takes its
-runs out of order).
+cell keeps its detector state (ingest/change_states.py); an upload loads its cell's states,
+pushes one point into each touched series in one vectorised pass
+(analysis.changes.table.SeriesTable), logs the push and stores the changes confirmed. A
+failure here never fails the upload: the ingest keeps its results, the run goes to
+`change_backlog`, and the worker retries it later from the stored results (in run order per
+cell, so a series never takes its runs out of order).
 """
 
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -25,7 +24,7 @@ import psycopg
 from analysis.changes import DEFAULT_SETTINGS, Change, DetectionSettings
 from analysis.changes.attribution import commits_between, pick_default_branch
 from analysis.changes.run_points import run_points
-from analysis.changes.table import SeriesTable
+from ingest.change_states import forget, load_cell, save_push
 
 log = logging.getLogger("laptime.changes")
 
@@ -96,180 +95,34 @@ def push_run(
     if points.empty:
         return 0
     conn.execute("SELECT pg_advisory_xact_lock(%s, hashint8(%s))", (_LOCK_CLASS, run.cell_id))
-    states = _read_states(conn, run.cell_id)
-    keys = pd.MultiIndex.from_arrays([points["kind"], points["key"]])
-    table, rows, names = _table(states, keys, settings)
-    found = table.push(
-        rows,
-        points["duration_s"].to_numpy(dtype=float),
-        np.full(len(rows), run.run_id, dtype=np.int64),
-        np.full(len(rows), "", dtype=object),
-        np.zeros(len(rows), dtype="datetime64[ns]"),
-    )
-    _write_states(conn, run, keys, table, rows, states)
-    if found:
-        _store_changes(conn, run, [(names[row], change) for row, change in found])
-    return len(found)
-
-
-@dataclass(frozen=True)
-class _States:
-    """A cell's stored series states, row i of every array for series index[i]."""
-
-    index: pd.MultiIndex
-    ids: np.ndarray
-    count: np.ndarray
-    anchor: np.ndarray
-    run_base: np.ndarray
-    durations: list[bytes]
-    run_offsets: list[bytes]
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-
-def _read_states(conn: psycopg.Connection[Any], cell_id: int) -> _States:
-    rows = (
-        conn.cursor(binary=True)
-        .execute(
-            "SELECT kind, key, id, count, anchor, run_base, durations, run_offsets "
-            "FROM change_series WHERE cell_id = %s",
-            (cell_id,),
+    try:
+        states = load_cell(conn, run.cell_id, settings)
+        first_new = len(states.kinds)
+        kinds = points["kind"].tolist()
+        keys = points["key"].tolist()
+        rows = states.rows_of(kinds, keys)
+        table = states.table
+        anchors = table.anchor[rows].copy()
+        durations = points["duration_s"].to_numpy(dtype=float)
+        found = table.push(
+            rows,
+            durations,
+            np.full(len(rows), run.run_id, dtype=np.int64),
+            np.full(len(rows), "", dtype=object),
+            np.zeros(len(rows), dtype="datetime64[ns]"),
         )
-        .fetchall()
-    )
-    if not rows:
-        empty = np.array([], dtype=np.int64)
-        return _States(_empty_index(), empty, empty, empty, empty, [], [])
-    kinds, keys, ids, counts, anchors, bases, durations, offsets = zip(*rows, strict=True)
-    return _States(
-        index=pd.MultiIndex.from_arrays([list(kinds), list(keys)]),
-        ids=np.array(ids, dtype=np.int64),
-        count=np.array(counts, dtype=np.int64),
-        anchor=np.array(anchors, dtype=np.int64),
-        run_base=np.array(bases, dtype=np.int64),
-        durations=list(durations),
-        run_offsets=list(offsets),
-    )
-
-
-def _empty_index() -> pd.MultiIndex:
-    return pd.MultiIndex.from_arrays([np.array([], dtype=object), np.array([], dtype=object)])
-
-
-def _table(
-    states: _States, keys: pd.MultiIndex, settings: DetectionSettings
-) -> tuple[SeriesTable, np.ndarray, pd.MultiIndex]:
-    """A table of the stored states plus a fresh row per new key; the rows of `keys`, and
-    the (kind, key) of every table row."""
-    at = states.index.get_indexer(keys) if len(states) else np.full(len(keys), -1)
-    new = np.flatnonzero(at < 0)
-    rows = at.astype(np.int64)
-    rows[new] = len(states) + np.arange(len(new))
-    table = SeriesTable(len(states) + len(new), settings)
-    n, width = len(states), settings.window
-    if n:
-        durations = np.frombuffer(b"".join(states.durations), dtype="<f8").reshape(n, width)
-        offsets = np.frombuffer(b"".join(states.run_offsets), dtype="<i4").reshape(n, width)
-        table.duration_s[:n] = durations
-        table.run_id[:n] = np.where(np.isnan(durations), 0, offsets + states.run_base[:, None])
-        table.count[:n] = states.count
-        table.anchor[:n] = states.anchor
-    return table, rows, states.index.append(keys[new]) if n else keys[new]
-
-
-# One stage_series row as binary COPY sends it: field count, then each field's length and
-# value (integers big-endian); the two arrays are bytea holding little-endian numbers.
-def _row_dtype(width: int) -> np.dtype[Any]:
-    return np.dtype(
-        [
-            ("fields", ">i2"), ("id_len", ">i4"), ("id", ">i8"), ("count_len", ">i4"),
-            ("count", ">i4"), ("anchor_len", ">i4"), ("anchor", ">i4"), ("base_len", ">i4"),
-            ("base", ">i8"), ("d_len", ">i4"), ("d", "<f8", (width,)), ("o_len", ">i4"),
-            ("o", "<i4", (width,)),
-        ]
-    )  # fmt: skip
-
-
-def _write_states(
-    conn: psycopg.Connection[Any],
-    run: RunToDetect,
-    keys: pd.MultiIndex,
-    table: SeriesTable,
-    rows: np.ndarray,
-    states: _States,
-) -> None:
-    """Write the touched rows' states back: UPDATE the stored ones (one binary COPY of
-    fixed-width rows, built by numpy), INSERT the new ones."""
-    durations = table.duration_s[rows]
-    valid = ~np.isnan(durations)
-    ids = table.run_id[rows]
-    first = np.argmax(valid, axis=1)
-    base = np.where(valid.any(axis=1), ids[np.arange(len(rows)), first], 0)
-    offsets = np.where(valid, ids - base[:, None], 0)
-    if len(offsets) and (offsets.min() < 0 or offsets.max() > np.iinfo(np.int32).max):
-        raise ValueError("a series' run ids span more than an int32 offset")
-    stored = rows < len(states)
-    if stored.any():
-        _update_stored(conn, table, rows[stored], durations[stored], base[stored],
-                       offsets[stored], states.ids[rows[stored]])  # fmt: skip
-    fresh = np.flatnonzero(~stored)
-    if len(fresh):
-        with conn.cursor().copy(
-            "COPY change_series (project_id, cell_id, kind, key, count, anchor, run_base, "
-            "durations, run_offsets) FROM STDIN"
-        ) as copy:
-            for i in fresh.tolist():
-                row = int(rows[i])
-                copy.write_row(
-                    (
-                        run.project_id, run.cell_id, keys[i][0], keys[i][1],
-                        int(table.count[row]), int(table.anchor[row]), int(base[i]),
-                        durations[i].astype("<f8").tobytes(),
-                        offsets[i].astype("<i4").tobytes(),
-                    )
-                )  # fmt: skip
-
-
-def _update_stored(
-    conn: psycopg.Connection[Any],
-    table: SeriesTable,
-    rows: np.ndarray,
-    durations: np.ndarray,
-    base: np.ndarray,
-    offsets: np.ndarray,
-    ids: np.ndarray,
-) -> None:
-    width = table.settings.window
-    packed = np.zeros(len(rows), dtype=_row_dtype(width))
-    packed["fields"] = 6
-    for name, size in (("id", 8), ("count", 4), ("anchor", 4), ("base", 8)):
-        packed[f"{name}_len"] = size
-    packed["d_len"], packed["o_len"] = 8 * width, 4 * width
-    packed["id"] = ids
-    packed["count"] = table.count[rows]
-    packed["anchor"] = table.anchor[rows]
-    packed["base"] = base
-    packed["d"] = durations
-    packed["o"] = offsets
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS stage_series (id bigint, count integer, "
-        "anchor integer, run_base bigint, durations bytea, run_offsets bytea) "
-        "ON COMMIT DELETE ROWS"
-    )
-    conn.execute("TRUNCATE stage_series")
-    with conn.cursor().copy("COPY stage_series FROM STDIN (FORMAT binary)") as copy:
-        copy.write(_COPY_HEADER + packed.tobytes() + b"\xff\xff")
-    conn.execute(
-        """
-        UPDATE change_series s SET count = st.count, anchor = st.anchor,
-            run_base = st.run_base, durations = st.durations, run_offsets = st.run_offsets
-        FROM stage_series st WHERE s.id = st.id
-        """
-    )
-
-
-_COPY_HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack("!ii", 0, 0)
+        save_push(
+            conn, project_id=run.project_id, cell_id=run.cell_id, states=states,
+            first_new=first_new, run_id=run.run_id, rows=rows, durations=durations,
+            moved=rows[table.anchor[rows] != anchors],
+        )  # fmt: skip
+        if found:
+            named = [((states.kinds[row], states.keys[row]), change) for row, change in found]
+            _store_changes(conn, run, named)
+    except BaseException:
+        forget(run.cell_id)  # half-pushed, or pushed in a transaction that rolls back
+        raise
+    return len(found)
 
 
 def _store_changes(

@@ -23,25 +23,43 @@ ALTER TABLE project ADD COLUMN default_branch text;
 -- The commits before this run's, newest first (git rev-list --first-parent), as the client saw.
 ALTER TABLE run ADD COLUMN first_parents text[];
 
--- One duration series of one cell: kind 'test' (key: test id), 'file' (key: path) or 'job'
--- (key: ''). Its last runs since the last change, the newest last, as the detector's window
--- (120 runs) right-aligned and packed little-endian: float64 durations (NaN before the tail)
--- and run ids as int32 offsets from run_base. Fixed-width rows are written by one binary COPY
--- built with numpy; a row stays under the 2 kB at which Postgres moves values out of line
--- (TOAST), and half-full pages keep an upload's update of its cell on the page (HOT).
-CREATE TABLE change_series (
-    id          bigserial UNIQUE,
+-- The detector states of a cell's duration series (docs/changes.md): kind 'test' (key: test
+-- id), 'file' (key: path) or 'job' (key: ''). A snapshot of every series of the cell, as
+-- packed arrays (little-endian; row i of each for kinds[i], keys[i]; the detector's window of
+-- 120 runs right-aligned, durations NaN before a series' tail), plus a log of what each
+-- upload since changed: an upload appends one small row instead of rewriting megabytes, and
+-- the snapshot is rewritten every few uploads. `seq` orders the log; `token` tells a worker
+-- whether the states it holds in memory are still the newest.
+CREATE TABLE change_state (
+    cell_id     bigint PRIMARY KEY REFERENCES cell(id) ON DELETE CASCADE,
     project_id  bigint NOT NULL REFERENCES project(id) ON DELETE CASCADE,
-    cell_id     bigint NOT NULL REFERENCES cell(id) ON DELETE CASCADE,
-    kind        text NOT NULL CHECK (kind IN ('test', 'file', 'job')),
-    key         text NOT NULL,
-    count       integer NOT NULL,
-    anchor      integer NOT NULL,
+    seq         bigint NOT NULL,
+    kinds       text[] NOT NULL,
+    keys        text[] NOT NULL,
+    count       bytea NOT NULL,
+    anchor      bytea NOT NULL,
     durations   bytea NOT NULL,
-    run_base    bigint NOT NULL,
-    run_offsets bytea NOT NULL,
-    PRIMARY KEY (cell_id, kind, key)
-) WITH (fillfactor = 50);
+    run_ids     bytea NOT NULL
+);
+-- Random float data does not compress: store it out of line without trying.
+ALTER TABLE change_state ALTER COLUMN durations SET STORAGE EXTERNAL,
+    ALTER COLUMN run_ids SET STORAGE EXTERNAL;
+
+CREATE TABLE change_log (
+    cell_id     bigint NOT NULL REFERENCES cell(id) ON DELETE CASCADE,
+    seq         bigint NOT NULL,
+    token       uuid NOT NULL,
+    run_id      bigint NOT NULL,
+    new_kinds   text[] NOT NULL,
+    new_keys    text[] NOT NULL,
+    -- The series rows the run's points went to (int64), their durations (float64), and the
+    -- rows a change moved the anchor of, with the new anchors (int64).
+    rows        bytea NOT NULL,
+    durations   bytea NOT NULL,
+    moved_rows  bytea NOT NULL,
+    moved_to    bytea NOT NULL,
+    PRIMARY KEY (cell_id, seq)
+);
 
 CREATE TABLE duration_change (
     id              bigserial PRIMARY KEY,
@@ -97,7 +115,8 @@ def downgrade() -> None:
         """
 DROP TABLE change_backlog;
 DROP TABLE duration_change;
-DROP TABLE change_series;
+DROP TABLE change_log;
+DROP TABLE change_state;
 ALTER TABLE run DROP COLUMN first_parents;
 ALTER TABLE project DROP COLUMN default_branch;
 """

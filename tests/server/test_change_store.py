@@ -14,9 +14,10 @@ from app.db.engine import make_engine
 from app.db.projects import get_project
 from app.db.uploads import IncomingFile, insert_upload
 from ingest.change_detection import retry_backlog
-from ingest.worker import WorkerConfig, drain
+from ingest.change_states import SNAPSHOT_EVERY, forget_all
+from ingest.worker import WorkerConfig, drain, process_next
 from tests.conftest import make_project
-from tests.server.conftest import sqlalchemy_to_dsn
+from tests.server.conftest import scalar, sqlalchemy_to_dsn
 
 STEP_AT = 25  # the run (0-based) from which test_slow takes 50% longer
 RUNS = 50
@@ -112,17 +113,37 @@ def test_ingest_finds_the_step_the_batch_detector_finds(private_db: str) -> None
         tuple(map(str, r)) for r in _batch_changes(private_db)
     ]
     (_, _, _, before, median_after, position) = found[1]
-    assert before == f"{STEP_AT - 1:040x}" and position == STEP_AT
+    assert before == f"{STEP_AT - 1:040x}"
+    assert position == STEP_AT
     assert 1.45 < float(median_after) < 1.55
 
 
 def _watched(url: str) -> list[tuple[str, str]]:
     with psycopg.connect(sqlalchemy_to_dsn(url)) as conn:
         rows = conn.execute(
-            "SELECT DISTINCT p.slug, c.branch FROM change_series s JOIN cell c "
-            "ON c.id = s.cell_id JOIN project p ON p.id = s.project_id"
+            "SELECT DISTINCT p.slug, c.branch FROM change_log s JOIN cell c "
+            "ON c.id = s.cell_id JOIN project p ON p.id = c.project_id"
         ).fetchall()
     return sorted((str(a), str(b)) for a, b in rows)
+
+
+def test_workers_without_the_states_in_memory_read_snapshot_and_log(private_db: str) -> None:
+    # Each upload taken by a worker that holds nothing in memory: the states come from the
+    # snapshot (rewritten every SNAPSHOT_EVERY uploads) and the log after it.
+    _queue_history(private_db)
+    dsn = sqlalchemy_to_dsn(private_db)
+    with psycopg.connect(dsn) as conn, psycopg.connect(dsn, autocommit=True) as side:
+        while True:
+            forget_all()
+            if process_next(conn, side, WorkerConfig(name="cold")) is None:
+                break
+    snapshots = scalar(private_db, "SELECT count(*) FROM change_state")
+    assert snapshots == 1
+    assert scalar(private_db, "SELECT min(seq) FROM change_log") == SNAPSHOT_EVERY
+    assert [tuple(map(str, r)) for r in _changes(private_db)] == [
+        tuple(map(str, r)) for r in _batch_changes(private_db)
+    ]
+    assert len(_changes(private_db)) == 2
 
 
 def test_only_the_default_branch_is_watched(private_db: str) -> None:
@@ -134,7 +155,7 @@ def test_only_the_default_branch_is_watched(private_db: str) -> None:
     assert _watched(private_db) == sorted([(both, "main"), (both, "topic"), (only, "topic")])
     with psycopg.connect(sqlalchemy_to_dsn(private_db), autocommit=True) as conn:
         conn.execute("UPDATE project SET default_branch = 'release' WHERE slug = %s", (only,))
-        conn.execute("DELETE FROM change_series")
+        conn.execute("DELETE FROM change_log")
     _queue_history(private_db, branch="topic", seed=3, slug=both)
     _queue_history(private_db, branch="topic", seed=4, slug=only)
     _drain(private_db)
@@ -148,7 +169,7 @@ def test_a_failing_detection_keeps_the_upload_and_is_retried(private_db: str) ->
             """
             CREATE FUNCTION fault_series() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN RAISE EXCEPTION 'injected detection fault'; END $$;
-            CREATE TRIGGER fault_series BEFORE INSERT OR UPDATE ON change_series
+            CREATE TRIGGER fault_series BEFORE INSERT ON change_log
                 FOR EACH ROW EXECUTE FUNCTION fault_series();
             """
         )
@@ -158,7 +179,8 @@ def test_a_failing_detection_keeps_the_upload_and_is_retried(private_db: str) ->
         done = conn.execute("SELECT count(*) FROM upload WHERE status = 'done'").fetchone()
         backlog = conn.execute("SELECT count(*), max(error) FROM change_backlog").fetchone()
     assert done == (RUNS,)
-    assert backlog is not None and backlog[0] == RUNS
+    assert backlog is not None
+    assert backlog[0] == RUNS
     assert "injected detection fault" in backlog[1]
     assert _changes(private_db) == []
     with psycopg.connect(dsn) as conn:
@@ -166,7 +188,7 @@ def test_a_failing_detection_keeps_the_upload_and_is_retried(private_db: str) ->
         conn.commit()
         row = conn.execute("SELECT count(*), max(attempts) FROM change_backlog").fetchone()
         assert row == (RUNS, 1)  # only each cell's oldest run is tried
-        conn.execute("DROP TRIGGER fault_series ON change_series")
+        conn.execute("DROP TRIGGER fault_series ON change_log")
         conn.commit()
         assert retry_backlog(conn) == RUNS
     assert [tuple(map(str, r)) for r in _changes(private_db)] == [
