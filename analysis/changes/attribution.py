@@ -7,8 +7,13 @@ last run before and that run are the ones to try, in order, to find the one.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import pandas as pd
+
+from analysis.ci.runner_commands import select_jobs
 
 # The default branch when none is set and none of these exists: the branch with most cells.
 USUAL_DEFAULT_BRANCHES = ("main", "master", "trunk", "develop")
@@ -58,3 +63,33 @@ def pick_default_branch(
             return usual
     ranked = sorted(((n, name) for name, n in branch_cells if name), key=lambda t: (-t[0], t[1]))
     return ranked[0][1] if ranked else None
+
+
+@dataclass(frozen=True)
+class BisectStep:
+    """Check out `commit` and run `command` (shell words quoted); compare with the step."""
+
+    commit: str
+    command: str
+
+
+def bisect_steps(
+    *, kind: str, name: str, file: str | None, runner: str | None, commits: Sequence[str]
+) -> tuple[BisectStep, ...]:
+    """What to run at each commit in the range, in the runner's own words: the test or the
+    file that changed (the whole job for a job wall), oldest commit first."""
+    command = _runner_command(kind, name, file, runner or "pytest")
+    return tuple(
+        BisectStep(sha, f"git checkout {shlex.quote(sha)} && {command}") for sha in commits
+    )
+
+
+def _runner_command(kind: str, name: str, file: str | None, runner: str) -> str:
+    if kind == "job":
+        return f"run the job {shlex.quote(name)}"
+    target = name if kind == "test" else (file or name)
+    if runner == "pytest":
+        return shlex.join(["pytest", target])
+    unit = file or target
+    selection = select_jobs(runner, pd.Series({target: unit}), [[target]])[0]
+    return selection.command or shlex.join([runner, *selection.args])

@@ -51,7 +51,9 @@ def _queue_history(
             with engine.begin() as conn:
                 project = get_project(conn, slug)
                 assert project is not None
-                meta = {"job": "unit", "branch": branch, "commit": f"{i:040x}"}
+                meta = {"job": "unit", "branch": branch, "commit": f"{i:040x}",
+                        # As the client sends it: HEAD, a commit that did not run, the last run.
+                        "first_parents": [f"{i:040x}", f"{i:039x}f", f"{i - 1:040x}"]}  # fmt: skip
                 receipt = insert_upload(
                     conn, project, [IncomingFile("r.xml", _report(i, rng))], meta,
                     idempotency_key=None, max_report_bytes=10**9,
@@ -116,6 +118,11 @@ def test_ingest_finds_the_step_the_batch_detector_finds(private_db: str) -> None
     assert before == f"{STEP_AT - 1:040x}"
     assert position == STEP_AT
     assert 1.45 < float(median_after) < 1.55
+    with psycopg.connect(sqlalchemy_to_dsn(private_db)) as conn:
+        between = conn.execute(
+            "SELECT DISTINCT between_commits, between_complete FROM duration_change"
+        ).fetchall()
+    assert between == [([f"{STEP_AT:039x}f"], True)]
 
 
 def _watched(url: str) -> list[tuple[str, str]]:
