@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from analysis.errors import AnswerError
 from app.api.accuracy import router as accuracy_router
+from app.api.changes import router as changes_router
 from app.api.compare import router as compare_router
 from app.api.docs_ui import mount_docs
 from app.api.health import router as health_router
@@ -76,6 +77,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(recommendations_router)
     app.include_router(accuracy_router)
     app.include_router(compare_router)
+    app.include_router(changes_router)
     mount_docs(app)
     install_openapi(app)
     mount_pages(app)

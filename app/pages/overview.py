@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import pandas as pd
 from fastapi import APIRouter, Request
@@ -10,7 +12,9 @@ from fastapi.responses import HTMLResponse
 
 from app.http.deps import ConnDep
 from app.http.params import FiltersDep
+from app.pages.changes import changes_touching
 from app.pages.common import TABLE_ROWS, PageProject, project_context, render
+from app.services.changes import ChangeQuery, changes_of
 from app.services.project_reads import project_pipelines
 from app.services.uploads import recent_uploads
 from figures.pipelines import job_time_figure, pipeline_time_figure
@@ -39,6 +43,10 @@ def overview_page(
 ) -> Any:
     """Developer wait and machine time per pipeline and per job, and the latest uploads."""
     report = project_pipelines(conn, project.id, filters)
+    # With one job chosen (the jobs table's links) the page is that job's: its changes.
+    job = filters.jobs[0] if len(filters.jobs) == 1 else None
+    touching = changes_touching(conn, project, ChangeQuery(state="open", job=job))
+    open_by_job = Counter(c.job for c in changes_of(conn, project, ChangeQuery(state="open")))
     pipelines = report.pipelines.pipelines
     context = project_context(
         request,
@@ -52,5 +60,9 @@ def overview_page(
         uploads=recent_uploads(conn, project.id, limit=15),
         pipeline_figure=figure_html(pipeline_time_figure(pipelines), "fig-pipelines"),
         job_figure=figure_html(job_time_figure(report.jobs), "fig-jobs"),
+        touching=touching,
+        touching_url=f"/p/{quote(project.slug)}/changes"
+        + (f"?{urlencode({'job': job})}" if job else ""),
+        open_by_job=open_by_job,
     )
     return render(request, "overview.html", context)

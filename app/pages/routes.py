@@ -14,6 +14,7 @@ from app.http.headers import SecurityHeaders
 from app.pages import (
     accuracy,
     case_view,
+    changes,
     file_view,
     overview,
     projects,
@@ -43,6 +44,7 @@ VIEWS = (
     recommendations,
     reductions,
     accuracy,
+    changes,
 )
 
 
