@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 
 from app.http.deps import AdminProject, ConnDep, ReadProject
+from app.http.params import IsoDate, NodeidText, TextList, given
 from app.http.responses import PROJECT_ERRORS, answers
 from app.schemas.changes import ChangeList, ChangeState, ChangeStateRequest, ChangeStateSet
 from app.services.changes import ChangeQuery, change_list, set_state
@@ -20,15 +20,23 @@ def read_changes(
     project: ReadProject,
     conn: ConnDep,
     state: ChangeState | None = None,
-    since: Annotated[date | None, Query(description="first run after the step on or after")] = None,
+    since: Annotated[IsoDate, Query(description="first run after the step on or after")] = None,
     kind: Literal["test", "file", "job"] | None = None,
-    test: Annotated[str | None, Query(min_length=1, max_length=2000, description="nodeid")] = None,
-    file: Annotated[str | None, Query(min_length=1, max_length=2000, description="path")] = None,
-    job: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    test: Annotated[NodeidText | None, Query(description="a test's nodeid")] = None,
+    file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
+    job: TextList = [],  # noqa: B006
 ) -> dict[str, Any]:
     """Lasting steps in test, file and job durations on the default branch, the most time
-    added per run first; each with its medians, spread, commit range and bisect list."""
-    query = ChangeQuery(state=state, since=since, kind=kind, test=test, file=file, job=job)
+    added per run first; each with its medians, spread, commit range and bisect list.
+    `file` and `job` are repeatable (any of them); an empty one is no filter."""
+    query = ChangeQuery(
+        state=state,
+        since=since,
+        kind=kind,
+        tests=(test,) if test else (),
+        files=given(file),
+        jobs=given(job),
+    )
     return change_list(conn, project, query)
 
 

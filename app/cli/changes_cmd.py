@@ -46,23 +46,25 @@ def changes_text(answer: ChangeList) -> str:
 @click.option("--state", type=click.Choice(STATES), help="Only changes in this state.")
 @click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="First run after on or after.")
 @click.option("--kind", type=click.Choice(["test", "file", "job"]), help="Only this kind.")
-@click.option("--test", help="Only changes of this test (nodeid).")
-@click.option("--file", "file_", help="Only changes of this file or its tests.")
-@click.option("--job", help="Only changes in this job.")
+@click.option("--test", multiple=True, help="Only changes of this test (nodeid); repeatable.")
+@click.option("--file", "file_", multiple=True, help="Only this file or its tests; repeatable.")
+@click.option("--job", multiple=True, help="Only changes in this job; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def changes(
     slug: str,
     state: str | None,
     since: datetime | None,
     kind: str | None,
-    test: str | None,
-    file_: str | None,
-    job: str | None,
+    test: tuple[str, ...],
+    file_: tuple[str, ...],
+    job: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Lasting steps in durations on the default branch, the most time added per run first."""
     day: date | None = since.date() if since else None
-    query = ChangeQuery(state=state, since=day, kind=kind, test=test, file=file_, job=job)
+    query = ChangeQuery(
+        state=state, since=day, kind=kind, tests=tuple(test), files=tuple(file_), jobs=tuple(job)
+    )
 
     def answer_of(conn: Connection, project: Project) -> ChangeList:
         return ChangeList.model_validate(change_list(conn, project, query))

@@ -24,9 +24,9 @@ class ChangeQuery:
     state: str | None = None
     since: date | None = None
     kind: str | None = None
-    test: str | None = None
-    file: str | None = None
-    job: str | None = None
+    tests: tuple[str, ...] = ()  # any of these nodeids
+    files: tuple[str, ...] = ()  # any of these files (their file changes and tests' changes)
+    jobs: tuple[str, ...] = ()
     change_id: int | None = None
 
 
@@ -38,12 +38,14 @@ def load_changes(conn: Connection, project_id: int, query: ChangeQuery) -> pd.Da
         ("state", "d.state = %(state)s"),
         ("since", "d.at_after >= %(since)s"),
         ("kind", "d.kind = %(kind)s"),
-        ("test", "d.kind = 'test' AND tc.nodeid = %(test)s"),
-        ("file", "(coalesce(tc.file, '') = %(file)s OR (d.kind = 'file' AND d.key = %(file)s))"),
-        ("job", "c.job = %(job)s"),
+        ("tests", "d.kind = 'test' AND tc.nodeid = ANY(%(tests)s)"),
+        ("files", "(tc.file = ANY(%(files)s) OR (d.kind = 'file' AND d.key = ANY(%(files)s)))"),
+        ("jobs", "c.job = ANY(%(jobs)s)"),
         ("change_id", "d.id = %(change_id)s"),
     ):
         value = getattr(query, name)
+        if isinstance(value, tuple):
+            value = list(value) or None
         if value is not None:
             where.append(sql.SQL(clause))  # type: ignore[arg-type]
             params[name] = value

@@ -46,6 +46,7 @@ API_ERROR_CODES: dict[str, str] = {
     "internal-error": "an unexpected server error",
     "plan-not-found": "no stored plan has this id in this project",
     "pipeline-unknown": "no run of this project carries this CI pipeline id",
+    "change-not-found": "no change of this project has this id",
     "shard-pin-mismatch": "this pipeline's shards were pinned to a plan of other collected tests",
 }
 # What a 503 asks clients to wait before retrying: long enough for a Postgres restart to

@@ -72,7 +72,7 @@ def test_page(
         variants_figure=figure_html(variants_figure(variants, current=nodeid), "fig-variants")
         if len(variants) > 1
         else None,
-        touching=changes_touching(conn, project, ChangeQuery(test=nodeid)),
+        touching=changes_touching(conn, project, ChangeQuery(tests=(nodeid,))),
         touching_url=f"/p/{quote(project.slug)}/changes?{urlencode({'test': nodeid})}",
     )
     return render(request, "test.html", context)

@@ -3,7 +3,6 @@ added per run first, with their commits; a signed-in admin sets their state."""
 
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Form, Request
@@ -12,6 +11,7 @@ from sqlalchemy import Connection
 
 from analysis.changes.listing import ChangeItem
 from app.http.deps import ConnDep
+from app.http.params import IsoDate, NodeidText, TextList, given
 from app.http.session import csrf_ok, visitor_of
 from app.pages.common import PageError, PageProject, project_context, render
 from app.project_records import Project
@@ -42,13 +42,20 @@ def changes_page(
     conn: ConnDep,
     state: ChangeState | None = None,
     kind: Literal["test", "file", "job"] | None = None,
-    since: date | None = None,
-    test: str | None = None,
-    file: str | None = None,
-    job: str | None = None,
+    since: IsoDate = None,
+    test: NodeidText | None = None,
+    file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
+    job: TextList = [],  # noqa: B006
 ) -> Any:
     """Every change (or those matching the filters), as REST `GET .../changes` lists them."""
-    query = ChangeQuery(state=state, since=since, kind=kind, test=test, file=file, job=job)
+    query = ChangeQuery(
+        state=state,
+        since=since,
+        kind=kind,
+        tests=(test,) if test else (),
+        files=given(file),
+        jobs=given(job),
+    )
     context = project_context(
         request,
         conn,

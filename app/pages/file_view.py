@@ -52,7 +52,7 @@ def file_page(
         test_rows=tests.rows.to_dict(orient="records"),
         tests_total=tests.keys_total,
         figure=figure_html(within_file_figure(functions.rows), "fig-functions"),
-        touching=changes_touching(conn, project, ChangeQuery(file=path)),
+        touching=changes_touching(conn, project, ChangeQuery(files=(path,))),
         touching_url=f"/p/{quote(project.slug)}/changes?{urlencode({'file': path})}",
     )
     return render(request, "file.html", context)

@@ -45,7 +45,9 @@ def overview_page(
     report = project_pipelines(conn, project.id, filters)
     # With one job chosen (the jobs table's links) the page is that job's: its changes.
     job = filters.jobs[0] if len(filters.jobs) == 1 else None
-    touching = changes_touching(conn, project, ChangeQuery(state="open", job=job))
+    touching = changes_touching(
+        conn, project, ChangeQuery(state="open", jobs=(job,) if job else ())
+    )
     open_by_job = Counter(c.job for c in changes_of(conn, project, ChangeQuery(state="open")))
     pipelines = report.pipelines.pipelines
     context = project_context(
