@@ -33,7 +33,8 @@ def changes_text(answer: ChangeList) -> str:
     for c in answer.changes:
         sign = "+" if c.delta_s >= 0 else ""
         lines.append(
-            f"change {c.id} [{c.state}] {c.kind} {c.name} ({c.job}): {sign}{c.delta_s:.3f}s per run, "
+            f"change {c.id} [{c.state}] {c.kind} {c.name} ({c.job}): "
+            f"{sign}{c.delta_s:.3f}s per run, "
             f"{c.median_before_s:.3f}s -> {c.median_after_s:.3f}s ({sign}{c.relative:.0%}), "
             f"{_commits(c)}, {c.at_after:%Y-%m-%d}"
         )

@@ -48,6 +48,7 @@ API_ERROR_CODES: dict[str, str] = {
     "pipeline-unknown": "no run of this project carries this CI pipeline id",
     "change-not-found": "no change of this project has this id",
     "shard-pin-mismatch": "this pipeline's shards were pinned to a plan of other collected tests",
+    "webhook-not-found": "no webhook has this id in this project",
 }
 # What a 503 asks clients to wait before retrying: long enough for a Postgres restart to
 # finish accepting connections, short enough that CI jobs do not idle.

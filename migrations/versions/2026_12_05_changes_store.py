@@ -3,14 +3,14 @@ whose detection must be done again, the default branch override, and each run's 
 history (the commits between two runs, for the bisect list).
 
 Revision ID: changes_store
-Revises: shard_pin
+Revises: webhooks
 Create Date: 2026-12-05
 """
 
 from alembic import op
 
 revision = "changes_store"
-down_revision = "shard_pin"
+down_revision = "webhooks"
 branch_labels = None
 depends_on = None
 
