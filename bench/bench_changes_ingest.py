@@ -7,7 +7,8 @@ A history of `history` default-branch runs of one cell (`tests` tests over tests
 every series holds a full 120-run window) is stored through the real `store_run` and pushed
 as the worker does; then `rounds` more runs are stored and their detection timed apart from
 the store (`run_points` + `detect_at_ingest`, committed with the run). Prints the median and
-the worst per upload, and the series touched.
+the worst per upload, the series touched, and, in the same run for comparison, the judging
+alone (`SeriesTable.push` of one run into as many full windows, bench_changes.update_speed).
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import psycopg
 
+from analysis.changes import DEFAULT_SETTINGS
 from analysis.changes.run_points import run_points
+from bench.bench_changes import update_speed
 from bench.bench_store import synthetic_results
 from bench.common import scratch_database
 from ingest.change_detection import RunToDetect, detect_at_ingest
@@ -80,6 +83,7 @@ def main() -> None:
             seconds, touched = _store_and_detect(conn, project_id, i, args.tests, known)
             timings.append(seconds)
         backlog = conn.execute("SELECT count(*) FROM change_backlog").fetchone()
+    push_s = update_speed(touched, DEFAULT_SETTINGS)
     print(
         f"change detection at ingest: {touched} series touched per upload "
         f"({args.tests} tests + files + job wall), full windows after {args.history} runs"
@@ -87,6 +91,10 @@ def main() -> None:
     print(
         f"  per upload: median {statistics.median(timings) * 1000:.1f} ms, "
         f"worst {max(timings) * 1000:.1f} ms over {args.rounds} uploads; backlog {backlog[0]}"  # type: ignore[index]
+    )
+    print(
+        "  judging alone, same run (SeriesTable.push into as many full windows, median of 7): "
+        f"{push_s * 1000:.1f} ms"
     )
 
 
