@@ -261,6 +261,18 @@ def compute_test_ids(project_id: int, nodeids: pd.Series) -> np.ndarray:
     return ids
 
 
+# NOTIFY on this channel is delivered at commit (never for a rolled-back transaction): the
+# web processes refresh the answers their readers keep (app.services.read_warmer).
+DATA_CHANNEL = "laptime_data"
+ALL_PROJECTS = "*"
+
+
+def notify_data_changed(conn: psycopg.Connection[Any], project_id: int | None) -> None:
+    """Tell listeners, at commit, that the project's data (None: every project's) changed."""
+    payload = ALL_PROJECTS if project_id is None else str(project_id)
+    conn.execute("SELECT pg_notify(%s, %s)", (DATA_CHANNEL, payload))
+
+
 def store_run(
     conn: psycopg.Connection[Any],
     *,
@@ -332,6 +344,7 @@ def store_run(
         "cpu_s": run_values["cpu_s"],
         "xdist_workers": run_values["workers"],
     }
+    notify_data_changed(conn, project_id)
     if results.empty:
         return StoreResult(
             run_id=run_id, results=0, new_tests=0, missing_durations=0, warnings=warnings,

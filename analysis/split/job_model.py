@@ -53,7 +53,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -105,21 +104,6 @@ class JobParts:
     def wall_s(self) -> float:
         """The predicted job wall."""
         return self.fixed_s + self.tests_s
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "ci_setup_s": round(self.ci_setup_s, 3),
-            "startup_s": round(self.startup_s, 3),
-            "collect_s": round(self.collect_s, 3),
-            "first_use_s": round(self.first_use_s, 3),
-            "tests_s": round(self.tests_s, 3),
-            "wall_s": round(self.wall_s, 3),
-            "cpu_share": None if self.cpu_share is None else round(self.cpu_share, 3),
-            "setup_factor": self.setup_factor,
-            "test_factor": self.test_factor,
-            "inputs_missing": list(self.inputs_missing),
-        }
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,7 @@ def tests_version(conn: Connection, project_id: int) -> tuple[int, int]:
 
 def narrow_tests(tests: pd.DataFrame, filters: Filters) -> pd.DataFrame:
     """A test dictionary narrowed by the test-level filters (markers, file globs)."""
-    if not filters.test_level:
+    if not filters.has_test_filters:
         return tests
     probe = tests.copy()
     probe["day"] = pd.NaT

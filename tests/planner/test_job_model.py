@@ -124,8 +124,8 @@ def test_plans_carry_the_parts_and_the_single_job_matches_its_history() -> None:
     (today,) = plan.before_jobs
     assert today.parts is not None
     assert today.wall_s == pytest.approx(runs["job_wall_s"].iloc[0])
-    assert today.to_dict()["parts"]["first_use_s"] == pytest.approx(2.0)
-    assert plan.to_dict()["inputs_missing"] == []
+    assert today.parts.first_use_s == pytest.approx(2.0)
+    assert plan.inputs_missing == ()
     for job in plan.jobs:
         assert job.parts is not None
         assert job.wall_s == pytest.approx(job.parts.wall_s)
@@ -321,7 +321,7 @@ def test_a_run_under_dynamic_or_unknown_malloc_makes_it_missing(
     assert "malloc" in model.inputs_missing
     assert model.inputs_missing == ("malloc",)  # everything else was measured
     plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2), min_gain_frac=0.0))
-    assert plan.to_dict()["inputs_missing"] == ["malloc"]
+    assert plan.inputs_missing == ("malloc",)
     assert all(job.parts and job.parts.inputs_missing == ("malloc",) for job in plan.jobs)
 
 
