@@ -394,6 +394,7 @@ def _session_measures(session: SessionInfo, meta: RunMetadata) -> dict[str, Any]
         "startup_s": session.startup_s,
         "collect_s": session.collect_s,
         "job_wall_s": meta.job_wall_s if meta.job_wall_s is not None else session.job_wall_s,
+        "exit_s": session.exit_s,
         "collected_tests": session.collected_tests,
         "collected_files": session.collected_files,
         # File names are report text: made storable like every other name.
@@ -460,7 +461,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id, cpu_s,
             startup_s, collect_s, job_wall_s, collected_tests, collected_files, collect_by_file,
             invocation, rootdir, heap_objects_start, heap_objects_collected, heap_objects_end,
-            cpu_wait_s, malloc, platform, first_parents)
+            cpu_wait_s, malloc, platform, exit_s, first_parents)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
@@ -468,7 +469,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             %(collect_s)s, %(job_wall_s)s, %(collected_tests)s, %(collected_files)s,
             %(collect_by_file)s, %(invocation)s, %(rootdir)s, %(heap_objects_start)s,
             %(heap_objects_collected)s, %(heap_objects_end)s, %(cpu_wait_s)s,
-            %(malloc)s, %(platform)s, %(first_parents)s)
+            %(malloc)s, %(platform)s, %(exit_s)s, %(first_parents)s)
         RETURNING id
         """,
         values,

@@ -158,6 +158,7 @@ def _named_parts(parts: JobParts | None) -> dict[str, float]:
         "startup_s": round(parts.startup_s, 3),
         "collect_s": round(parts.collect_s, 3),
         "first_use_s": round(parts.first_use_s, 3),
+        "exit_s": round(parts.exit_s, 3),
         "tests_s": round(parts.tests_s, 3),
         "wall_s": round(parts.wall_s, 3),
         "cpu_share": None if parts.cpu_share is None else round(parts.cpu_share, 3),

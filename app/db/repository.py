@@ -159,6 +159,7 @@ _RUN_MEASURES = (
     "heap_objects_collected",
     "heap_objects_end",
     "cpu_wait_s",
+    "exit_s",
 )
 
 
@@ -178,7 +179,7 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 heap_objects_start::float8 AS heap_objects_start,
                 heap_objects_collected::float8 AS heap_objects_collected,
                 heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc, platform,
-                plan_id
+                plan_id, exit_s
             FROM run WHERE {} ORDER BY started_at
             """
         ).format(where),

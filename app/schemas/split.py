@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from analysis.accuracy.calibration import Calibration
+from analysis.accuracy.host_speed import HostSpeed, stated_error, stated_error_text
 from analysis.split.job_model import JobParts as DomainJobParts
 from analysis.split.options import Granularity, Objective
 from analysis.split.result import EstimateSources as DomainEstimateSources
@@ -66,6 +67,7 @@ class JobParts(ApiModel):
     startup_s: float
     collect_s: float
     first_use_s: float
+    exit_s: float = Field(default=0.0, description="session end to process exit")
     tests_s: float
     wall_s: float
     cpu_share: float | None = Field(description="the CPU share tests were normalised from")
@@ -81,6 +83,7 @@ class JobParts(ApiModel):
             startup_s=round(parts.startup_s, 3),
             collect_s=round(parts.collect_s, 3),
             first_use_s=round(parts.first_use_s, 3),
+            exit_s=round(parts.exit_s, 3),
             tests_s=round(parts.tests_s, 3),
             wall_s=round(parts.wall_s, 3),
             cpu_share=rounded(parts.cpu_share, 3),
@@ -170,23 +173,33 @@ class EstimateSources(ApiModel):
 class ExpectedError(ApiModel):
     """How far this project's measured jobs fell from their plans (the plan's likely error)."""
 
-    error_pct: float | None = Field(description="80% of measured jobs within; null: too few")
+    error_pct: float | None = Field(
+        description="the error to expect: 80% of measured jobs within, never below the "
+        "history's host speed spread; null: neither known"
+    )
     samples: int = Field(description="measured jobs it comes from")
     calibrated: bool = Field(
         default=False, description="the plan applies factors learnt from measured jobs"
     )
+    host_speed_pct: float | None = Field(
+        default=None,
+        description="how far the history's runs' speed strayed from typical (80% within), "
+        "the same tests compared; null: fewer than 2 comparable runs",
+    )
     text: str
 
     @classmethod
-    def of(cls, calibration: Calibration) -> ExpectedError:
-        """The error a plan made with `calibration`'s factors can expect."""
-        error = calibration.expected_error
+    def of(cls, calibration: Calibration, host: HostSpeed | None = None) -> ExpectedError:
+        """The error a plan made with `calibration`'s factors can expect; the host's speed
+        spread in the history is an error no plan removes."""
+        error = stated_error(calibration, host)
         return cls(
             error_pct=rounded(None if error is None else 100 * error, 1),
             samples=calibration.samples,
             # Factors learnt from measured jobs (else 1.0): documented, scripts may key on it.
-            calibrated=error is not None,
-            text=calibration.note(),
+            calibrated=calibration.expected_error is not None,
+            host_speed_pct=None if host is None else round(100 * host.spread, 1),
+            text=stated_error_text(calibration, host),
         )
 
 
@@ -260,7 +273,7 @@ class SplitPlan(ApiModel):
             cells=answer.cells,
             config=answer.config,
             plan_id=answer.plan_id,
-            expected_error=ExpectedError.of(answer.calibration),
+            expected_error=ExpectedError.of(answer.calibration, answer.host),
         )
 
 

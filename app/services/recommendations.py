@@ -15,6 +15,7 @@ import pandas as pd
 from sqlalchemy import Connection
 
 from analysis.accuracy.calibration import Calibration
+from analysis.accuracy.host_speed import HostSpeed, host_speed
 from analysis.ci.pytest_selection import recorded_invocation
 from analysis.ci.snippets import with_plan_labels
 from analysis.errors import AnswerError
@@ -76,6 +77,8 @@ class SplitAnswer:
     config: Mapping[str, Any]
     calibration: Calibration
     plan_id: str | None = None
+    # How far the history runs' speed strayed (analysis/accuracy/host_speed.py).
+    host: HostSpeed | None = None
 
     @property
     def complete(self) -> bool:
@@ -251,9 +254,11 @@ def split_recommendation(
     # replica): tracking the plan is track_split_plan's, behind a POST. Pasted as is, each
     # job asks this server for its shard and uploads it (analysis/ci/loop.py); a tracked
     # plan's config names the plan instead. The answer states the error this project's
-    # earlier plans had.
+    # earlier plans had, never below the host speed spread of the history.
     config = with_plan_labels(plan.config, _pytest_args(plan), None)
-    return SplitAnswer(cell_key, tuple(cells), plan, config, calibration)
+    return SplitAnswer(
+        cell_key, tuple(cells), plan, config, calibration, host=host_speed(history.results)
+    )
 
 
 def track_split_plan(conn: Connection, project: Project, answer: SplitAnswer) -> SplitAnswer:

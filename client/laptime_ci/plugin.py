@@ -23,7 +23,6 @@ import platform
 import socket
 import sys
 import time
-from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -64,6 +63,7 @@ from laptime_ci.plugin_timing import (
     nodeid_base,
     run_queue_wait_s,
 )
+from laptime_ci.run_handoff import HANDOFF_ENV, hand_off
 
 FORMAT = "laptime-json"
 VERSION = 1
@@ -583,6 +583,7 @@ class ReportWriter(ItemRecorder):
         """Write the report and upload it; problems become warnings, never a failed run."""
         self.count_heap_at_end()
         document = self.build_report()
+        ended_at = time.time()  # the session's end, as its wall_s counts it
         data = json.dumps(document, separators=(",", ":")).encode()
         if self.path is not None:
             try:
@@ -591,10 +592,26 @@ class ReportWriter(ItemRecorder):
                 self.notes.append((f"wrote {self.path} ({len(document['tests'])} tests)", False))
             except OSError as exc:
                 self.notes.append((f"cannot write {self.path}: {exc}", True))
-        if self.upload:
-            selector = self.config.pluginmanager.get_plugin(SHARD_PLUGIN_NAME)
-            labels = dict(getattr(selector, "labels", None) or {})
-            plan_id = getattr(selector, "plan_id", None)
+        selector = self.config.pluginmanager.get_plugin(SHARD_PLUGIN_NAME)
+        labels = dict(getattr(selector, "labels", None) or {})
+        plan_id = getattr(selector, "plan_id", None)
+        handoff = os.environ.get(HANDOFF_ENV)
+        if handoff:
+            # `laptime-ci run` times the process's exit, adds it to the report and uploads.
+            self.notes.append(
+                hand_off(
+                    Path(handoff),
+                    document,
+                    ended_at=ended_at,
+                    path=self.path,
+                    upload=self.upload,
+                    labels=labels,
+                    plan_id=plan_id,
+                )
+            )
+        elif self.upload:
+            from laptime_ci.report_upload import upload_document
+
             self.notes.append(
                 upload_document(document, data, self.path, labels=labels, plan_id=plan_id)
             )
@@ -606,52 +623,3 @@ class ReportWriter(ItemRecorder):
         """Show what was written and uploaded."""
         for line, warning in self.notes:
             terminalreporter.write_line(f"laptime: {line}", yellow=warning)
-
-
-def upload_document(
-    document: dict[str, Any],
-    data: bytes,
-    path: Path | None,
-    *,
-    labels: dict[str, str],
-    plan_id: str | None = None,
-) -> tuple[str, bool]:
-    """Upload the report with this environment's CI metadata, `labels` (the shard run) and the
-    shard plan's id; returns a summary line. Never raises: the tests' outcome is the job's."""
-    url = os.environ.get("LAPTIME_URL")
-    token = os.environ.get("LAPTIME_TOKEN")
-    if not url or not token:
-        return "upload skipped: set LAPTIME_URL and LAPTIME_TOKEN", True
-    try:
-        from laptime_ci.send import summary_line
-        from laptime_ci.upload import metadata_from_env, upload_reports
-
-        session = document["session"]
-        metadata = metadata_from_env(os.environ).with_session(
-            started_at=session["started_at"],
-            wall_s=session["wall_s"],
-            peak_rss_mib=session["peak_rss_mib"],
-        )
-        from laptime_ci.git_history import first_parent_history
-
-        metadata = replace(
-            metadata,
-            labels={**metadata.labels, **labels},
-            plan_id=plan_id or metadata.plan_id,
-            first_parents=first_parent_history(os.environ),
-        )
-        name = path.name if path is not None else "laptime.json"
-        retries = int(os.environ.get("LAPTIME_UPLOAD_RETRIES", "4"))
-        max_total_s = float(os.environ.get("LAPTIME_UPLOAD_MAX_TIME_S", "60"))
-        answer = upload_reports(
-            [(name, data)],
-            url=url,
-            token=token,
-            metadata=metadata,
-            retries=retries,
-            max_total_s=max_total_s,
-        )
-    except Exception as exc:  # an upload problem must never fail the test run
-        return f"upload failed: {exc}", True
-    line = summary_line(answer, url=url, project=os.environ.get("LAPTIME_PROJECT"))
-    return f"uploaded {len(document['tests'])} tests as {line}", False

@@ -3,14 +3,14 @@ whose detection must be done again, the default branch override, and each run's 
 history (the commits between two runs, for the bisect list).
 
 Revision ID: changes_store
-Revises: webhooks
+Revises: exit_tail
 Create Date: 2026-12-05
 """
 
 from alembic import op
 
 revision = "changes_store"
-down_revision = "webhooks"
+down_revision = "exit_tail"
 branch_labels = None
 depends_on = None
 

@@ -41,7 +41,8 @@ PAIRS: list[tuple[type[BaseModel], type, dict[str, str], set[str], set[str]]] = 
         split.SplitPlan,
         service.SplitAnswer,
         {"expected_error": "calibration"},
-        {"plan", "complete"},
+        # host: the history's host speed, folded into expected_error with the calibration.
+        {"plan", "complete", "host"},
         {f for f in split.SplitPlan.model_fields if f not in split.SERVER_FIELDS | {"config"}},
     ),
     (split.Shard, shards.Shard, {}, {"selection"}, {"runner", "args", "command"}),
