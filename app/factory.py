@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 
 from analysis.errors import AnswerError
 from app.api.accuracy import router as accuracy_router
+from app.api.changes import router as changes_router
 from app.api.compare import router as compare_router
 from app.api.docs_ui import mount_docs
 from app.api.flaky import router as flaky_router
@@ -83,6 +84,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(compare_router)
     app.include_router(flaky_router)
     app.include_router(quarantine_router)
+    app.include_router(changes_router)
     app.include_router(webhooks_router)
     mount_docs(app)
     install_openapi(app)

@@ -17,6 +17,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "flaky": ("app.cli.flaky_cmd", "flaky"),
     "flaky-reset": ("app.cli.quarantine_cmd", "flaky_reset"),
     "quarantine": ("app.cli.quarantine_cmd", "quarantine"),
+    "changes": ("app.cli.changes_cmd", "changes"),
+    "change-state": ("app.cli.changes_cmd", "change_state"),
     "shard": ("app.cli.shard_cmd", "shard"),
     "size": ("app.cli.size_cmd", "size"),
     "reduce": ("app.cli.reduce_cmd", "reduce"),

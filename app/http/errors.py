@@ -47,6 +47,7 @@ API_ERROR_CODES: dict[str, str] = {
     "plan-not-found": "no stored plan has this id in this project",
     "pipeline-unknown": "no run of this project carries this CI pipeline id",
     "quarantine-not-found": "this test is not quarantined in this project",
+    "change-not-found": "no change of this project has this id",
     "shard-pin-mismatch": "this pipeline's shards were pinned to a plan of other collected tests",
     "webhook-not-found": "no webhook has this id in this project",
 }

@@ -14,6 +14,7 @@ from app.http.headers import SecurityHeaders
 from app.pages import (
     accuracy,
     case_view,
+    changes,
     file_view,
     flaky,
     overview,
@@ -45,6 +46,7 @@ VIEWS = (
     reductions,
     accuracy,
     flaky,
+    changes,
 )
 
 

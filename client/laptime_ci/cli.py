@@ -13,6 +13,7 @@ from pathlib import Path
 from laptime_ci import __version__
 from laptime_ci.compare_cmd import add_parsers as add_compare_parsers
 from laptime_ci.compare_cmd import run_comment, run_compare
+from laptime_ci.git_history import first_parent_history
 from laptime_ci.labels import parse_labels
 from laptime_ci.quarantine import add_parsers as add_quarantine_parsers
 from laptime_ci.quarantine import run_export
@@ -167,6 +168,7 @@ def _upload(args: argparse.Namespace) -> int:
             idempotency_key=args.idempotency_key,
             backfill=args.backfill,
             plan_id=args.plan_id,
+            first_parents=first_parent_history(env),
         )
         files = []
         for raw in args.files:
