@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 
 from app.http.deps import AdminProject, ConnDep, ReadProject
-from app.http.params import IsoDate, NodeidText, TextList, given
+from app.http.params import ROW_ID_MAX, IsoDate, NodeidText, TextList, given
 from app.http.responses import PROJECT_ERRORS, answers
 from app.schemas.changes import ChangeList, ChangeState, ChangeStateRequest, ChangeStateSet
 from app.services.changes import ChangeQuery, change_list, set_state
@@ -40,9 +40,12 @@ def read_changes(
     return change_list(conn, project, query)
 
 
-@router.post("/changes/{change_id}/state", **answers(ChangeStateSet, *PROJECT_ERRORS))
+@router.post("/changes/{change_id}/state", **answers(ChangeStateSet, 400, *PROJECT_ERRORS))
 def change_state(
-    project: AdminProject, conn: ConnDep, change_id: int, body: ChangeStateRequest
+    project: AdminProject,
+    conn: ConnDep,
+    change_id: Annotated[int, Path(ge=1, le=ROW_ID_MAX)],
+    body: ChangeStateRequest,
 ) -> dict[str, Any]:
     """Set a change's state (admin token): open, acknowledged (expected) or resolved."""
     return set_state(conn, project, change_id, body.state)

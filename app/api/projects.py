@@ -7,14 +7,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal, TypeVar
 
 import pandas as pd
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, BeforeValidator, Field
 
 from analysis.rollups.shares import records_from_frame
 from app.http.deps import AdminProject, ConnDep, ReadProject
 from app.http.errors import ApiError
-from app.http.params import FiltersDep, MaybeText, Text
+from app.http.params import ROW_ID_MAX, FiltersDep, MaybeText, Text
 from app.http.responses import PROJECT_ERRORS, answers
 from app.project_records import SCOPES
 from app.schemas.reads import (
@@ -161,7 +161,9 @@ def create_token(project: AdminProject, conn: ConnDep, body: TokenRequest) -> di
 
 
 @router.delete("/tokens/{token_id}", **answers(Revoked, *PROJECT_ERRORS))
-def revoke(project: AdminProject, conn: ConnDep, token_id: int) -> dict[str, Any]:
+def revoke(
+    project: AdminProject, conn: ConnDep, token_id: Annotated[int, Path(ge=1, le=ROW_ID_MAX)]
+) -> dict[str, Any]:
     """Revoke a token by id (admin token): it answers 401 from the next request on."""
     if not revoke_token(conn, project, token_id):
         raise ApiError(404, "token-not-found", f"no active token {token_id} in this project")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import Connection
 
 from analysis.changes.listing import ChangeItem
 from app.http.deps import ConnDep
-from app.http.params import IsoDate, NodeidText, TextList, given
+from app.http.params import ROW_ID_MAX, IsoDate, NodeidText, TextList, given
 from app.http.session import csrf_ok, visitor_of
 from app.pages.common import PageError, PageProject, project_context, render
 from app.project_records import Project
@@ -76,7 +76,7 @@ def change_state_form(
     request: Request,
     project: PageProject,
     conn: ConnDep,
-    change_id: int,
+    change_id: Annotated[int, Path(ge=1, le=ROW_ID_MAX)],
     state: Annotated[ChangeState, Form()],
     csrf: Annotated[str, Form(max_length=200)] = "",
 ) -> Any:
