@@ -13,6 +13,7 @@ from analysis.ci.runner_commands import FILE_ONLY
 from analysis.errors import AnswerError
 from analysis.estimate import estimate_new_tests
 from analysis.split.items import ItemCatalog
+from analysis.split.options import Granularity
 
 # A queue's tail is at least its last item: items heavier than this share of one node's fair
 # share are cut finer (where the split planner's cost rule says the cut pays).
@@ -57,7 +58,7 @@ def queue_work_items(
         tests["file"] = known.where(known.notna(), tests["file"])
     catalog = ItemCatalog(tests, file_cost_s)
     fair_s = catalog.total_s / nodes
-    granularity = "file" if runner in FILE_ONLY else "auto"
+    granularity: Granularity = "file" if runner in FILE_ONLY else "auto"
     cut = catalog.items(granularity, max(fair_s * TAIL_SHARE, 1e-9), jobs=nodes)
     estimated = (tests["source"] != "history").to_numpy()
     nodeids = tests.index.to_numpy(dtype=object)
