@@ -19,6 +19,7 @@ from app.api.health import router as health_router
 from app.api.metrics_endpoint import router as metrics_router
 from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
+from app.api.queues import router as queues_router
 from app.api.recommendations import router as recommendations_router
 from app.db.pool_metrics import instrument_pool
 from app.http.errors import answer_error_response, install_error_handlers
@@ -76,6 +77,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(recommendations_router)
     app.include_router(accuracy_router)
     app.include_router(compare_router)
+    app.include_router(queues_router)
     mount_docs(app)
     install_openapi(app)
     mount_pages(app)
