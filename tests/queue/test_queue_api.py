@@ -85,11 +85,11 @@ def test_two_nodes_run_each_test_exactly_once_heaviest_first(
     project = make_project(engine)
     with_history(live_server, project)
     one, two = Node(live_server, project, "1"), Node(live_server, project, "2")
-    first = one.open("run-1", COLLECTED + ["tests/test_new.py::test_one"])
+    first = one.open("run-1", [*COLLECTED, "tests/test_new.py::test_one"])
     assert first.status_code == 200, first.text
     assert first.json()["opened"] is True
     assert first.json()["estimated"] == ["tests/test_new.py::test_one"]
-    again = two.open("run-1", list(reversed(COLLECTED + ["tests/test_new.py::test_one"])))
+    again = two.open("run-1", list(reversed([*COLLECTED, "tests/test_new.py::test_one"])))
     assert again.json()["opened"] is False
     assert again.json()["queue_id"] == first.json()["queue_id"]
     batch = one.claim()
@@ -106,10 +106,12 @@ def test_two_nodes_run_each_test_exactly_once_heaviest_first(
                 node.finish(batch)
         if batch["state"] == "done":
             break
-    assert sorted(ran) == sorted(COLLECTED + ["tests/test_new.py::test_one"])  # exactly once
+    assert sorted(ran) == sorted([*COLLECTED, "tests/test_new.py::test_one"])  # exactly once
     assert sizes[-1] <= sizes[0]  # batches shrink as the queue empties
     report = status(live_server, project, first.json()["queue_id"])
-    assert report["done"] and report["never_ran"] == [] and report["ran_twice"] == []
+    assert report["done"]
+    assert report["never_ran"] == []
+    assert report["ran_twice"] == []
     assert {n["node"] for n in report["nodes"]} == {"1", "2"}
     assert report["idle_tail_s"] is not None
 
@@ -165,7 +167,8 @@ def test_a_retried_job_replays_what_it_ran_then_takes_the_rest(
     mine = {n for item in first["items"] for n in item["nodeids"]}
     # Node 1 fails; node 2 drains the queue; then node 1's job is retried.
     others = set(two.drain())
-    assert mine | others == set(COLLECTED) and not mine & others
+    assert mine | others == set(COLLECTED)
+    assert not mine & others
     retry = Node(live_server, project, "1", attempt=2)
     opened = retry.open("run-r", COLLECTED)
     assert opened.json()["replay_items"] == len(first["items"])
