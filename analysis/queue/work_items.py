@@ -40,13 +40,15 @@ def queue_work_items(
     runner: str = "pytest",
     units: pd.Series | None = None,
     file_cost_s: pd.Series | None = None,
+    budget_s: float | None = None,
 ) -> list[WorkItem]:
     """The collected tests as work items ordered heaviest first (ties by name).
 
     `durations` maps nodeids to history seconds; tests absent from it get the estimator's
     guess and are listed in `estimated`. A file-only runner keeps files whole; otherwise a
     file heavier than TAIL_SHARE of a node's fair share is cut finer when that pays for the
-    cost (`file_cost_s`) each further node touching it pays again."""
+    cost (`file_cost_s`) each further node touching it pays again. With a node's `budget_s`,
+    no item is kept heavier than it where a finer cut could fit."""
     if nodes < 1:
         raise AnswerError(f"nodes must be at least 1, got {nodes}")
     ids = sorted({str(n) for n in collected if str(n).strip()})
@@ -59,7 +61,11 @@ def queue_work_items(
     catalog = ItemCatalog(tests, file_cost_s)
     fair_s = catalog.total_s / nodes
     granularity: Granularity = "file" if runner in FILE_ONLY else "auto"
-    cut = catalog.items(granularity, max(fair_s * TAIL_SHARE, 1e-9), jobs=nodes)
+    max_item_s = fair_s * TAIL_SHARE
+    forced_s = float("inf")
+    if budget_s is not None and budget_s > 0:
+        max_item_s, forced_s = min(max_item_s, budget_s), budget_s
+    cut = catalog.items(granularity, max(max_item_s, 1e-9), forced_s, jobs=nodes)
     estimated = (tests["source"] != "history").to_numpy()
     nodeids = tests.index.to_numpy(dtype=object)
     files = tests["file"].astype(str).to_numpy(dtype=object)

@@ -57,6 +57,7 @@ def open_queue(project: CiProject, conn: ConnDep, body: OpenQueueRequest) -> dic
         collected=body.collected,
         nodes=body.nodes,
         runner=body.runner,
+        budget_s=body.budget_s,
     )
 
 

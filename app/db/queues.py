@@ -413,9 +413,11 @@ def finish_claim(
     queue_id: int,
     claim: ClaimRecord,
     results: Sequence[tuple[str, float | None, str | None]],
+    done: Sequence[int],
 ) -> None:
-    """Record a claim's measured results; its items are done unless a sibling took them
-    over after its lease ran out (then both runs count: a test run twice, never lost)."""
+    """Record a claim's measured results; the `done` items are done unless a sibling took
+    them over after the lease ran out (then both runs count: run twice, never lost); the
+    claim's other items go back to the queue."""
     conn.execute(
         text(
             "UPDATE work_queue_claim SET state = CASE WHEN state = 'open' THEN 'finished'"
@@ -429,7 +431,14 @@ def finish_claim(
             " WHERE queue_id = :q AND position = ANY(:pos)"
             " AND (claim_id = :c OR state = 'pending')"
         ),
-        {"q": queue_id, "c": claim.id, "pos": list(claim.positions)},
+        {"q": queue_id, "c": claim.id, "pos": list(done)},
+    )
+    conn.execute(
+        text(
+            "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
+            " WHERE queue_id = :q AND claim_id = :c AND state = 'claimed'"
+        ),
+        {"q": queue_id, "c": claim.id},
     )
     if results:
         conn.execute(

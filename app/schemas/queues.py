@@ -34,6 +34,9 @@ class OpenQueueRequest(NodeRequest):
     collected: list[Nodeid] = Field(max_length=MAX_COLLECTED)
     nodes: Annotated[int, Field(ge=1, le=1000)] = 1
     runner: Annotated[str, StringConstraints(max_length=40, pattern=r"^[a-z0-9_-]*$")] = "pytest"
+    budget_s: Annotated[float, Field(gt=0.0, le=1e7)] | None = Field(
+        default=None, description="the nodes' wall budget: no item is cut heavier than it"
+    )
 
 
 class ClaimRequest(NodeRequest):
@@ -132,6 +135,7 @@ class QueueFinished(ApiModel):
     claim_id: int
     recorded: int
     late: bool = Field(description="the lease had run out: its items may run twice")
+    handed_back: int = Field(description="items not fully run, back in the queue")
 
 
 class QueueReleased(ApiModel):

@@ -73,6 +73,7 @@ def open_queue(
     collected: Sequence[str],
     nodes: int,
     runner: str,
+    budget_s: float | None = None,
 ) -> dict[str, Any]:
     """Open the pipeline's queue (first node) or join it; idempotent. A node that collected
     other tests gets QueueCollectedMismatch naming the difference."""
@@ -80,7 +81,7 @@ def open_queue(
     queue = store.find_queue(conn, project.id, pipeline)
     opened = False
     if queue is None:
-        items, error = _plan_items(conn, project, collected, nodes, runner)
+        items, error = _plan_items(conn, project, collected, nodes, runner, budget_s)
         queue = store.create_queue(
             conn,
             project.id,
@@ -132,7 +133,12 @@ def _mismatch(conn: Connection, queue_id: int, collected: Sequence[str]) -> Queu
 
 
 def _plan_items(
-    conn: Connection, project: Project, collected: Sequence[str], nodes: int, runner: str
+    conn: Connection,
+    project: Project,
+    collected: Sequence[str],
+    nodes: int,
+    runner: str,
+    budget_s: float | None,
 ) -> tuple[list[WorkItem], float]:
     """The work items from the project's history and the error its predictions carry."""
     durations = pd.Series(dtype=float)
@@ -147,7 +153,9 @@ def _plan_items(
         if runner == "pytest":
             stored = runner_of_runs(conn, project.id, history.runs["run_id"].tolist())
             runner = stored or runner
-    items = queue_work_items(durations, collected, nodes=nodes, runner=runner, units=units)
+    items = queue_work_items(
+        durations, collected, nodes=nodes, runner=runner, units=units, budget_s=budget_s
+    )
     error = project_calibration(conn, project).expected_error
     return items, DEFAULT_ERROR if error is None else float(error)
 
@@ -306,15 +314,25 @@ def finish_claim(
     whose lease ran out still counts what it ran."""
     queue = _queue_or_404(conn, project, queue_id)
     claim = _claim_or_404(conn, queue.id, claim_id)
-    mine = {n for item in store.items_at(conn, queue.id, claim.positions) for n in item.nodeids}
+    items = store.items_at(conn, queue.id, claim.positions)
+    mine = {n for item in items for n in item.nodeids}
     kept = [r for r in results if r[0] in mine]
-    store.finish_claim(conn, queue.id, claim, kept)
+    ran = {r[0] for r in kept}
+    # An item is done when every test of it ran; the rest goes back to the queue (a batch cut
+    # short by the budget or a crashed runner hands back what it did not reach).
+    done = [item.position for item in items if set(item.nodeids) <= ran]
+    store.finish_claim(conn, queue.id, claim, kept, done)
     store.record_event(
         conn, queue.id, claim.node, claim.attempt, "finish", claim_id=claim.id,
         detail={"results": len(kept), "measured_s": sum(r[1] or 0.0 for r in kept),
-                "late": claim.state != "open"},
+                "late": claim.state != "open", "handed_back": len(items) - len(done)},
     )  # fmt: skip
-    return {"claim_id": claim.id, "recorded": len(kept), "late": claim.state != "open"}
+    return {
+        "claim_id": claim.id,
+        "recorded": len(kept),
+        "late": claim.state != "open",
+        "handed_back": len(items) - len(done),
+    }
 
 
 def release(
