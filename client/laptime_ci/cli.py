@@ -14,6 +14,8 @@ from laptime_ci import __version__
 from laptime_ci.compare_cmd import add_parsers as add_compare_parsers
 from laptime_ci.compare_cmd import run_comment, run_compare
 from laptime_ci.labels import parse_labels
+from laptime_ci.queue_cmd import add_parsers as add_queue_parsers
+from laptime_ci.queue_cmd import run_queue
 from laptime_ci.send import IngestFailed, send_and_report
 from laptime_ci.shard_record import (
     RECORD_DIR,
@@ -129,6 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         "--cache", default=os.environ.get("LAPTIME_SHARD_CACHE", DEFAULT_CACHE), help="the cache"
     )
     add_compare_parsers(commands)
+    add_queue_parsers(commands)
     return parser
 
 
@@ -283,6 +286,10 @@ def _comment(args: argparse.Namespace) -> int:
     return run_comment(args, _echo)
 
 
+def _queue(args: argparse.Namespace) -> int:
+    return run_queue(args, _echo)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `laptime-ci` console script."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
@@ -294,6 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "shard-fold": _shard_fold,
         "compare": _compare,
         "comment": _comment,
+        "queue": _queue,
     }
     return handlers[args.command](args)
 

@@ -156,6 +156,11 @@ class QueueClient:
         """The queue's report."""
         return self._call("GET", f"/{self.queue_id}")
 
+    def pipeline_status(self) -> dict[str, Any]:
+        """The report of this pipeline's queue."""
+        query = urllib.parse.urlencode({"pipeline": self.config.pipeline or ""})
+        return self._call("GET", f"/pipeline?{query}")
+
 
 class LeaseKeeper:
     """Beats in a thread every lease/4 while the node works; a failed beat is retried at the
