@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("app.cli.plan_cmd", "plan"),
     "accuracy": ("app.cli.accuracy_cmd", "accuracy"),
     "compare": ("app.cli.compare_cmd", "compare"),
+    "queue": ("app.cli.queue_cmd", "queue"),
     "shard": ("app.cli.shard_cmd", "shard"),
     "size": ("app.cli.size_cmd", "size"),
     "reduce": ("app.cli.reduce_cmd", "reduce"),

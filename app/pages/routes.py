@@ -17,6 +17,7 @@ from app.pages import (
     file_view,
     overview,
     projects,
+    queues,
     recommendations,
     reductions,
     signin,
@@ -43,6 +44,7 @@ VIEWS = (
     recommendations,
     reductions,
     accuracy,
+    queues,
 )
 
 
