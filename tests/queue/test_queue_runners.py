@@ -41,7 +41,8 @@ def go_project(root: Path) -> tuple[bytes, list[str]]:
         (root / package / f"{package}_test.go").write_text(
             f'package {package}\n\nimport (\n\t"os"\n\t"testing"\n)\n\n'
             "func record(id string) {\n"
-            '\tf, _ := os.OpenFile(os.Getenv("RAN_LOG"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)\n'
+            '\tf, _ := os.OpenFile(os.Getenv("RAN_LOG"),'
+            " os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)\n"
             '\tf.WriteString(id + " " + os.Getenv("NODE") + "\\n")\n\tf.Close()\n}\n\n' + funcs
         )
         cases = [
