@@ -17,7 +17,7 @@ from app.schemas.queues import (
     HeartbeatRequest,
     OpenQueueRequest,
     QueueClaim,
-    QueueClaimState,
+    QueueBatchStarted,
     QueueFinished,
     QueueHeartbeat,
     QueueOpened,
@@ -88,7 +88,7 @@ def heartbeat(
     )
 
 
-@router.post("/{queue_id}/claims/{claim_id}/start", **answers(QueueClaimState, *PROJECT_ERRORS))
+@router.post("/{queue_id}/claims/{claim_id}/start", **answers(QueueBatchStarted, *PROJECT_ERRORS))
 def start(project: CiProject, conn: ConnDep, queue_id: QueueId, claim_id: ClaimId) -> Any:
     """The node began running the batch."""
     return service.start_claim(conn, project, queue_id, claim_id)

@@ -122,7 +122,7 @@ class QueueHeartbeat(ApiModel):
     lease_s: float
 
 
-class QueueClaimState(ApiModel):
+class QueueBatchStarted(ApiModel):
     """A claim after start."""
 
     claim_id: int
