@@ -60,7 +60,7 @@ def claim_rate(
             "node": "0",
             "pipeline": f"rate-{time.time()}",
             "collected": collected,
-            "nodes": claimers,
+            "nodes": nodes,
         },
         headers=headers,
         timeout=120,
