@@ -150,11 +150,19 @@ def pipeline(
             starts.append(time.monotonic())
             procs.append(pytest_node(suite, where, k - 1, node_env, flag, report=report))
             reports.append(report)
-        walls, outputs = [], []
-        for proc, start in zip(procs, starts, strict=True):
-            out, _ = proc.communicate(timeout=3600)
-            walls.append(time.monotonic() - start)
-            outputs.append(out.splitlines()[-3:])
+        walls: list[float] = [0.0, 0.0]
+        outputs: list[list[str]] = [[], []]
+
+        def wait(k: int) -> None:
+            out, _ = procs[k].communicate(timeout=3600)
+            walls[k] = time.monotonic() - starts[k]  # this node's own end
+            outputs[k] = out.splitlines()[-3:]
+
+        waiters = [threading.Thread(target=wait, args=(k,)) for k in (0, 1)]
+        for t in waiters:
+            t.start()
+        for t in waiters:
+            t.join()
     finally:
         if hog is not None:
             hog.kill()
