@@ -239,9 +239,12 @@ class PendingRow:
     reserved: bool
 
 
-def lock_pending(conn: Connection, queue_id: int, node: str) -> list[PendingRow]:
-    """The first pending items this node may take, locked; the ones sibling claims hold
-    are skipped (`SKIP LOCKED`). Items reserved for this node (its replay) come first."""
+def lock_pending(
+    conn: Connection, queue_id: int, node: str, limit: int = CLAIM_WINDOW
+) -> list[PendingRow]:
+    """The first `limit` pending items this node may take, locked; the ones sibling claims
+    hold are skipped (`SKIP LOCKED`). Items reserved for this node (its replay) come first.
+    Each lock writes its row, so a claim locks about what it will take, not the window."""
     rows = conn.execute(
         text(
             "SELECT position, predicted_s, reserved_for IS NOT NULL FROM work_queue_item"
@@ -249,7 +252,7 @@ def lock_pending(conn: Connection, queue_id: int, node: str) -> list[PendingRow]
             " AND (reserved_for IS NULL OR reserved_for = :n)"
             " ORDER BY (reserved_for IS NULL), position LIMIT :lim FOR UPDATE SKIP LOCKED"
         ),
-        {"q": queue_id, "n": node, "lim": CLAIM_WINDOW},
+        {"q": queue_id, "n": node, "lim": min(limit, CLAIM_WINDOW)},
     ).all()
     return [PendingRow(int(r[0]), float(r[1]), bool(r[2])) for r in rows]
 

@@ -22,7 +22,14 @@ from analysis.ci.runner_commands import select_jobs
 from analysis.errors import AnswerError
 from analysis.estimate import estimate_durations
 from analysis.filters import Filters
-from analysis.queue import Candidate, WorkItem, batch_target_s, pick_batch, queue_work_items
+from analysis.queue import (
+    BatchPick,
+    Candidate,
+    WorkItem,
+    batch_target_s,
+    pick_batch,
+    queue_work_items,
+)
 from analysis.queue.report import ClaimRow, ResultRow, StopRow, queue_report
 from app.db import queues as store
 from app.db.runners import runner_of_runs
@@ -189,19 +196,21 @@ def claim_batch(
     hold leases that may expire) or `done`."""
     queue = _queue_or_404(conn, project, queue_id)
     store.expire_leases(conn, queue.id)
-    pending = store.lock_pending(conn, queue.id, who.node)
-    reserved = [p for p in pending if p.reserved]
-    pool = reserved or pending
     count, pending_s = store.pending_totals(conn, queue.id, who.node)
     target = batch_target_s(pending_s, queue.nodes, min_batch_s=min_batch_s)
+    # Lock about what the target takes (items of the mean size, twice over); a budget that
+    # fits none of those looks at the whole window before saying so.
+    mean_s = pending_s / count if count else 1.0
+    window = int(min(store.CLAIM_WINDOW, 2 * target / max(mean_s, 1e-9) + 8))
+    pending = store.lock_pending(conn, queue.id, who.node, window)
+    reserved = [p for p in pending if p.reserved]
+    pool = reserved or pending
     if reserved:
         target = sum(p.predicted_s for p in reserved)  # the replay in one go
-    pick = pick_batch(
-        [Candidate(p.position, p.predicted_s) for p in pool],
-        target_s=target,
-        remaining_s=remaining_s,
-        error=queue.error,
-    )
+    pick = _pick(pool, target, remaining_s, queue.error)
+    if not pick.positions and len(pending) == window < store.CLAIM_WINDOW:
+        pending = store.lock_pending(conn, queue.id, who.node)
+        pick = _pick(pending, target, remaining_s, queue.error)
     base: dict[str, Any] = {
         "queue_id": queue.id,
         "claim_id": None,
@@ -256,6 +265,17 @@ def claim_batch(
         # A sibling's batch may yet come back (a node that stops beating loses it).
         return {**base, "state": "wait", "retry_after_s": max(0.2, min(lease_left, RETRY_AFTER_S))}
     return {**base, "state": "done"}
+
+
+def _pick(
+    pool: Sequence[store.PendingRow], target: float, remaining_s: float | None, error: float
+) -> BatchPick:
+    return pick_batch(
+        [Candidate(p.position, p.predicted_s) for p in pool],
+        target_s=target,
+        remaining_s=remaining_s,
+        error=error,
+    )
 
 
 def _item_answer(item: store.ItemRow) -> dict[str, Any]:
