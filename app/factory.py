@@ -21,6 +21,7 @@ from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
 from app.api.queues import router as queues_router
 from app.api.recommendations import router as recommendations_router
+from app.api.webhooks import router as webhooks_router
 from app.db.pool_metrics import instrument_pool
 from app.http.errors import answer_error_response, install_error_handlers
 from app.http.frame_budget import apply_frame_budget
@@ -78,6 +79,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(accuracy_router)
     app.include_router(compare_router)
     app.include_router(queues_router)
+    app.include_router(webhooks_router)
     mount_docs(app)
     install_openapi(app)
     mount_pages(app)

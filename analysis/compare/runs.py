@@ -61,7 +61,7 @@ class Comparison:
     flaky: tuple[str, ...]
 
 
-def _spread(values: pd.Series) -> float:
+def spread(values: pd.Series) -> float:
     """MAD scaled to a normal sigma (0 for fewer than two values)."""
     if len(values) < 2:
         return 0.0
@@ -90,13 +90,13 @@ def compare_runs(
     base_time = (
         base_results.groupby("run_id")["duration_s"].sum().reindex(base_runs["run_id"]).fillna(0.0)
     )
-    wall = Measure(head_wall, float(base_wall.median()), _spread(base_wall))
-    test_time = Measure(head_tests, float(base_time.median()), _spread(base_time))
+    wall = Measure(head_wall, float(base_wall.median()), spread(base_wall))
+    test_time = Measure(head_tests, float(base_time.median()), spread(base_time))
 
     here = head_results.groupby("nodeid")["duration_s"].sum()
     base_by_test = base_results.groupby("nodeid")["duration_s"]
     medians = base_by_test.median()
-    spreads = base_by_test.apply(_spread)
+    spreads = base_by_test.apply(spread)
     slower: list[TestMove] = []
     faster: list[TestMove] = []
     new: list[TestMove] = []

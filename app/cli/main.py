@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prune": ("app.cli.admin_cmds", "prune"),
     "upload": ("app.cli.upload_cmd", "upload"),
     "demo-data": ("app.cli.demo_cmd", "demo_data"),
+    "webhook": ("app.cli.webhook_cmd", "webhook"),
+    "digest": ("app.cli.digest_cmd", "digest"),
 }
 
 

@@ -2,14 +2,14 @@
 with every claim, start, finish and measured duration recorded.
 
 Revision ID: queue
-Revises: shard_pin
+Revises: webhooks
 Create Date: 2026-12-05
 """
 
 from alembic import op
 
 revision = "queue"
-down_revision = "shard_pin"
+down_revision = "webhooks"
 branch_labels = None
 depends_on = None
 

@@ -78,6 +78,11 @@ def page_paths(slug: str) -> list[str]:
     ]
 
 
+# GETs that want an admin token: what they list (tokens, webhooks and their deliveries) is
+# never public.
+ADMIN_READS = ("/tokens", "/webhooks", "/webhook-deliveries")
+
+
 def api_read_paths(server: LiveServer, slug: str) -> list[str]:
     """Every GET of the API under /projects/{slug} that a read token may call, from the
     OpenAPI document itself (a new read route is covered without touching this test)."""
@@ -86,8 +91,8 @@ def api_read_paths(server: LiveServer, slug: str) -> list[str]:
     for path, operations in paths.items():
         if not path.startswith("/api/v1/projects/{slug}") or "get" not in operations:
             continue
-        if "{token_id}" in path or path.endswith("/tokens"):
-            continue  # admin-only: a token list is never public
+        if "{token_id}" in path or path.endswith(ADMIN_READS):
+            continue  # admin-only: token and webhook lists are never public
         query = {"/shards": "?total=2&index=1", "/compare": "?pipeline=p1&base=main"}.get(
             path[path.rindex("/") :], ""
         )
