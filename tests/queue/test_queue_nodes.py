@@ -198,3 +198,41 @@ def test_nodes_disagreeing_on_the_collected_set_fail_loudly(
     assert "test_f03.py::test_0" in out
     assert not [n for n, at in runs(log) if at == "2@1"]  # node 2 ran nothing of a mix
     assert json.dumps(out)  # the output is text
+
+
+STUBS_URLOPEN = """
+import urllib.request
+
+_real = urllib.request.urlopen
+
+
+def setup_module():
+    # As numpy's own suite does: the module's tests see a stub without `timeout`.
+    urllib.request.urlopen = lambda url: None
+
+
+def teardown_module():
+    urllib.request.urlopen = _real
+
+"""
+# Heavier than half the queue, so the module is cut into single tests and a batch ends (and
+# the next is claimed) while its stub is in place.
+STUB_TESTS = 30
+
+
+def test_a_suite_that_stubs_urlopen_does_not_cut_the_node_off(
+    live_server: LiveServer, engine: Engine, tmp_path: Path
+) -> None:
+    project = make_project(engine)
+    where = tmp_path / "suite"
+    nodeids = make_suite(where, files=2, per_file=1)
+    tests = "".join(f"def test_stub_{k}():\n    pass\n\n\n" for k in range(STUB_TESTS))
+    (where / "test_a_stubs.py").write_text(STUBS_URLOPEN + tests)
+    nodeids += [f"test_a_stubs.py::test_stub_{k}" for k in range(STUB_TESTS)]
+    log = tmp_path / "ran.log"
+    env = node_env(live_server.url, project.upload_token, project.slug, "p-stub", 1, log)
+    code, out = finish(start_node(where, 1, 1, env))
+    assert code == 0, out
+    assert "INTERNALERROR" not in out
+    assert "(queue)" in out
+    assert counts(log) == dict.fromkeys(nodeids, 1)
