@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +30,7 @@ from app.http.header_limit import HeaderLimit
 from app.http.request_observer import RequestObserver
 from app.pages.common import answer_error_page
 from app.pages.routes import mount as mount_pages
+from app.services.read_warmer import start_read_warmer
 from app.settings import Settings
 from app.uploads.guard import UploadGuard
 from app.uploads.outcomes import UploadOutcomes
@@ -99,7 +101,13 @@ def _operation_id(route: APIRoute) -> str:
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settle_startup_heap()
-    yield
+    warmer = start_read_warmer(app.state.engine, app.state.settings)
+    try:
+        yield
+    finally:
+        if warmer is not None:
+            # Joining a thread blocks: not on the event loop.
+            await asyncio.to_thread(warmer.stop)
 
 
 def settle_startup_heap() -> None:

@@ -55,6 +55,8 @@ class Settings(BaseSettings):
     # processes keeps its share (`laptime serve --workers N` sets LAPTIME_WEB_PROCESSES).
     frame_cache_mib: int = Field(default=256, ge=1)
     web_processes: int = Field(default=1, ge=1)
+    # Refresh the rollups readers asked for lately after each commit, off the request path.
+    warm_reads: bool = True
     # Logs (docs/operations.md): `text` for a terminal, `json` for a log pipeline.
     log_format: Literal["text", "json"] = "text"
     log_level: str = "INFO"

@@ -252,6 +252,18 @@ def compute_test_ids(project_id: int, nodeids: pd.Series) -> np.ndarray:
     return ids
 
 
+# NOTIFY on this channel is delivered at commit (never for a rolled-back transaction): the
+# web processes refresh the answers their readers keep (app.services.read_warmer).
+DATA_CHANNEL = "laptime_data"
+ALL_PROJECTS = "*"
+
+
+def notify_data_changed(conn: psycopg.Connection[Any], project_id: int | None) -> None:
+    """Tell listeners, at commit, that the project's data (None: every project's) changed."""
+    payload = ALL_PROJECTS if project_id is None else str(project_id)
+    conn.execute("SELECT pg_notify(%s, %s)", (DATA_CHANNEL, payload))
+
+
 def store_run(
     conn: psycopg.Connection[Any],
     *,
@@ -318,6 +330,7 @@ def store_run(
             **_session_measures(merged.session, meta),
         },
     )
+    notify_data_changed(conn, project_id)
     if results.empty:
         return StoreResult(
             run_id=run_id, results=0, new_tests=0, missing_durations=0, warnings=warnings
@@ -362,6 +375,7 @@ def _session_measures(session: SessionInfo, meta: RunMetadata) -> dict[str, Any]
         "startup_s": session.startup_s,
         "collect_s": session.collect_s,
         "job_wall_s": meta.job_wall_s if meta.job_wall_s is not None else session.job_wall_s,
+        "exit_s": session.exit_s,
         "collected_tests": session.collected_tests,
         "collected_files": session.collected_files,
         # File names are report text: made storable like every other name.
@@ -428,7 +442,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id, cpu_s,
             startup_s, collect_s, job_wall_s, collected_tests, collected_files, collect_by_file,
             invocation, rootdir, heap_objects_start, heap_objects_collected, heap_objects_end,
-            cpu_wait_s, malloc, platform)
+            cpu_wait_s, malloc, platform, exit_s)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
@@ -436,7 +450,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             %(collect_s)s, %(job_wall_s)s, %(collected_tests)s, %(collected_files)s,
             %(collect_by_file)s, %(invocation)s, %(rootdir)s, %(heap_objects_start)s,
             %(heap_objects_collected)s, %(heap_objects_end)s, %(cpu_wait_s)s,
-            %(malloc)s, %(platform)s)
+            %(malloc)s, %(platform)s, %(exit_s)s)
         RETURNING id
         """,
         values,

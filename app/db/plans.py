@@ -108,12 +108,14 @@ def load_plan_runs(conn: Connection, project_id: int, plan_ids: Sequence[str]) -
     """The runs that executed these plans (newest MAX_PLAN_RUNS), in plan_accuracy's shape.
 
     A run's measured wall is its CI job's when the client sent it (the plan predicts the CI
-    setup too), else the test process's."""
+    setup too), else the test process's; both end at the session, so the process's exit
+    tail is added where `laptime-ci run` measured it."""
     frame = pd.read_sql_query(
         text(
             """
             SELECT id AS run_id, plan_id, pipeline, commit_sha AS commit, job, labels,
-                started_at, COALESCE(job_wall_s, wall_s) AS wall_s, test_s, xdist_workers, machine
+                started_at, COALESCE(job_wall_s, wall_s) + COALESCE(exit_s, 0) AS wall_s,
+                test_s, xdist_workers, machine
             FROM run WHERE project_id = :project AND plan_id = ANY(:plans)
             ORDER BY started_at DESC, id DESC LIMIT :limit
             """

@@ -136,7 +136,7 @@ def tests_version(conn: Connection, project_id: int) -> tuple[int, int]:
 
 def narrow_tests(tests: pd.DataFrame, filters: Filters) -> pd.DataFrame:
     """A test dictionary narrowed by the test-level filters (markers, file globs)."""
-    if not filters.test_level:
+    if not filters.has_test_filters:
         return tests
     probe = tests.copy()
     probe["day"] = pd.NaT
@@ -159,6 +159,7 @@ _RUN_MEASURES = (
     "heap_objects_collected",
     "heap_objects_end",
     "cpu_wait_s",
+    "exit_s",
 )
 
 
@@ -178,7 +179,7 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 heap_objects_start::float8 AS heap_objects_start,
                 heap_objects_collected::float8 AS heap_objects_collected,
                 heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc, platform,
-                plan_id
+                plan_id, exit_s
             FROM run WHERE {} ORDER BY started_at
             """
         ).format(where),

@@ -28,7 +28,7 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/p/{slug}/test", response_class=HTMLResponse)
-def test_page(
+def case_page(
     request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep, nodeid: NodeidText
 ) -> Any:
     """One test: duration history, outcomes, flaky runs and its parametrize variants."""

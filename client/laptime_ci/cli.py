@@ -16,6 +16,7 @@ from laptime_ci.compare_cmd import run_comment, run_compare
 from laptime_ci.labels import parse_labels
 from laptime_ci.queue_cmd import add_parsers as add_queue_parsers
 from laptime_ci.queue_cmd import run_queue
+from laptime_ci.run_handoff import run_wrapped
 from laptime_ci.send import IngestFailed, send_and_report
 from laptime_ci.shard_record import (
     RECORD_DIR,
@@ -129,6 +130,14 @@ def _parser() -> argparse.ArgumentParser:
     fold.add_argument("records", nargs="*", metavar="PATH", help=f"default: {default_records}")
     fold.add_argument(
         "--cache", default=os.environ.get("LAPTIME_SHARD_CACHE", DEFAULT_CACHE), help="the cache"
+    )
+    run = commands.add_parser(
+        "run",
+        help="run the tests (laptime-ci run -- pytest ...) and add the process's exit tail "
+        "to the plugin's report before it is written and uploaded",
+    )
+    run.add_argument(
+        "argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the test command after --"
     )
     add_compare_parsers(commands)
     add_queue_parsers(commands)
@@ -278,6 +287,13 @@ def _shard_fold(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    command = list(args.argv)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    return run_wrapped(command, env=os.environ, echo=_echo)
+
+
 def _compare(args: argparse.Namespace) -> int:
     return run_compare(args, _echo)
 
@@ -299,6 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "shard": _shard,
         "shard-verify": _shard_verify,
         "shard-fold": _shard_fold,
+        "run": _run,
         "compare": _compare,
         "comment": _comment,
         "queue": _queue,

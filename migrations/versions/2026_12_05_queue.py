@@ -2,14 +2,14 @@
 with every claim, start, finish and measured duration recorded.
 
 Revision ID: queue
-Revises: webhooks
+Revises: exit_tail
 Create Date: 2026-12-05
 """
 
 from alembic import op
 
 revision = "queue"
-down_revision = "webhooks"
+down_revision = "exit_tail"
 branch_labels = None
 depends_on = None
 
