@@ -296,7 +296,8 @@ def _selection(
         return None
     units = pd.Series(dict(store.queue_nodeids(conn, queue.id)), dtype=object)
     nodeids = [n for item in items for n in item.nodeids]
-    return select_jobs(queue.runner, units, [nodeids])[0].to_dict()
+    chosen = select_jobs(queue.runner, units, [nodeids])[0]
+    return {"runner": chosen.runner, "args": list(chosen.args), "command": chosen.command}
 
 
 def heartbeat(
