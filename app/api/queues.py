@@ -61,7 +61,7 @@ def open_queue(project: CiProject, conn: ConnDep, body: OpenQueueRequest) -> dic
     )
 
 
-@router.post("/{queue_id}/claims", **answers(QueueClaim, *PROJECT_ERRORS))
+@router.post("/{queue_id}/claims", **answers(QueueClaim, 400, *PROJECT_ERRORS))
 def claim(
     project: CiProject, conn: ConnDep, queue_id: QueueId, body: ClaimRequest
 ) -> dict[str, Any]:
@@ -78,7 +78,7 @@ def claim(
     )
 
 
-@router.post("/{queue_id}/heartbeat", **answers(QueueHeartbeat, *PROJECT_ERRORS))
+@router.post("/{queue_id}/heartbeat", **answers(QueueHeartbeat, 400, *PROJECT_ERRORS))
 def heartbeat(
     project: CiProject, conn: ConnDep, queue_id: QueueId, body: HeartbeatRequest
 ) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def start(project: CiProject, conn: ConnDep, queue_id: QueueId, claim_id: ClaimI
     return service.start_claim(conn, project, queue_id, claim_id)
 
 
-@router.post("/{queue_id}/claims/{claim_id}/finish", **answers(QueueFinished, *PROJECT_ERRORS))
+@router.post("/{queue_id}/claims/{claim_id}/finish", **answers(QueueFinished, 400, *PROJECT_ERRORS))
 def finish(
     project: CiProject, conn: ConnDep, queue_id: QueueId, claim_id: ClaimId, body: FinishRequest
 ) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def finish(
     return service.finish_claim(conn, project, queue_id, claim_id, results)
 
 
-@router.post("/{queue_id}/release", **answers(QueueReleased, *PROJECT_ERRORS))
+@router.post("/{queue_id}/release", **answers(QueueReleased, 400, *PROJECT_ERRORS))
 def release(
     project: CiProject, conn: ConnDep, queue_id: QueueId, body: ReleaseRequest
 ) -> dict[str, Any]:
@@ -114,9 +114,11 @@ def release(
 
 
 @router.get("", **answers(list[QueueSummary], *PROJECT_ERRORS))
-def queues(project: ReadProject, conn: ConnDep) -> list[dict[str, Any]]:
-    """The project's newest queues."""
-    return service.list_queues(conn, project)
+def queues(
+    project: ReadProject, conn: ConnDep, limit: Annotated[int, Query(ge=1, le=200)] = 50
+) -> list[dict[str, Any]]:
+    """The project's newest queues (at most `limit`)."""
+    return service.list_queues(conn, project, limit=limit)
 
 
 @router.get("/pipeline", **answers(QueueStatus, *PROJECT_ERRORS))

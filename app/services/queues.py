@@ -429,7 +429,7 @@ def pipeline_queue_status(conn: Connection, project: Project, pipeline: str) -> 
     return queue_status(conn, project, queue.id)
 
 
-def list_queues(conn: Connection, project: Project) -> list[dict[str, Any]]:
+def list_queues(conn: Connection, project: Project, *, limit: int = 50) -> list[dict[str, Any]]:
     """The project's newest queues."""
     return [
         {
@@ -440,5 +440,5 @@ def list_queues(conn: Connection, project: Project) -> list[dict[str, Any]]:
             "runner": q.runner,
             "opened_at": q.created_at.isoformat(),
         }
-        for q in store.recent_queues(conn, project.id)
+        for q in store.recent_queues(conn, project.id, limit)
     ]
