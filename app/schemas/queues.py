@@ -17,7 +17,8 @@ LeaseS = Annotated[float, Field(ge=1.0, le=3600.0)]
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Strict: `false` is not a number of seconds (the schema says so, and so do we).
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class NodeRequest(_Request):
