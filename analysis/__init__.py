@@ -10,6 +10,7 @@
 - `compare/`: a pipeline's runs against the base branch's recent runs (the PR summary), their
   cost, and whether the stored split plan still fits.
 - `digest/`: a week against the week before from the weekly rollups (the weekly digest).
+- `flaky/`: flaky tests found from the data, what they cost, quarantine expiry and release.
 
 Shared by several rooms: `errors` (the one domain error), `durations` (duration text),
 `filters` (what a query narrows to) and `estimate` (per-test durations from history). The

@@ -14,12 +14,15 @@ from sqlalchemy import Engine
 
 from analysis.errors import AnswerError
 from app.api.accuracy import router as accuracy_router
+from app.api.changes import router as changes_router
 from app.api.compare import router as compare_router
 from app.api.docs_ui import mount_docs
+from app.api.flaky import router as flaky_router
 from app.api.health import router as health_router
 from app.api.metrics_endpoint import router as metrics_router
 from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
+from app.api.quarantine import router as quarantine_router
 from app.api.queues import router as queues_router
 from app.api.recommendations import router as recommendations_router
 from app.api.webhooks import router as webhooks_router
@@ -81,6 +84,9 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(accuracy_router)
     app.include_router(compare_router)
     app.include_router(queues_router)
+    app.include_router(flaky_router)
+    app.include_router(quarantine_router)
+    app.include_router(changes_router)
     app.include_router(webhooks_router)
     mount_docs(app)
     install_openapi(app)

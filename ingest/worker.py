@@ -24,10 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import pandas as pd
 import psycopg
 
+from analysis.changes.run_points import run_points
 from ingest import metrics
 from ingest.attempts import application_name
+from ingest.change_detection import RunToDetect, detect_at_ingest, retry_backlog
 from ingest.claims import (
     CLAIM,
     attempts_so_far,
@@ -45,9 +48,13 @@ from ingest.parsers import parse_report
 from ingest.parsers.errors import ERROR_CODES
 from ingest.parsers.limits import ParseLimits
 from ingest.run_files import run_groups
-from ingest.store import KnownTests, RunMetadata, store_run
+from ingest.store import KnownTests, RunMetadata, StoreResult, store_run
 
 log = logging.getLogger("laptime.worker")
+
+_NO_RESULTS = pd.DataFrame(
+    {c: pd.Series(dtype=object) for c in ("test_id", "file", "outcome", "duration_s")}
+)
 
 CHANNEL = "laptime_uploads"
 
@@ -147,6 +154,7 @@ def metadata_from_json(
         backfill=bool(raw.get("backfill")),
         runner=raw.get("runner"),
         plan_id=raw.get("plan_id"),
+        first_parents=tuple(str(c) for c in raw.get("first_parents") or ()),
     )
 
 
@@ -290,6 +298,7 @@ def _ingest(
         merged=merged,
         known_tests=known_tests,
     )
+    _detect_changes(conn, project_id, stored)
     counts = {
         "results": stored.results,
         "new_tests": stored.new_tests,
@@ -314,6 +323,20 @@ def _ingest(
         ),
     )
     return Outcome("done", rows=stored.results)
+
+
+def _detect_changes(conn: psycopg.Connection[Any], project_id: int, stored: StoreResult) -> None:
+    """Push the run into the series it touched (ingest/change_detection.py): a failure there
+    queues the run for a retry and never fails the upload."""
+    run = RunToDetect(project_id, stored.cell_id, stored.run_id, stored.branch)
+    try:
+        points = run_points(
+            stored.stored if stored.stored is not None else _NO_RESULTS, run=stored.measures
+        )
+    except Exception:
+        log.exception("change points of run %s failed; queued for a retry", stored.run_id)
+        points = None
+    detect_at_ingest(conn, run, points)
 
 
 def _parse_files(
@@ -487,6 +510,7 @@ def _serve_queue(
                 known_tests=known,
             )
             backoff.reset()
+            retry_backlog(conn)
             if take_over_stale_claims(side, me=name, lease_s=config.lease_s):
                 continue
             heartbeat.set("idle")

@@ -6,7 +6,9 @@ factor is the median over its tests of (the test's duration / the test's median 
 1.0 is a typical run and 1.2 one whose tests took 20% longer; only tests that ran in at least
 two runs and took at least MIN_TEST_S (shorter ones are timer noise) count, and a run needs
 MIN_SHARED_TESTS of them. The spread is the ERROR_QUANTILE of |factor - 1| over the runs
-(nearest rank), the same quantile the measured jobs' error is stated at.
+(nearest rank), the same quantile the measured jobs' error is stated at, and only once
+MIN_SPREAD_RUNS runs are comparable: two runs agreeing say nothing of a third (a plan stated
+"within ±0%" from two identical runs would promise what nobody measured).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from analysis.estimate import result_durations
 MIN_TEST_S = 0.01
 MIN_SHARED_TESTS = 5
 MIN_RUNS = 2
+MIN_SPREAD_RUNS = 5
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,8 @@ class HostSpeed:
 
 
 def host_speed(results: pd.DataFrame) -> HostSpeed | None:
-    """The spread of the runs' speed factors (module doc); None below MIN_RUNS comparable runs."""
+    """The spread of the runs' speed factors (module doc); None below MIN_SPREAD_RUNS
+    comparable runs."""
     frame = pd.DataFrame(
         {
             "run_id": results["run_id"].to_numpy(),
@@ -47,7 +51,7 @@ def host_speed(results: pd.DataFrame) -> HostSpeed | None:
     typical = once.groupby("nodeid")["s"].transform("median")
     ratio = (once["s"] / typical).groupby(once["run_id"])
     factors = ratio.median()[ratio.size() >= MIN_SHARED_TESTS]
-    if len(factors) < MIN_RUNS:
+    if len(factors) < MIN_SPREAD_RUNS:
         return None
     deviations = (factors - 1.0).abs().tolist()
     return HostSpeed(spread=quantile(deviations, ERROR_QUANTILE), runs=len(factors))

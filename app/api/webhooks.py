@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
 from app.http.deps import AdminProject, ConnDep, ReadProject
-from app.http.params import DATE_MAX, DATE_MIN, IsoDate, invalid
+from app.http.params import DATE_MAX, DATE_MIN, ROW_ID_MAX, IsoDate, invalid
 from app.http.responses import PROJECT_ERRORS, answers
 from app.schemas.webhooks import (
     DeliveryList,
@@ -61,7 +61,11 @@ def read_webhooks(project: AdminProject, conn: ConnDep) -> dict[str, Any]:
 
 
 @router.delete("/webhooks/{webhook_id}", **answers(WebhookRemoved, *PROJECT_ERRORS))
-def delete_webhook(project: AdminProject, conn: ConnDep, webhook_id: int) -> dict[str, Any]:
+def delete_webhook(
+    project: AdminProject,
+    conn: ConnDep,
+    webhook_id: Annotated[int, Path(ge=1, le=ROW_ID_MAX)],
+) -> dict[str, Any]:
     """Remove a webhook and its deliveries (admin token)."""
     remove_webhook(conn, project, webhook_id)
     return {"removed": webhook_id}
@@ -71,7 +75,7 @@ def delete_webhook(project: AdminProject, conn: ConnDep, webhook_id: int) -> dic
 def read_deliveries(
     project: AdminProject,
     conn: ConnDep,
-    webhook: int | None = None,
+    webhook: Annotated[int | None, Query(ge=1, le=ROW_ID_MAX)] = None,
     state: Literal["pending", "delivered", "failed"] | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:

@@ -74,6 +74,8 @@ def compare_text(answer: Compare) -> str:
     for title, names in (
         ("removed tests", answer.removed_tests),
         ("new failures", answer.new_failures),
+        ("new flaky", answer.new_flaky),
+        ("quarantined failures (not failing the job)", answer.quarantined_failures),
         ("known flaky", answer.flaky),
     ):
         lines.append(f"{title}: {len(names)}")

@@ -46,6 +46,8 @@ API_ERROR_CODES: dict[str, str] = {
     "internal-error": "an unexpected server error",
     "plan-not-found": "no stored plan has this id in this project",
     "pipeline-unknown": "no run of this project carries this CI pipeline id",
+    "quarantine-not-found": "this test is not quarantined in this project",
+    "change-not-found": "no change of this project has this id",
     "shard-pin-mismatch": "this pipeline's shards were pinned to a plan of other collected tests",
     "queue-not-found": "no such queue or claim in this project",
     "queue-collected-mismatch": "a node collected other tests than its pipeline's queue holds",

@@ -14,7 +14,9 @@ from app.http.headers import SecurityHeaders
 from app.pages import (
     accuracy,
     case_view,
+    changes,
     file_view,
+    flaky,
     overview,
     projects,
     queues,
@@ -45,6 +47,8 @@ VIEWS = (
     reductions,
     accuracy,
     queues,
+    flaky,
+    changes,
 )
 
 

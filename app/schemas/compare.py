@@ -69,8 +69,12 @@ class Compare(ApiModel):
     faster: list[TestMoveModel]
     new_tests: list[TestMoveModel]
     removed_tests: list[str]
-    new_failures: list[str]
-    flaky: list[str]
+    new_failures: list[str] = Field(description="real failures: not flaky, not quarantined")
+    flaky: list[str] = Field(description="flaky in the base runs or in this pipeline")
+    new_flaky: list[str] = Field(description="flaky in this pipeline, not in the base runs")
+    quarantined_failures: list[str] = Field(
+        description="failures of quarantined tests: reported, not failing the job"
+    )
     machine_time: MeasureModel = Field(
         description="per run: the CI job's wall, else the test process's, else its tests' seconds"
     )

@@ -18,6 +18,7 @@ from app.db.plans import latest_split_plan
 from app.db.repository import load_runs
 from app.project_records import Project
 from app.services.project_reads import kept_test_dictionary, run_results
+from app.services.quarantine import quarantined_now
 from app.services.recommendations import project_catalogue
 from model.frames import cell_key
 
@@ -60,7 +61,11 @@ def compare_pipeline(
         raise AnswerError(f"no runs of branch {base!r} in the cell(s) of pipeline {pipeline!r}")
     base_results = _named(conn, project, [int(i) for i in base_runs["run_id"]])
     comparison = compare_runs(
-        head, _named(conn, project, [int(i) for i in head["run_id"]]), base_runs, base_results
+        head,
+        _named(conn, project, [int(i) for i in head["run_id"]]),
+        base_runs,
+        base_results,
+        quarantined=quarantined_now(conn, project),
     )
     answer = asdict(comparison)
     answer.update(_priced(project, head, base_runs))

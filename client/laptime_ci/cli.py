@@ -13,7 +13,10 @@ from pathlib import Path
 from laptime_ci import __version__
 from laptime_ci.compare_cmd import add_parsers as add_compare_parsers
 from laptime_ci.compare_cmd import run_comment, run_compare
+from laptime_ci.git_history import first_parent_history
 from laptime_ci.labels import parse_labels
+from laptime_ci.quarantine import add_parsers as add_quarantine_parsers
+from laptime_ci.quarantine import run_export
 from laptime_ci.queue_cmd import add_parsers as add_queue_parsers
 from laptime_ci.queue_cmd import run_queue
 from laptime_ci.run_handoff import run_wrapped
@@ -141,6 +144,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_compare_parsers(commands)
     add_queue_parsers(commands)
+    add_quarantine_parsers(commands)
     return parser
 
 
@@ -167,6 +171,7 @@ def _upload(args: argparse.Namespace) -> int:
             idempotency_key=args.idempotency_key,
             backfill=args.backfill,
             plan_id=args.plan_id,
+            first_parents=first_parent_history(env),
         )
         files = []
         for raw in args.files:
@@ -306,6 +311,10 @@ def _queue(args: argparse.Namespace) -> int:
     return run_queue(args, _echo)
 
 
+def _quarantine(args: argparse.Namespace) -> int:
+    return run_export(args, _echo)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `laptime-ci` console script."""
     args = _parser().parse_args(list(argv) if argv is not None else None)
@@ -319,6 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "compare": _compare,
         "comment": _comment,
         "queue": _queue,
+        "quarantine": _quarantine,
     }
     return handlers[args.command](args)
 

@@ -87,6 +87,12 @@ def summary_text(answer: dict[str, Any]) -> str:
         f"{len(answer['new_tests'])} new, {len(answer['removed_tests'])} removed, "
         f"{len(answer['new_failures'])} new failures, {len(answer['flaky'])} flaky",
     ]
+    # Older servers answer without these: nothing to say then.
+    new_flaky, held = answer.get("new_flaky", []), answer.get("quarantined_failures", [])
+    if new_flaky or held:
+        lines.append(
+            f"  {len(new_flaky)} newly flaky, {len(held)} quarantined failures (not failing)"
+        )
     cost = answer.get("cost")
     if cost is not None and cost.get("delta") is not None:
         unit = str(cost.get("unit") or "USD")
@@ -132,6 +138,11 @@ def markdown(answer: dict[str, Any], *, link: str | None = None, limit: int = CO
         lines += [f"- {line}" for line in fit[1:]]
     sections: list[tuple[str, list[str]]] = [
         ("New failures", [f"- {_cell(n)}" for n in answer["new_failures"]]),
+        ("New flaky tests", [f"- {_cell(n)}" for n in answer.get("new_flaky", [])]),
+        (
+            "Quarantined failures (reported, not failing the job)",
+            [f"- {_cell(n)}" for n in answer.get("quarantined_failures", [])],
+        ),
         (
             "Slower beyond noise",
             [

@@ -63,6 +63,7 @@ from laptime_ci.plugin_timing import (
     nodeid_base,
     run_queue_wait_s,
 )
+from laptime_ci.quarantine_plugin import quarantine_option, register_quarantine
 from laptime_ci.run_handoff import HANDOFF_ENV, hand_off
 
 FORMAT = "laptime-json"
@@ -119,6 +120,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="queue mode: the job's wall budget counted from the job's start "
         "(LAPTIME_JOB_STARTED_AT or the CI's), setup included; no test predicted not to fit "
         "is started (env LAPTIME_BUDGET_S, GitLab's CI_JOB_TIMEOUT).",
+    )
+    group.addoption(
+        "--laptime-quarantine",
+        dest="laptime_quarantine",
+        action="store_true",
+        default=False,
+        help="fetch the project's quarantine at session start (LAPTIME_URL, LAPTIME_PROJECT, "
+        "LAPTIME_READ_TOKEN or LAPTIME_TOKEN; env LAPTIME_QUARANTINE=1): failures of "
+        "quarantined tests are reported as xfail and recorded as quarantined failures.",
     )
     group.addoption(
         "--laptime-shard-cache",
@@ -189,6 +199,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if shard or queue or path is not None or upload:
         # Before any test module is imported: the history and every planned job alike.
         config.stash[MALLOC_STATE] = pin_allocator(malloc_mode(config))
+    if quarantine_option(config):
+        register_quarantine(config)
     if shard:
         from laptime_ci.shard_plugin import ShardSelector
 

@@ -13,6 +13,7 @@ from typing import Any, Optional
 import pytest
 
 from laptime_ci.plugin_heap import HeapReading
+from laptime_ci.quarantine_plugin import MESSAGE_PREFIX, QUARANTINED_ATTR
 
 # The attribute carrying the worker-side record on a TestReport (survives xdist serialisation).
 REPORT_ATTR = "laptime"
@@ -113,6 +114,8 @@ class ItemState:
     seq: int | None = None
     heap: HeapReading | None = None
     cpu_wait_s: float | None = None
+    # A failure the quarantine kept from failing the session (quarantine_plugin.py).
+    quarantined: bool = False
 
 
 def _report_message(report: pytest.TestReport) -> str | None:
@@ -142,7 +145,12 @@ def fold_report(state: ItemState, report: pytest.TestReport) -> None:
         state.attempts = 1
     if when in ("setup", "call", "teardown"):
         state.phases[when] = float(report.duration)
-    wasxfail = hasattr(report, "wasxfail")
+    # A quarantined failure is a failure in laptime's report, whatever pytest was told.
+    quarantined = getattr(report, QUARANTINED_ATTR, False) is True
+    if quarantined:
+        outcome = "failed"
+        state.quarantined = True
+    wasxfail = hasattr(report, "wasxfail") and not quarantined
     if outcome == "passed" and not wasxfail:  # the common case: nothing else changes
         if when == "teardown":
             _take_record(state, report)
@@ -238,6 +246,6 @@ def result_entry(state: ItemState, record: dict[str, Any] | None = None) -> dict
         "heap_scans": info.get("heap_scans"),
         "heap_objects": info.get("heap_objects"),
         "worker": info.get("worker"),
-        "message": state.message,
+        "message": MESSAGE_PREFIX + (state.message or "") if state.quarantined else state.message,
         "xfail": state.xfail,
     }

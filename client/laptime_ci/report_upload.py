@@ -33,8 +33,13 @@ def upload_document(
             wall_s=session["wall_s"],
             peak_rss_mib=session["peak_rss_mib"],
         )
+        from laptime_ci.git_history import first_parent_history
+
         metadata = replace(
-            metadata, labels={**metadata.labels, **labels}, plan_id=plan_id or metadata.plan_id
+            metadata,
+            labels={**metadata.labels, **labels},
+            plan_id=plan_id or metadata.plan_id,
+            first_parents=first_parent_history(os.environ),
         )
         name = path.name if path is not None else "laptime.json"
         retries = int(os.environ.get("LAPTIME_UPLOAD_RETRIES", "4"))

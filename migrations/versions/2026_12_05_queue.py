@@ -2,14 +2,14 @@
 with every claim, start, finish and measured duration recorded.
 
 Revision ID: queue
-Revises: exit_tail
+Revises: changes_store
 Create Date: 2026-12-05
 """
 
 from alembic import op
 
 revision = "queue"
-down_revision = "exit_tail"
+down_revision = "changes_store"
 branch_labels = None
 depends_on = None
 

@@ -27,8 +27,8 @@ def history(*speeds: float) -> pd.DataFrame:
 
 
 def test_noisy_hosts_widen_the_stated_error() -> None:
-    steady = host_speed(history(1.0, 1.0, 1.0, 1.0))
-    noisy = host_speed(history(1.0, 1.3, 1.0, 1.35))
+    steady = host_speed(history(1.0, 1.0, 1.0, 1.0, 1.0))
+    noisy = host_speed(history(1.0, 1.3, 1.0, 1.35, 1.0, 1.3))
     assert steady is not None
     assert noisy is not None
     assert steady.spread < 0.02
@@ -41,13 +41,15 @@ def test_noisy_hosts_widen_the_stated_error() -> None:
     assert stated_error(measured, noisy) == noisy.spread
     assert stated_error_text(measured, noisy) == (
         f"expected within ±{noisy.spread:.0%} (from 9 measured jobs; "
-        f"host speed ±{noisy.spread:.0%} over 4 history runs)"
+        f"host speed ±{noisy.spread:.0%} over 6 history runs)"
     )
     assert "0 of 4 measured jobs yet" in stated_error_text(UNCALIBRATED, noisy)
 
 
 def test_too_little_history_states_nothing_new() -> None:
     assert host_speed(history(1.0)) is None
+    # Four runs, however different, are too few to state a spread from.
+    assert host_speed(history(1.0, 1.3, 1.0, 1.35)) is None
     # Sub-10 ms tests are timer noise, not host speed.
     tiny = pd.concat([results_for(r, {"a.py::t": 0.001 * r}) for r in (1, 2, 3)])
     assert host_speed(tiny) is None

@@ -73,6 +73,7 @@ def page_paths(slug: str) -> list[str]:
         f"{base}/recommendations",
         f"{base}/recommendations/accuracy",
         f"{base}/reductions",
+        f"{base}/flaky",
         f"{base}/files/{NODE_FILE}",
         f"{base}/test?nodeid={quote(NODE_FILE + '::test_one')}",
     ]
@@ -93,9 +94,11 @@ def api_read_paths(server: LiveServer, slug: str) -> list[str]:
             continue
         if "{token_id}" in path or path.endswith(ADMIN_READS):
             continue  # admin-only: token and webhook lists are never public
-        query = {"/shards": "?total=2&index=1", "/compare": "?pipeline=p1&base=main"}.get(
-            path[path.rindex("/") :], ""
-        )
+        query = {
+            "/shards": "?total=2&index=1",
+            "/compare": "?pipeline=p1&base=main",
+            "/export": "?runner=go",
+        }.get(path[path.rindex("/") :], "")
         reads.append(path.replace("{slug}", quote(slug)) + query)
     return reads
 

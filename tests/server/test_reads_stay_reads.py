@@ -58,7 +58,12 @@ def seeded(live_server: LiveServer, engine: Engine) -> ProjectFixture:
 
 def get_paths(app_routes: list[object]) -> list[tuple[str, dict[str, str]]]:
     """Every GET route's path and the query it needs (required parameters filled)."""
-    needed = {"total": "2", "nodeid": "tests/test_mod0.py::test_case_0", "pipeline": "p1"}
+    needed = {
+        "total": "2",
+        "nodeid": "tests/test_mod0.py::test_case_0",
+        "pipeline": "p1",
+        "runner": "go",
+    }
     found = []
     for route in api_routes(app_routes):
         if "GET" not in route.methods:
