@@ -23,6 +23,7 @@ from app.api.metrics_endpoint import router as metrics_router
 from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
 from app.api.quarantine import router as quarantine_router
+from app.api.queues import router as queues_router
 from app.api.recommendations import router as recommendations_router
 from app.api.webhooks import router as webhooks_router
 from app.db.pool_metrics import instrument_pool
@@ -82,6 +83,7 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(recommendations_router)
     app.include_router(accuracy_router)
     app.include_router(compare_router)
+    app.include_router(queues_router)
     app.include_router(flaky_router)
     app.include_router(quarantine_router)
     app.include_router(changes_router)

@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("app.cli.plan_cmd", "plan"),
     "accuracy": ("app.cli.accuracy_cmd", "accuracy"),
     "compare": ("app.cli.compare_cmd", "compare"),
+    "queue": ("app.cli.queue_cmd", "queue"),
     "flaky": ("app.cli.flaky_cmd", "flaky"),
     "flaky-reset": ("app.cli.quarantine_cmd", "flaky_reset"),
     "quarantine": ("app.cli.quarantine_cmd", "quarantine"),

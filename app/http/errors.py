@@ -49,6 +49,8 @@ API_ERROR_CODES: dict[str, str] = {
     "quarantine-not-found": "this test is not quarantined in this project",
     "change-not-found": "no change of this project has this id",
     "shard-pin-mismatch": "this pipeline's shards were pinned to a plan of other collected tests",
+    "queue-not-found": "no such queue or claim in this project",
+    "queue-collected-mismatch": "a node collected other tests than its pipeline's queue holds",
     "webhook-not-found": "no webhook has this id in this project",
 }
 # What a 503 asks clients to wait before retrying: long enough for a Postgres restart to

@@ -19,6 +19,7 @@ from app.pages import (
     flaky,
     overview,
     projects,
+    queues,
     recommendations,
     reductions,
     signin,
@@ -45,6 +46,7 @@ VIEWS = (
     recommendations,
     reductions,
     accuracy,
+    queues,
     flaky,
     changes,
 )

@@ -17,6 +17,8 @@ from laptime_ci.git_history import first_parent_history
 from laptime_ci.labels import parse_labels
 from laptime_ci.quarantine import add_parsers as add_quarantine_parsers
 from laptime_ci.quarantine import run_export
+from laptime_ci.queue_cmd import add_parsers as add_queue_parsers
+from laptime_ci.queue_cmd import run_queue
 from laptime_ci.run_handoff import run_wrapped
 from laptime_ci.send import IngestFailed, send_and_report
 from laptime_ci.shard_record import (
@@ -141,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
         "argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the test command after --"
     )
     add_compare_parsers(commands)
+    add_queue_parsers(commands)
     add_quarantine_parsers(commands)
     return parser
 
@@ -304,6 +307,10 @@ def _comment(args: argparse.Namespace) -> int:
     return run_comment(args, _echo)
 
 
+def _queue(args: argparse.Namespace) -> int:
+    return run_queue(args, _echo)
+
+
 def _quarantine(args: argparse.Namespace) -> int:
     return run_export(args, _echo)
 
@@ -320,6 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "run": _run,
         "compare": _compare,
         "comment": _comment,
+        "queue": _queue,
         "quarantine": _quarantine,
     }
     return handlers[args.command](args)

@@ -103,6 +103,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "durations, else by nodeid hash.",
     )
     group.addoption(
+        "--laptime-queue",
+        dest="laptime_queue",
+        metavar="I/N",
+        default=None,
+        help="queue mode: node I of N pulls batches from the pipeline's queue on the server "
+        "(LAPTIME_URL, LAPTIME_TOKEN, LAPTIME_PROJECT, LAPTIME_PIPELINE or the CI's run id); "
+        "the static shard when the server cannot be reached.",
+    )
+    group.addoption(
+        "--laptime-budget",
+        dest="laptime_budget",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="queue mode: the job's wall budget counted from the job's start "
+        "(LAPTIME_JOB_STARTED_AT or the CI's), setup included; no test predicted not to fit "
+        "is started (env LAPTIME_BUDGET_S, GitLab's CI_JOB_TIMEOUT).",
+    )
+    group.addoption(
         "--laptime-quarantine",
         dest="laptime_quarantine",
         action="store_true",
@@ -174,9 +193,10 @@ def report_path_option(config: pytest.Config) -> str | None:
 def pytest_configure(config: pytest.Config) -> None:
     """Register the recording plugins, only when the report or the upload is asked for."""
     shard = config.getoption("laptime_shard")
+    queue = config.getoption("laptime_queue")
     path = report_path_option(config)
     upload = bool(config.getoption("laptime_upload"))
-    if shard or path is not None or upload:
+    if shard or queue or path is not None or upload:
         # Before any test module is imported: the history and every planned job alike.
         config.stash[MALLOC_STATE] = pin_allocator(malloc_mode(config))
     if quarantine_option(config):
@@ -185,6 +205,10 @@ def pytest_configure(config: pytest.Config) -> None:
         from laptime_ci.shard_plugin import ShardSelector
 
         config.pluginmanager.register(ShardSelector(config, str(shard)), SHARD_PLUGIN_NAME)
+    if queue and getattr(config, "workerinput", None) is None:
+        from laptime_ci.queue_plugin import QueueRunner
+
+        config.pluginmanager.register(QueueRunner(config, str(queue)), "laptime-queue")
     if path is None and not upload:
         return
     interval_s = max(0.0, float(config.getoption("laptime_rss_interval_ms"))) / 1000

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 USER_AGENT = "laptime-ci"
+# Built once, at import: the plugin calls the server from inside a test session, and a suite
+# may monkeypatch `urllib.request.urlopen` (numpy's does) while its tests run.
+_OPENER = urllib.request.build_opener()
 
 
 class Unreachable(Exception):
@@ -58,7 +61,7 @@ def request(
         headers["Content-Type"] = content_type
     req = urllib.request.Request(url, data=data, headers=headers, method=method)
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as response:
+        with _OPENER.open(req, timeout=timeout_s) as response:
             return _answer(response.status, response.read(), dict(response.headers.items()))
     except urllib.error.HTTPError as exc:
         try:

@@ -1,0 +1,521 @@
+"""Queue mode's tables (`work_queue*`): items claimed in leased batches with
+`FOR UPDATE SKIP LOCKED`, every claim, start, finish and measured duration recorded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+# Queues older than this are gone: a pipeline's nodes run within hours, not weeks.
+QUEUE_DAYS = 14
+# Most pending items one claim looks at (and locks): a batch is never larger.
+CLAIM_WINDOW = 500
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """A queue as stored."""
+
+    id: int
+    pipeline: str
+    attempt: int
+    collected: str
+    nodes: int
+    runner: str
+    error: float
+    created_at: Any
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    """A work item as stored."""
+
+    position: int
+    name: str
+    unit: str
+    nodeids: tuple[str, ...]
+    estimated: tuple[str, ...]
+    predicted_s: float
+
+
+_QUEUE_COLUMNS = "id, pipeline, attempt, collected, nodes, runner, error, created_at"
+
+
+def _queue(row: Any) -> QueueRow:
+    return QueueRow(
+        int(row[0]), str(row[1]), int(row[2]), str(row[3]), int(row[4]), str(row[5]),
+        float(row[6]), row[7],
+    )  # fmt: skip
+
+
+def load_queue(conn: Connection, project_id: int, queue_id: int) -> QueueRow | None:
+    """The project's queue `queue_id`."""
+    row = conn.execute(
+        text(f"SELECT {_QUEUE_COLUMNS} FROM work_queue WHERE project_id = :p AND id = :q"),
+        {"p": project_id, "q": queue_id},
+    ).first()
+    return None if row is None else _queue(row)
+
+
+def find_queue(conn: Connection, project_id: int, pipeline: str) -> QueueRow | None:
+    """The queue of a pipeline."""
+    row = conn.execute(
+        text(f"SELECT {_QUEUE_COLUMNS} FROM work_queue WHERE project_id = :p AND pipeline = :pl"),
+        {"p": project_id, "pl": pipeline},
+    ).first()
+    return None if row is None else _queue(row)
+
+
+def recent_queues(conn: Connection, project_id: int, limit: int = 50) -> list[QueueRow]:
+    """The project's newest queues."""
+    rows = conn.execute(
+        text(
+            f"SELECT {_QUEUE_COLUMNS} FROM work_queue WHERE project_id = :p"
+            " ORDER BY created_at DESC, id DESC LIMIT :n"
+        ),
+        {"p": project_id, "n": limit},
+    ).all()
+    return [_queue(r) for r in rows]
+
+
+def create_queue(
+    conn: Connection,
+    project_id: int,
+    *,
+    pipeline: str,
+    attempt: int,
+    collected: str,
+    nodes: int,
+    runner: str,
+    error: float,
+    items: Sequence[ItemRow],
+) -> QueueRow | None:
+    """Insert a queue and its items; None when a sibling node opened it first (this INSERT
+    waited for that one's commit)."""
+    row = conn.execute(
+        text(
+            "INSERT INTO work_queue"
+            " (project_id, pipeline, attempt, collected, nodes, runner, error)"
+            " VALUES (:p, :pl, :a, :c, :n, :r, :e)"
+            " ON CONFLICT (project_id, pipeline) DO NOTHING"
+            f" RETURNING {_QUEUE_COLUMNS}"
+        ),
+        {"p": project_id, "pl": pipeline, "a": attempt, "c": collected, "n": nodes,
+         "r": runner, "e": error},
+    ).first()  # fmt: skip
+    if row is None:
+        return None
+    queue = _queue(row)
+    if items:
+        conn.execute(
+            text(
+                "INSERT INTO work_queue_item"
+                " (queue_id, position, name, unit, nodeids, estimated, predicted_s)"
+                " VALUES (:q, :pos, :name, :unit, :nodeids, :estimated, :s)"
+            ),
+            [
+                {"q": queue.id, "pos": i.position, "name": i.name, "unit": i.unit,
+                 "nodeids": list(i.nodeids), "estimated": list(i.estimated),
+                 "s": i.predicted_s}
+                for i in items
+            ],
+        )  # fmt: skip
+    conn.execute(
+        text(
+            "DELETE FROM work_queue WHERE project_id = :p"
+            " AND created_at < now() - make_interval(days => :days)"
+        ),
+        {"p": project_id, "days": QUEUE_DAYS},
+    )
+    return queue
+
+
+def queue_nodeids(conn: Connection, queue_id: int) -> list[tuple[str, str]]:
+    """Every (nodeid, unit) of the queue."""
+    rows = conn.execute(
+        text("SELECT unnest(nodeids), unit FROM work_queue_item WHERE queue_id = :q"),
+        {"q": queue_id},
+    ).all()
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
+def estimated_nodeids(conn: Connection, queue_id: int) -> list[str]:
+    """The queue's nodeids placed by an estimate (no history), sorted."""
+    rows = conn.execute(
+        text(
+            "SELECT n FROM work_queue_item, unnest(estimated) AS n WHERE queue_id = :q ORDER BY n"
+        ),
+        {"q": queue_id},
+    ).all()
+    return [str(r[0]) for r in rows]
+
+
+def record_event(
+    conn: Connection,
+    queue_id: int,
+    node: str,
+    attempt: int,
+    kind: str,
+    *,
+    claim_id: int | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """Append one event to the queue's log."""
+    conn.execute(
+        text(
+            "INSERT INTO work_queue_event (queue_id, claim_id, node, attempt, kind, detail)"
+            " VALUES (:q, :c, :n, :a, :k, CAST(:d AS jsonb))"
+        ),
+        {"q": queue_id, "c": claim_id, "n": node, "a": attempt, "k": kind,
+         "d": json.dumps(detail or {}, allow_nan=False)},
+    )  # fmt: skip
+
+
+def expire_leases(conn: Connection, queue_id: int) -> list[int]:
+    """Claims whose lease ran out: marked expired, their unfinished items pending again."""
+    rows = conn.execute(
+        text(
+            "UPDATE work_queue_claim SET state = 'expired'"
+            " WHERE queue_id = :q AND state = 'open' AND lease_until < clock_timestamp()"
+            " RETURNING id, node, attempt"
+        ),
+        {"q": queue_id},
+    ).all()
+    ids = [int(r[0]) for r in rows]
+    if ids:
+        conn.execute(
+            text(
+                "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
+                " WHERE queue_id = :q AND state = 'claimed' AND claim_id = ANY(:ids)"
+            ),
+            {"q": queue_id, "ids": ids},
+        )
+        for claim_id, node, attempt in rows:
+            record_event(conn, queue_id, str(node), int(attempt), "expire", claim_id=claim_id)
+    return ids
+
+
+def reserve_replay(conn: Connection, queue_id: int, node: str, attempt: int) -> int:
+    """A retried job (`node`, later `attempt`): what the node's earlier attempts ran or held
+    goes back to the queue reserved for it; how many items. Done once per attempt."""
+    done = conn.execute(
+        text(
+            "SELECT 1 FROM work_queue_event WHERE queue_id = :q AND node = :n"
+            " AND attempt = :a AND kind = 'replay'"
+        ),
+        {"q": queue_id, "n": node, "a": attempt},
+    ).first()
+    if done is not None:
+        return 0
+    conn.execute(
+        text(
+            "UPDATE work_queue_claim SET state = 'expired' WHERE queue_id = :q AND node = :n"
+            " AND attempt < :a AND state = 'open'"
+        ),
+        {"q": queue_id, "n": node, "a": attempt},
+    )
+    count = conn.execute(
+        text(
+            "UPDATE work_queue_item SET state = 'pending', claim_id = NULL, reserved_for = :n"
+            " WHERE queue_id = :q AND claim_id IN (SELECT id FROM work_queue_claim"
+            "   WHERE queue_id = :q AND node = :n AND attempt < :a)"
+        ),
+        {"q": queue_id, "n": node, "a": attempt},
+    ).rowcount
+    record_event(conn, queue_id, node, attempt, "replay", detail={"items": count})
+    return int(count or 0)
+
+
+@dataclass(frozen=True)
+class PendingRow:
+    """A pending item locked by this claim."""
+
+    position: int
+    predicted_s: float
+    reserved: bool
+
+
+def lock_pending(
+    conn: Connection, queue_id: int, node: str, limit: int = CLAIM_WINDOW
+) -> list[PendingRow]:
+    """The first `limit` pending items this node may take, locked; the ones sibling claims
+    hold are skipped (`SKIP LOCKED`). Items reserved for this node (its replay) come first.
+    Each lock writes its row, so a claim locks about what it will take, not the window."""
+    rows = conn.execute(
+        text(
+            "SELECT position, predicted_s, reserved_for IS NOT NULL FROM work_queue_item"
+            " WHERE queue_id = :q AND state = 'pending'"
+            " AND (reserved_for IS NULL OR reserved_for = :n)"
+            " ORDER BY (reserved_for IS NULL), position LIMIT :lim FOR UPDATE SKIP LOCKED"
+        ),
+        {"q": queue_id, "n": node, "lim": min(limit, CLAIM_WINDOW)},
+    ).all()
+    return [PendingRow(int(r[0]), float(r[1]), bool(r[2])) for r in rows]
+
+
+def pending_totals(conn: Connection, queue_id: int, node: str) -> tuple[int, float]:
+    """Items pending that `node` could take and their predicted seconds (unlocked)."""
+    row = conn.execute(
+        text(
+            "SELECT count(*), coalesce(sum(predicted_s), 0) FROM work_queue_item"
+            " WHERE queue_id = :q AND state = 'pending'"
+            " AND (reserved_for IS NULL OR reserved_for = :n)"
+        ),
+        {"q": queue_id, "n": node},
+    ).one()
+    return int(row[0]), float(row[1])
+
+
+def pending_count(conn: Connection, queue_id: int) -> int:
+    """Items pending for anyone."""
+    return int(
+        conn.execute(
+            text("SELECT count(*) FROM work_queue_item WHERE queue_id = :q AND state = 'pending'"),
+            {"q": queue_id},
+        ).scalar_one()
+    )
+
+
+def open_claims_elsewhere(conn: Connection, queue_id: int, node: str) -> float | None:
+    """Seconds until the soonest lease of another node's open claim ends; None without one."""
+    value = conn.execute(
+        text(
+            "SELECT extract(epoch FROM min(lease_until) - clock_timestamp())"
+            " FROM work_queue_claim WHERE queue_id = :q AND state = 'open' AND node <> :n"
+        ),
+        {"q": queue_id, "n": node},
+    ).scalar_one()
+    return None if value is None else float(value)
+
+
+def insert_claim(
+    conn: Connection,
+    queue_id: int,
+    *,
+    node: str,
+    attempt: int,
+    positions: Sequence[int],
+    predicted_s: float,
+    lease_s: float,
+    replay: bool,
+) -> int:
+    """A claim of `positions` leased for `lease_s`; the items are marked claimed."""
+    claim_id = int(
+        conn.execute(
+            text(
+                "INSERT INTO work_queue_claim"
+                " (queue_id, node, attempt, replay, positions, predicted_s, lease_until)"
+                " VALUES (:q, :n, :a, :r, :pos, :s,"
+                " clock_timestamp() + make_interval(secs => :lease)) RETURNING id"
+            ),
+            {"q": queue_id, "n": node, "a": attempt, "r": replay, "pos": list(positions),
+             "s": predicted_s, "lease": lease_s},
+        ).scalar_one()
+    )  # fmt: skip
+    conn.execute(
+        text(
+            "UPDATE work_queue_item SET state = 'claimed', claim_id = :c"
+            " WHERE queue_id = :q AND position = ANY(:pos)"
+        ),
+        {"q": queue_id, "c": claim_id, "pos": list(positions)},
+    )
+    return claim_id
+
+
+def items_at(conn: Connection, queue_id: int, positions: Sequence[int]) -> list[ItemRow]:
+    """The items at `positions`, in queue order."""
+    rows = conn.execute(
+        text(
+            "SELECT position, name, unit, nodeids, estimated, predicted_s FROM work_queue_item"
+            " WHERE queue_id = :q AND position = ANY(:pos) ORDER BY position"
+        ),
+        {"q": queue_id, "pos": list(positions)},
+    ).all()
+    return [
+        ItemRow(int(r[0]), str(r[1]), str(r[2]), tuple(r[3]), tuple(r[4]), float(r[5]))
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class ClaimRecord:
+    """A claim as stored (times as seconds since the queue opened)."""
+
+    id: int
+    node: str
+    attempt: int
+    state: str
+    replay: bool
+    positions: tuple[int, ...]
+    predicted_s: float
+    claimed_s: float
+    started_s: float | None
+    finished_s: float | None
+
+
+def load_claims(conn: Connection, queue_id: int, claim_id: int | None = None) -> list[ClaimRecord]:
+    """Every claim of the queue (or the one asked), oldest first."""
+    rows = conn.execute(
+        text(
+            "SELECT c.id, c.node, c.attempt, c.state, c.replay, c.positions, c.predicted_s,"
+            " extract(epoch FROM c.claimed_at - q.created_at),"
+            " extract(epoch FROM c.started_at - q.created_at),"
+            " extract(epoch FROM c.finished_at - q.created_at)"
+            " FROM work_queue_claim c JOIN work_queue q ON q.id = c.queue_id"
+            " WHERE c.queue_id = :q AND (CAST(:c AS bigint) IS NULL OR c.id = :c) ORDER BY c.id"
+        ),
+        {"q": queue_id, "c": claim_id},
+    ).all()
+    return [_claim(r) for r in rows]
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _claim(r: Any) -> ClaimRecord:
+    positions = tuple(int(p) for p in r[5])
+    return ClaimRecord(
+        int(r[0]), str(r[1]), int(r[2]), str(r[3]), bool(r[4]), positions, float(r[6]),
+        float(r[7]), _seconds(r[8]), _seconds(r[9]),
+    )  # fmt: skip
+
+
+def extend_leases(conn: Connection, queue_id: int, node: str, lease_s: float) -> int:
+    """Push the lease of `node`'s open claims `lease_s` ahead; how many."""
+    return int(
+        conn.execute(
+            text(
+                "UPDATE work_queue_claim"
+                " SET lease_until = clock_timestamp() + make_interval(secs => :lease)"
+                " WHERE queue_id = :q AND node = :n AND state = 'open'"
+            ),
+            {"q": queue_id, "n": node, "lease": lease_s},
+        ).rowcount
+        or 0
+    )
+
+
+def mark_started(conn: Connection, queue_id: int, claim_id: int) -> None:
+    """The node began running the claim."""
+    conn.execute(
+        text(
+            "UPDATE work_queue_claim SET started_at = coalesce(started_at, clock_timestamp())"
+            " WHERE queue_id = :q AND id = :c"
+        ),
+        {"q": queue_id, "c": claim_id},
+    )
+
+
+def finish_claim(
+    conn: Connection,
+    queue_id: int,
+    claim: ClaimRecord,
+    results: Sequence[tuple[str, float | None, str | None]],
+    done: Sequence[int],
+) -> None:
+    """Record a claim's measured results; the `done` items are done unless a sibling took
+    them over after the lease ran out (then both runs count: run twice, never lost); the
+    claim's other items go back to the queue."""
+    conn.execute(
+        text(
+            "UPDATE work_queue_claim SET state = CASE WHEN state = 'open' THEN 'finished'"
+            " ELSE state END, finished_at = clock_timestamp() WHERE id = :c"
+        ),
+        {"c": claim.id},
+    )
+    conn.execute(
+        text(
+            "UPDATE work_queue_item SET state = 'done', claim_id = :c, reserved_for = NULL"
+            " WHERE queue_id = :q AND position = ANY(:pos)"
+            " AND (claim_id = :c OR state = 'pending')"
+        ),
+        {"q": queue_id, "c": claim.id, "pos": list(done)},
+    )
+    conn.execute(
+        text(
+            "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
+            " WHERE queue_id = :q AND claim_id = :c AND state = 'claimed'"
+        ),
+        {"q": queue_id, "c": claim.id},
+    )
+    if results:
+        conn.execute(
+            text(
+                "INSERT INTO work_queue_result"
+                " (queue_id, claim_id, node, attempt, nodeid, duration_s, outcome)"
+                " VALUES (:q, :c, :n, :a, :nodeid, :d, :o)"
+            ),
+            [
+                {"q": queue_id, "c": claim.id, "n": claim.node, "a": claim.attempt,
+                 "nodeid": nodeid, "d": seconds, "o": outcome}
+                for nodeid, seconds, outcome in results
+            ],
+        )  # fmt: skip
+
+
+def release_claims(conn: Connection, queue_id: int, node: str) -> list[int]:
+    """Hand `node`'s open claims back: released, their items pending again."""
+    ids = [
+        int(r[0])
+        for r in conn.execute(
+            text(
+                "UPDATE work_queue_claim SET state = 'released', finished_at = clock_timestamp()"
+                " WHERE queue_id = :q AND node = :n AND state = 'open' RETURNING id"
+            ),
+            {"q": queue_id, "n": node},
+        ).all()
+    ]
+    if ids:
+        conn.execute(
+            text(
+                "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
+                " WHERE queue_id = :q AND state = 'claimed' AND claim_id = ANY(:ids)"
+            ),
+            {"q": queue_id, "ids": ids},
+        )
+    return ids
+
+
+def pending_items(conn: Connection, queue_id: int) -> list[ItemRow]:
+    """Items nobody holds or ran, in queue order."""
+    rows = conn.execute(
+        text(
+            "SELECT position, name, unit, nodeids, estimated, predicted_s FROM work_queue_item"
+            " WHERE queue_id = :q AND state = 'pending' ORDER BY position"
+        ),
+        {"q": queue_id},
+    ).all()
+    return [
+        ItemRow(int(r[0]), str(r[1]), str(r[2]), tuple(r[3]), tuple(r[4]), float(r[5]))
+        for r in rows
+    ]
+
+
+def load_results(conn: Connection, queue_id: int) -> list[tuple[str, str, int, int, float]]:
+    """Every measured run: (nodeid, node, attempt, claim id, seconds)."""
+    rows = conn.execute(
+        text(
+            "SELECT nodeid, node, attempt, coalesce(claim_id, 0), coalesce(duration_s, 0)"
+            " FROM work_queue_result WHERE queue_id = :q ORDER BY at"
+        ),
+        {"q": queue_id},
+    ).all()
+    return [(str(r[0]), str(r[1]), int(r[2]), int(r[3]), float(r[4])) for r in rows]
+
+
+def load_stops(conn: Connection, queue_id: int) -> list[tuple[str, int, float, dict[str, Any]]]:
+    """Budget stops: (node, attempt, seconds since the queue opened, detail)."""
+    rows = conn.execute(
+        text(
+            "SELECT e.node, e.attempt, extract(epoch FROM e.at - q.created_at), e.detail"
+            " FROM work_queue_event e JOIN work_queue q ON q.id = e.queue_id"
+            " WHERE e.queue_id = :q AND e.kind = 'budget-stop' ORDER BY e.id"
+        ),
+        {"q": queue_id},
+    ).all()
+    return [(str(r[0]), int(r[1]), float(r[2]), dict(r[3])) for r in rows]

@@ -1,0 +1,180 @@
+"""Queue mode's requests and answers (docs/api.md#queue-mode)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from app.schemas.base import ApiModel
+
+# Most nodeids one queue holds (a big monorepo collects ~100k tests).
+MAX_COLLECTED = 200_000
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+Nodeid = Annotated[str, StringConstraints(min_length=1, max_length=4096, pattern=r"^[^\x00]*$")]
+Attempt = Annotated[int, Field(ge=1, le=10_000)]
+LeaseS = Annotated[float, Field(ge=1.0, le=3600.0)]
+
+
+class _Request(BaseModel):
+    # Strict: `false` is not a number of seconds (the schema says so, and so do we).
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class NodeRequest(_Request):
+    """Who asks: the node (job index or name) and its CI attempt."""
+
+    node: Name
+    attempt: Attempt = 1
+
+
+class OpenQueueRequest(NodeRequest):
+    """A node's collected tests: the first node opens the pipeline's queue, the rest join."""
+
+    pipeline: Name
+    collected: list[Nodeid] = Field(max_length=MAX_COLLECTED)
+    nodes: Annotated[int, Field(ge=1, le=1000)] = 1
+    runner: Annotated[str, StringConstraints(max_length=40, pattern=r"^[a-z0-9_-]*$")] = "pytest"
+    budget_s: Annotated[float, Field(gt=0.0, le=1e7)] | None = Field(
+        default=None, description="the nodes' wall budget: no item is cut heavier than it"
+    )
+
+
+class ClaimRequest(NodeRequest):
+    """The node's remaining budget (null: none) and its per-batch floor."""
+
+    remaining_s: Annotated[float, Field(ge=0.0, le=1e7)] | None = None
+    min_batch_s: Annotated[float, Field(ge=0.0, le=86_400.0)] = 0.0
+    lease_s: LeaseS = 120.0
+
+
+class HeartbeatRequest(NodeRequest):
+    """Keep the node's claims leased."""
+
+    lease_s: LeaseS = 120.0
+
+
+class TestResult(_Request):
+    """One test's measured run."""
+
+    nodeid: Nodeid
+    duration_s: Annotated[float, Field(ge=0.0, le=1e7)] | None = None
+    outcome: Annotated[str, StringConstraints(max_length=40)] | None = None
+
+
+class FinishRequest(_Request):
+    """The batch's measured results."""
+
+    results: list[TestResult] = Field(default_factory=list, max_length=MAX_COLLECTED)
+
+
+class ReleaseRequest(NodeRequest):
+    """Hand the node's open claims back."""
+
+    reason: Annotated[str, StringConstraints(max_length=200, pattern=r"^[^\x00]*$")] = "stop"
+
+
+class QueueItem(ApiModel):
+    """A work item: a file, `file::Class`, a function or a test."""
+
+    position: int
+    name: str
+    nodeids: list[str]
+    predicted_s: float
+    estimated: list[str] = Field(description="its nodeids without history, placed by estimate")
+
+
+class QueueOpened(ApiModel):
+    """The queue a node opened or joined."""
+
+    queue_id: int
+    pipeline: str
+    opened: bool = Field(description="true for the node that created it")
+    attempt: int = Field(description="the attempt that opened it")
+    runner: str
+    nodes: int
+    tests: int
+    error: float = Field(description="relative error of the predictions: the budget's margin")
+    replay_items: int = Field(description="items a retried job replays (what it ran before)")
+    estimated: list[str]
+
+
+class QueueClaim(ApiModel):
+    """The next batch, or why there is none."""
+
+    queue_id: int
+    state: Literal["batch", "budget", "wait", "done"]
+    claim_id: int | None
+    replay: bool = False
+    items: list[QueueItem]
+    predicted_s: float
+    pending_items: int
+    error: float
+    lease_s: float
+    retry_after_s: float | None
+    selection: dict[str, Any] | None = Field(description="the batch in its runner's words")
+    not_fit: list[QueueItem] = Field(default_factory=list)
+
+
+class QueueHeartbeat(ApiModel):
+    """Claims whose lease was extended."""
+
+    claims: int
+    lease_s: float
+
+
+class QueueBatchStarted(ApiModel):
+    """A claim after start."""
+
+    claim_id: int
+    state: str
+
+
+class QueueFinished(ApiModel):
+    """What a finish recorded."""
+
+    claim_id: int
+    recorded: int
+    late: bool = Field(description="the lease had run out: its items may run twice")
+    handed_back: int = Field(description="items not fully run, back in the queue")
+
+
+class QueueReleased(ApiModel):
+    """What a release handed back and what is left."""
+
+    released: int
+    pending: list[QueueItem]
+
+
+class QueueSummary(ApiModel):
+    """A queue in a list."""
+
+    queue_id: int
+    pipeline: str
+    attempt: int
+    nodes: int
+    runner: str
+    opened_at: str
+
+
+class QueueStatus(ApiModel):
+    """What a queue did: batches per node, tests run twice or nowhere, budget stops, tail."""
+
+    queue_id: int
+    pipeline: str
+    attempt: int
+    runner: str
+    planned_nodes: int
+    error: float
+    opened_at: str
+    tests: int
+    pending_items: int
+    open_claims: int
+    done: bool
+    wait_s: float | None
+    idle_tail_s: float | None = Field(description="first node's finish to the last's")
+    nodes: list[dict[str, Any]]
+    budget_stops: list[dict[str, Any]]
+    ran_twice: list[dict[str, Any]]
+    rerun_by_retry: int
+    never_ran: list[str] = Field(description="tests with no recorded run (so far)")

@@ -1,0 +1,444 @@
+"""Queue mode: open or join a pipeline's queue, claim batches that fit a node's budget,
+heartbeat, finish, release, and the report of what ran where (docs/planner.md#queue-mode).
+
+A retried job (same pipeline and node, a later attempt) REPLAYS what that node ran or held in
+its earlier attempts: those items go back to the queue reserved for it, and it takes them
+first, then whatever the queue still holds. A CI re-run of a failed job so runs the same
+tests again (taking over only the rest would run nothing and turn a red job green), and never
+skips the queue's rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import Connection
+
+from analysis.ci.runner_commands import select_jobs
+from analysis.errors import AnswerError
+from analysis.estimate import estimate_durations
+from analysis.filters import Filters
+from analysis.queue import (
+    BatchPick,
+    Candidate,
+    WorkItem,
+    batch_target_s,
+    pick_batch,
+    queue_work_items,
+)
+from analysis.queue.report import ClaimRow, ResultRow, StopRow, queue_report
+from app.db import queues as store
+from app.db.runners import runner_of_runs
+from app.project_records import Project
+from app.services.plan_store import project_calibration
+from app.services.recommendations import RecommendationError, load_history
+
+# The margin a budget keeps when this project's plans have no measured error yet.
+DEFAULT_ERROR = 0.25
+DEFAULT_LEASE_S = 120.0
+# A node with nothing to take while siblings hold leases asks again after at most this.
+RETRY_AFTER_S = 2.0
+
+
+class QueueNotFound(AnswerError):
+    """No such queue (or claim) in this project."""
+
+    status = 404
+    code = "queue-not-found"
+
+
+class QueueCollectedMismatch(AnswerError):
+    """A node collected other tests than the queue holds: an error, never a silent mix."""
+
+    status = 409
+    code = "queue-collected-mismatch"
+
+
+def collected_digest(collected: Sequence[str]) -> str:
+    """Names a collection whatever its order and repeats."""
+    return hashlib.sha256("\n".join(sorted(set(collected))).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """Who asks: a node (job index or name) of a pipeline, and its CI attempt."""
+
+    node: str
+    attempt: int
+
+
+def open_queue(
+    conn: Connection,
+    project: Project,
+    *,
+    pipeline: str,
+    who: NodeRef,
+    collected: Sequence[str],
+    nodes: int,
+    runner: str,
+    budget_s: float | None = None,
+) -> dict[str, Any]:
+    """Open the pipeline's queue (first node) or join it; idempotent. A node that collected
+    other tests gets QueueCollectedMismatch naming the difference."""
+    digest = collected_digest(collected)
+    queue = store.find_queue(conn, project.id, pipeline)
+    opened = False
+    if queue is None:
+        items, error = _plan_items(conn, project, collected, nodes, runner, budget_s)
+        queue = store.create_queue(
+            conn,
+            project.id,
+            pipeline=pipeline,
+            attempt=who.attempt,
+            collected=digest,
+            nodes=nodes,
+            runner=runner,
+            error=error,
+            items=[_item_row(i) for i in items],
+        )
+        opened = queue is not None
+        if queue is None:  # a sibling opened it meanwhile
+            queue = store.find_queue(conn, project.id, pipeline)
+            assert queue is not None
+    if queue.collected != digest:
+        raise _mismatch(conn, queue.id, collected)
+    replay = 0
+    if not opened and who.attempt > queue.attempt:
+        replay = store.reserve_replay(conn, queue.id, who.node, who.attempt)
+    store.record_event(conn, queue.id, who.node, who.attempt, "open" if opened else "join")
+    everything = store.queue_nodeids(conn, queue.id)
+    estimated = store.estimated_nodeids(conn, queue.id)
+    return {
+        "queue_id": queue.id,
+        "pipeline": queue.pipeline,
+        "opened": opened,
+        "attempt": queue.attempt,
+        "runner": queue.runner,
+        "nodes": queue.nodes,
+        "tests": len(everything),
+        "error": queue.error,
+        "replay_items": replay,
+        "estimated": estimated,
+    }
+
+
+def _mismatch(conn: Connection, queue_id: int, collected: Sequence[str]) -> QueueCollectedMismatch:
+    have = {n for n, _ in store.queue_nodeids(conn, queue_id)}
+    mine = set(collected)
+    extra, missing = sorted(mine - have), sorted(have - mine)
+    return QueueCollectedMismatch(
+        "this node collected other tests than the pipeline's queue holds: "
+        f"{len(extra)} the queue lacks ({', '.join(extra[:5]) or 'none'}"
+        f"{', ...' if len(extra) > 5 else ''}) and {len(missing)} this node did not collect "
+        f"({', '.join(missing[:5]) or 'none'}{', ...' if len(missing) > 5 else ''}); "
+        "every node of a pipeline must collect the same tests"
+    )
+
+
+def _plan_items(
+    conn: Connection,
+    project: Project,
+    collected: Sequence[str],
+    nodes: int,
+    runner: str,
+    budget_s: float | None,
+) -> tuple[list[WorkItem], float]:
+    """The work items from the project's history and the error its predictions carry."""
+    durations = pd.Series(dtype=float)
+    units: pd.Series | None = None
+    try:
+        history = load_history(conn, project, Filters())
+    except RecommendationError:
+        history = None
+    if history is not None:
+        durations = estimate_durations(history.results, history.runs)["duration_s"]
+        units = history.results.drop_duplicates("nodeid", keep="last").set_index("nodeid")["file"]
+        if runner == "pytest":
+            stored = runner_of_runs(conn, project.id, history.runs["run_id"].tolist())
+            runner = stored or runner
+    items = queue_work_items(
+        durations, collected, nodes=nodes, runner=runner, units=units, budget_s=budget_s
+    )
+    error = project_calibration(conn, project).expected_error
+    return items, DEFAULT_ERROR if error is None else float(error)
+
+
+def _item_row(item: WorkItem) -> store.ItemRow:
+    return store.ItemRow(
+        item.position, item.name, item.unit, item.nodeids, item.estimated, item.predicted_s
+    )
+
+
+def _queue_or_404(conn: Connection, project: Project, queue_id: int) -> store.QueueRow:
+    queue = store.load_queue(conn, project.id, queue_id)
+    if queue is None:
+        raise QueueNotFound(f"no queue {queue_id} in this project")
+    return queue
+
+
+def claim_batch(
+    conn: Connection,
+    project: Project,
+    queue_id: int,
+    *,
+    who: NodeRef,
+    remaining_s: float | None,
+    min_batch_s: float = 0.0,
+    lease_s: float = DEFAULT_LEASE_S,
+) -> dict[str, Any]:
+    """The node's next batch: pending items in queue order up to a target that shrinks as the
+    queue empties, none predicted not to fit `remaining_s`. With nothing to take it says why:
+    `budget` (pending work fits no longer: the node hands back and stops), `wait` (siblings
+    hold leases that may expire) or `done`."""
+    queue = _queue_or_404(conn, project, queue_id)
+    store.expire_leases(conn, queue.id)
+    count, pending_s = store.pending_totals(conn, queue.id, who.node)
+    target = batch_target_s(pending_s, queue.nodes, min_batch_s=min_batch_s)
+    # Lock about what the target takes (items of the mean size, twice over); a budget that
+    # fits none of those looks at the whole window before saying so.
+    mean_s = pending_s / count if count else 1.0
+    window = int(min(store.CLAIM_WINDOW, 2 * target / max(mean_s, 1e-9) + 8))
+    pending = store.lock_pending(conn, queue.id, who.node, window)
+    reserved = [p for p in pending if p.reserved]
+    pool = reserved or pending
+    if reserved:
+        target = sum(p.predicted_s for p in reserved)  # the replay in one go
+    pick = _pick(pool, target, remaining_s, queue.error)
+    if not pick.positions and len(pending) == window < store.CLAIM_WINDOW:
+        pending = store.lock_pending(conn, queue.id, who.node)
+        pick = _pick(pending, target, remaining_s, queue.error)
+    base: dict[str, Any] = {
+        "queue_id": queue.id,
+        "claim_id": None,
+        "items": [],
+        "predicted_s": 0.0,
+        "pending_items": count,
+        "error": queue.error,
+        "lease_s": lease_s,
+        "retry_after_s": None,
+        "selection": None,
+    }
+    if pick.positions:
+        claim_id = store.insert_claim(
+            conn,
+            queue.id,
+            node=who.node,
+            attempt=who.attempt,
+            positions=pick.positions,
+            predicted_s=pick.predicted_s,
+            lease_s=lease_s,
+            replay=bool(reserved),
+        )
+        items = store.items_at(conn, queue.id, pick.positions)
+        store.record_event(
+            conn, queue.id, who.node, who.attempt, "claim", claim_id=claim_id,
+            detail={"items": len(items), "predicted_s": pick.predicted_s,
+                    "remaining_s": remaining_s},
+        )  # fmt: skip
+        return {
+            **base,
+            "state": "batch",
+            "claim_id": claim_id,
+            "replay": bool(reserved),
+            "items": [_item_answer(i) for i in items],
+            "predicted_s": pick.predicted_s,
+            "pending_items": count - len(items),
+            "selection": _selection(conn, queue, items),
+        }
+    if pending:
+        unfit = store.items_at(conn, queue.id, pick.unfit)
+        store.record_event(
+            conn, queue.id, who.node, who.attempt, "budget-stop",
+            detail={"remaining_s": remaining_s,
+                    "not_run": [[i.name, i.predicted_s] for i in unfit]},
+        )  # fmt: skip
+        return {**base, "state": "budget", "not_fit": [_item_answer(i) for i in unfit]}
+    if count:
+        # Pending, but locked by siblings' claims being made right now.
+        return {**base, "state": "wait", "retry_after_s": 0.2}
+    lease_left = store.open_claims_elsewhere(conn, queue.id, who.node)
+    if lease_left is not None:
+        # A sibling's batch may yet come back (a node that stops beating loses it).
+        return {**base, "state": "wait", "retry_after_s": max(0.2, min(lease_left, RETRY_AFTER_S))}
+    return {**base, "state": "done"}
+
+
+def _pick(
+    pool: Sequence[store.PendingRow], target: float, remaining_s: float | None, error: float
+) -> BatchPick:
+    return pick_batch(
+        [Candidate(p.position, p.predicted_s) for p in pool],
+        target_s=target,
+        remaining_s=remaining_s,
+        error=error,
+    )
+
+
+def _item_answer(item: store.ItemRow) -> dict[str, Any]:
+    return {
+        "position": item.position,
+        "name": item.name,
+        "nodeids": list(item.nodeids),
+        "predicted_s": round(item.predicted_s, 3),
+        "estimated": list(item.estimated),
+    }
+
+
+def _selection(
+    conn: Connection, queue: store.QueueRow, items: Sequence[store.ItemRow]
+) -> dict[str, Any] | None:
+    """The batch in its runner's own words (pytest takes the nodeids)."""
+    if queue.runner == "pytest":
+        return None
+    units = pd.Series(dict(store.queue_nodeids(conn, queue.id)), dtype=object)
+    nodeids = [n for item in items for n in item.nodeids]
+    chosen = select_jobs(queue.runner, units, [nodeids])[0]
+    return {"runner": chosen.runner, "args": list(chosen.args), "command": chosen.command}
+
+
+def heartbeat(
+    conn: Connection, project: Project, queue_id: int, *, who: NodeRef, lease_s: float
+) -> dict[str, Any]:
+    """Extend the node's leases; how many claims it holds."""
+    queue = _queue_or_404(conn, project, queue_id)
+    return {"claims": store.extend_leases(conn, queue.id, who.node, lease_s), "lease_s": lease_s}
+
+
+def _claim_or_404(conn: Connection, queue_id: int, claim_id: int) -> store.ClaimRecord:
+    claims = store.load_claims(conn, queue_id, claim_id)
+    if not claims:
+        raise QueueNotFound(f"no claim {claim_id} in queue {queue_id}")
+    return claims[0]
+
+
+def start_claim(conn: Connection, project: Project, queue_id: int, claim_id: int) -> dict[str, Any]:
+    """The node began the batch."""
+    queue = _queue_or_404(conn, project, queue_id)
+    claim = _claim_or_404(conn, queue.id, claim_id)
+    store.mark_started(conn, queue.id, claim.id)
+    store.record_event(conn, queue.id, claim.node, claim.attempt, "start", claim_id=claim.id)
+    return {"claim_id": claim.id, "state": claim.state}
+
+
+def finish_claim(
+    conn: Connection,
+    project: Project,
+    queue_id: int,
+    claim_id: int,
+    results: Sequence[tuple[str, float | None, str | None]],
+) -> dict[str, Any]:
+    """Record the batch's measured durations (nodeids outside the claim are ignored); a claim
+    whose lease ran out still counts what it ran."""
+    queue = _queue_or_404(conn, project, queue_id)
+    claim = _claim_or_404(conn, queue.id, claim_id)
+    items = store.items_at(conn, queue.id, claim.positions)
+    mine = {n for item in items for n in item.nodeids}
+    kept = [r for r in results if r[0] in mine]
+    ran = {r[0] for r in kept}
+    # An item is done when every test of it ran; the rest goes back to the queue (a batch cut
+    # short by the budget or a crashed runner hands back what it did not reach).
+    done = [item.position for item in items if set(item.nodeids) <= ran]
+    store.finish_claim(conn, queue.id, claim, kept, done)
+    store.record_event(
+        conn, queue.id, claim.node, claim.attempt, "finish", claim_id=claim.id,
+        detail={"results": len(kept), "measured_s": sum(r[1] or 0.0 for r in kept),
+                "late": claim.state != "open", "handed_back": len(items) - len(done)},
+    )  # fmt: skip
+    return {
+        "claim_id": claim.id,
+        "recorded": len(kept),
+        "late": claim.state != "open",
+        "handed_back": len(items) - len(done),
+    }
+
+
+def release(
+    conn: Connection, project: Project, queue_id: int, *, who: NodeRef, reason: str
+) -> dict[str, Any]:
+    """The node hands its open claims back (a budget stop, a cancel); what is left pending,
+    by name with its prediction."""
+    queue = _queue_or_404(conn, project, queue_id)
+    released = store.release_claims(conn, queue.id, who.node)
+    store.record_event(
+        conn, queue.id, who.node, who.attempt, "release",
+        detail={"claims": released, "reason": reason},
+    )  # fmt: skip
+    left = store.pending_items(conn, queue.id)
+    return {
+        "released": len(released),
+        "pending": [_item_answer(i) for i in left],
+    }
+
+
+def queue_status(conn: Connection, project: Project, queue_id: int) -> dict[str, Any]:
+    """What ran where, twice or nowhere; each node's batches, budget stops, the idle tail."""
+    queue = _queue_or_404(conn, project, queue_id)
+    store.expire_leases(conn, queue.id)
+    claims = store.load_claims(conn, queue.id)
+    sizes = {
+        item.position: len(item.nodeids)
+        for item in store.items_at(conn, queue.id, sorted({p for c in claims for p in c.positions}))
+    }
+    rows = [
+        ClaimRow(
+            c.id,
+            c.node,
+            c.attempt,
+            c.state,
+            c.claimed_s,
+            c.started_s,
+            c.finished_s,
+            c.predicted_s,
+            len(c.positions),
+            sum(sizes.get(p, 0) for p in c.positions),
+            c.replay,
+        )
+        for c in claims
+    ]
+    results = [ResultRow(*r) for r in store.load_results(conn, queue.id)]
+    stops = [
+        StopRow(node, attempt, at_s, detail.get("remaining_s"),
+                tuple(str(n[0]) for n in detail.get("not_run", [])))
+        for node, attempt, at_s, detail in store.load_stops(conn, queue.id)
+    ]  # fmt: skip
+    nodeids = [n for n, _ in store.queue_nodeids(conn, queue.id)]
+    report = queue_report(
+        nodeids, rows, results, pending_items=store.pending_count(conn, queue.id), stops=stops
+    )
+    return {
+        "queue_id": queue.id,
+        "pipeline": queue.pipeline,
+        "attempt": queue.attempt,
+        "runner": queue.runner,
+        "planned_nodes": queue.nodes,
+        "error": queue.error,
+        "opened_at": queue.created_at.isoformat(),
+        **report.to_dict(),
+    }
+
+
+def pipeline_queue_status(conn: Connection, project: Project, pipeline: str) -> dict[str, Any]:
+    """The status of a pipeline's queue."""
+    queue = store.find_queue(conn, project.id, pipeline)
+    if queue is None:
+        raise QueueNotFound(f"no queue for pipeline {pipeline!r}")
+    return queue_status(conn, project, queue.id)
+
+
+def list_queues(conn: Connection, project: Project, *, limit: int = 50) -> list[dict[str, Any]]:
+    """The project's newest queues."""
+    return [
+        {
+            "queue_id": q.id,
+            "pipeline": q.pipeline,
+            "attempt": q.attempt,
+            "nodes": q.nodes,
+            "runner": q.runner,
+            "opened_at": q.created_at.isoformat(),
+        }
+        for q in store.recent_queues(conn, project.id, limit)
+    ]

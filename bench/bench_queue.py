@@ -1,0 +1,276 @@
+"""Queue mode measured: the server's claim rate, the time a batch adds on the node, and the
+pipeline wait of 2 queue nodes against the static plan's 2 shards on a real suite, each node
+pinned to its own core, then with a CPU competitor beside node 1; and a budget below what the
+suite needs.
+
+    .venv/bin/python -m bench.bench_queue [--suite numpy.polynomial] [--claimers 8]
+
+A real `laptime serve` (API + worker) on a scratch embedded Postgres. The suite is one shipped
+in the venv (`pytest --pyargs`), not networkx (the planner was tuned on it) nor scikit-learn.
+Its history is one full run uploaded by the plugin; every node is a real `pytest` process
+(`taskset -c K`). Exactly-once is checked by nodeid from each node's laptime JSON report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine
+
+from bench.common import scratch_database, start_serve
+
+
+def project_tokens(url: str) -> tuple[str, str]:
+    """A new project and an admin token for it (upload + read)."""
+    from app.db.projects import create_project, create_token
+
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        project = create_project(conn, f"bench-{int(time.time() * 1000)}")
+        token = create_token(conn, project, "admin")
+    engine.dispose()
+    return project.slug, token
+
+
+def claim_rate(
+    base: str, slug: str, token: str, claimers: int, tests: int, nodes: int = 1000
+) -> dict[str, Any]:
+    """`claimers` threads claim and finish batches until a queue of `tests` is empty; the
+    queue is planned for `nodes` nodes, so each claim takes one or two items, as when
+    thousands of nodes pull: claims per second and the claim + finish round trip (what a
+    batch adds on a node)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    api = f"{base}/api/v1/projects/{slug}/queues"
+    collected = [f"t/test_{i // 10:04d}.py::test_{i}" for i in range(tests)]
+    opened = httpx.post(
+        api,
+        json={
+            "node": "0",
+            "pipeline": f"rate-{time.time()}",
+            "collected": collected,
+            "nodes": nodes,
+        },
+        headers=headers,
+        timeout=120,
+    ).json()
+    queue = opened["queue_id"]
+    rounds: list[float] = []
+    lock = threading.Lock()
+    seen: Counter[str] = Counter()
+
+    def node(name: str) -> None:
+        with httpx.Client(headers=headers, timeout=60) as client:
+            while True:
+                begun = time.perf_counter()
+                batch = client.post(f"{api}/{queue}/claims", json={"node": name}).json()
+                if batch["state"] != "batch":
+                    return
+                ids = [n for item in batch["items"] for n in item["nodeids"]]
+                client.post(
+                    f"{api}/{queue}/claims/{batch['claim_id']}/finish",
+                    json={"results": [{"nodeid": n, "duration_s": 0.0} for n in ids]},
+                )
+                with lock:
+                    rounds.append(time.perf_counter() - begun)
+                    seen.update(ids)
+
+    begun = time.perf_counter()
+    threads = [threading.Thread(target=node, args=(str(i),)) for i in range(claimers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - begun
+    return {
+        "claimers": claimers,
+        "tests": tests,
+        "claims": len(rounds),
+        "claims_per_s": round(len(rounds) / elapsed, 1),
+        "batch_round_trip_p50_ms": round(1000 * statistics.median(rounds), 1),
+        "batch_round_trip_p95_ms": round(1000 * sorted(rounds)[int(0.95 * len(rounds))], 1),
+        "exactly_once": set(seen.values()) == {1} and len(seen) == tests,
+    }
+
+
+def pytest_node(
+    suite: str, where: Path, cpu: int | None, env: dict[str, str], *args: str, report: Path
+) -> subprocess.Popen[str]:
+    """A real pytest process over the suite, pinned to `cpu`."""
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    argv = [
+        *pin,
+        sys.executable,
+        "-m",
+        "pytest",
+        "--pyargs",
+        suite,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        f"--laptime-report={report}",
+        *args,
+    ]
+    return subprocess.Popen(
+        argv, cwd=where, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def ran_in(report: Path) -> list[str]:
+    """Nodeids a node's laptime JSON report holds."""
+    return [t["nodeid"] for t in json.loads(report.read_text())["tests"]]
+
+
+def pipeline(
+    suite: str, where: Path, env: dict[str, str], mode: str, tag: str, competitor: bool
+) -> dict[str, Any]:
+    """2 nodes at once (node K on core K-1), static shards or queue; their walls."""
+    hog = None
+    if competitor:
+        hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
+    try:
+        procs, reports, starts = [], [], []
+        for k in (1, 2):
+            report = where / f"{tag}-{k}.json"
+            flag = f"--laptime-{mode}={k}/2"
+            node_env = {**env, "LAPTIME_PIPELINE": tag, "LAPTIME_JOB_STARTED_AT": str(time.time())}
+            starts.append(time.monotonic())
+            procs.append(pytest_node(suite, where, k - 1, node_env, flag, report=report))
+            reports.append(report)
+        walls: list[float] = [0.0, 0.0]
+        outputs: list[list[str]] = [[], []]
+
+        def wait(k: int) -> None:
+            out, _ = procs[k].communicate(timeout=3600)
+            walls[k] = time.monotonic() - starts[k]  # this node's own end
+            outputs[k] = out.splitlines()[-3:]
+
+        waiters = [threading.Thread(target=wait, args=(k,)) for k in (0, 1)]
+        for t in waiters:
+            t.start()
+        for t in waiters:
+            t.join()
+    finally:
+        if hog is not None:
+            hog.kill()
+            hog.wait()
+    counts = Counter(n for r in reports for n in ran_in(r))
+    return {
+        "mode": mode,
+        "competitor": competitor,
+        "node_walls_s": [round(w, 1) for w in walls],
+        "wait_s": round(max(walls), 1),
+        "idle_tail_s": round(max(walls) - min(walls), 1),
+        "tests": len(counts),
+        "ran_twice": sum(1 for c in counts.values() if c > 1),
+        "tails": outputs,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--suite", default="numpy.polynomial")
+    parser.add_argument("--claimers", type=int, default=8)
+    parser.add_argument("--claim-tests", type=int, default=3000)
+    parser.add_argument("--out", default=None, help="write the JSON result here too")
+    args = parser.parse_args()
+    results: dict[str, Any] = {"suite": args.suite}
+    with scratch_database() as (url, _dsn):
+        serve, base = start_serve(url)
+        try:
+            slug, token = project_tokens(url)
+            results["claims"] = claim_rate(base, slug, token, args.claimers, args.claim_tests)
+            print(json.dumps(results["claims"]), flush=True)
+            where = Path(tempfile.mkdtemp(prefix="laptime-bench-queue-"))
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("LAPTIME_", "CI"))}
+            root = Path(__file__).resolve().parents[1]
+            env.update(
+                {
+                    "PYTHONPATH": os.pathsep.join([str(root), str(root / "client")]),
+                    "LAPTIME_URL": base,
+                    "LAPTIME_TOKEN": token,
+                    "LAPTIME_PROJECT": slug,
+                    "LAPTIME_READ_TOKEN": token,
+                }
+            )
+            # History: one full run, uploaded by the plugin.
+            begun = time.monotonic()
+            full = pytest_node(
+                args.suite,
+                where,
+                None,
+                {**env, "LAPTIME_PIPELINE": "history"},
+                "--laptime-upload",
+                report=where / "history.json",
+            )
+            full.communicate(timeout=3600)
+            results["single_process_s"] = round(time.monotonic() - begun, 1)
+            history = ran_in(where / "history.json")
+            results["suite_tests"] = len(history)
+            time.sleep(3)  # the worker ingests the history (polls every 0.5 s)
+            for competitor in (False, True):
+                for mode in ("shard", "queue"):
+                    tag = f"{mode}-{'slow' if competitor else 'equal'}"
+                    row = pipeline(args.suite, where, env, mode, tag, competitor)
+                    row["exactly_once"] = row["tests"] == len(set(history)) and not row["ran_twice"]
+                    results[tag] = row
+                    print(json.dumps(row), flush=True)
+            # A budget below what the suite needs: one node, half the single-process wall.
+            budget = results["single_process_s"] / 2
+            begun = time.monotonic()
+            node_env = {
+                **env,
+                "LAPTIME_PIPELINE": "budget",
+                "LAPTIME_JOB_STARTED_AT": str(time.time()),
+            }
+            proc = pytest_node(
+                args.suite,
+                where,
+                0,
+                node_env,
+                "--laptime-queue=1/1",
+                f"--laptime-budget={budget}",
+                report=where / "budget.json",
+            )
+            proc.communicate(timeout=3600)
+            wall = time.monotonic() - begun
+            status = httpx.get(
+                f"{base}/api/v1/projects/{slug}/queues/pipeline",
+                params={"pipeline": "budget"},
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=60,
+            ).json()
+            ran = set(ran_in(where / "budget.json"))
+            results["budget"] = {
+                "budget_s": round(budget, 1),
+                "wall_s": round(wall, 1),
+                "stopped_before_limit": wall < budget,
+                "exit_code": proc.returncode,
+                "ran": len(ran),
+                "never_ran": len(status["never_ran"]),
+                "named_exactly": set(status["never_ran"]) == set(history) - ran,
+            }
+            print(json.dumps(results["budget"]), flush=True)
+        finally:
+            serve.terminate()
+            serve.wait(timeout=30)
+    print(json.dumps(results, indent=2))
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""One CI node's side of queue mode, whatever the runner: open or join the pipeline's queue,
+hand out batches that fit the budget, report what ran; and the fallbacks that never leave a
+test unrun.
+
+- Server unreachable at the start: the consistent static shard (the durations cache, else the
+  nodeid hash: what every node computes alike from the same collection), as `--laptime-shard`.
+- Server lost mid-run: every collected test this node has not run itself, in one last batch
+  (it cannot know what its siblings ran, so some may run twice; none is left unrun).
+- Budget: a batch is claimed only for what is predicted to fit the time left with the
+  prediction's error as margin; when nothing fits, the node hands its claims back and stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from laptime_ci.budget import JobClock
+from laptime_ci.queue_client import (
+    LeaseKeeper,
+    QueueClient,
+    QueueConfig,
+    QueueRefused,
+    QueueUnavailable,
+)
+from laptime_ci.shards import ServerConfig, plan_shard
+
+# What a node that sees nothing to take waits at most in one go before asking again.
+MAX_WAIT_S = 5.0
+
+
+@dataclass
+class Batch:
+    """Tests to run now; `claim_id` None outside the queue (fallbacks)."""
+
+    nodeids: list[str]
+    claim_id: int | None
+    predicted_s: dict[str, float] = field(default_factory=dict)  # per test, where known
+    selection: dict[str, Any] | None = None
+
+
+@dataclass
+class NodeSummary:
+    """What the node did, for its closing lines and exit status."""
+
+    mode: str = "queue"  # queue | static (server down at start) | lost (server lost mid-run)
+    notes: list[str] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
+    batches: int = 0
+    # (name, predicted seconds) left because they did not fit the budget
+    not_fit: list[tuple[str, float]] = field(default_factory=list)
+    never_ran: list[str] = field(default_factory=list)  # ran on no node (from the server)
+    failed: bool = False  # queue mode says the pipeline must fail
+
+
+class QueueNode:
+    """The queue loop of one node (see the module docstring)."""
+
+    def __init__(
+        self,
+        collected: Sequence[str],
+        *,
+        config: QueueConfig,
+        clock: JobClock,
+        runner: str = "pytest",
+        cache_path: Path | None = None,
+        min_batch_s: float = 0.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.collected = list(dict.fromkeys(collected))
+        self.config = config
+        self.clock = clock
+        self.runner = runner
+        self.cache_path = cache_path
+        self.min_batch_s = min_batch_s
+        self.env = os.environ if env is None else env
+        self.client = QueueClient(config)
+        self.summary = NodeSummary()
+        self.predicted: dict[str, float] = {}
+        self.handed: set[str] = set()  # every test given to this node to run
+        self.error = 0.25  # the predictions' relative error, from the queue
+        self._done_static = False
+        self._static_ids: list[str] = []
+        self._keeper: LeaseKeeper | None = None
+        self._allow_unrun = (self.env.get("LAPTIME_QUEUE_ALLOW_UNRUN") or "") in ("1", "true")
+
+    def start(self) -> None:
+        """Open or join the queue; with no server, plan the static shard instead."""
+        if not self.config.configured:
+            self._static("no queue server configured (LAPTIME_URL, LAPTIME_TOKEN, "
+                         "LAPTIME_PROJECT, and a pipeline id)")  # fmt: skip
+            return
+        try:
+            opened = self.client.open(self.collected, self.runner, self.clock.budget_s)
+        except QueueUnavailable as exc:
+            self._static(f"queue server unreachable at start ({exc})")
+            return
+        except QueueRefused as exc:
+            if exc.status == 409:
+                # Nodes disagreeing on the collected set: an error, never a silent mix.
+                self.summary.failed = True
+                self.summary.mode = "refused"
+                self.summary.notes.append(f"error: {exc.detail}")
+                return
+            self._static(f"queue server refused ({exc})")
+            return
+        self.error = float(opened.get("error") or 0.0)
+        verb = "opened" if opened.get("opened") else "joined"
+        estimated = opened.get("estimated") or []
+        self.summary.notes.append(
+            f"queue {opened['queue_id']} {verb} (node {self.config.node}, attempt "
+            f"{self.config.attempt}): {opened['tests']} tests"
+            + (f", {len(estimated)} without history placed by estimate" if estimated else "")
+            + (f", replaying {opened['replay_items']} items" if opened.get("replay_items") else "")
+        )
+        self._keeper = LeaseKeeper(self.client).__enter__()
+
+    def _static(self, reason: str) -> None:
+        self.summary.mode = "static"
+        plan = plan_shard(
+            self.collected,
+            index=int(self.config.node) if self.config.node.isdigit() else 1,
+            total=self.config.total,
+            server=ServerConfig(),
+            cache_path=self.cache_path,
+        )
+        self._static_ids = list(plan.nodeids)
+        self.summary.notes.append(
+            f"warning: {reason}: running static shard {self.config.node}/{self.config.total} "
+            f"({plan.source}, {len(plan.nodeids)} tests)"
+        )
+
+    def next_batch(self, reserved_s: float = 0.0, *, wait: bool = True) -> Batch | None:
+        """The next tests to run (None: this node is done). `reserved_s` is work already
+        committed to but not yet run (the current batch's last test). A prefetch (`wait`
+        False, while this node still holds a batch) returns None instead of waiting for
+        siblings: two nodes each waiting on the other's lease would never finish."""
+        mode = self.summary.mode
+        if mode == "refused":
+            return None
+        if mode in ("static", "lost"):
+            if self._done_static:
+                return None
+            self._done_static = True
+            ids = self._static_ids if mode == "static" else self._unrun_here()
+            self.handed.update(ids)
+            return self._budgeted(Batch(ids, None, {n: self.predicted[n] for n in ids
+                                                    if n in self.predicted}))  # fmt: skip
+        while True:
+            remaining = self.clock.remaining_s(reserved_s)
+            try:
+                answer = self.client.claim(remaining, self.min_batch_s)
+            except (QueueUnavailable, QueueRefused) as exc:
+                return self._lost(str(exc))
+            state = answer.get("state")
+            if state == "batch":
+                self.summary.batches += 1
+                nodeids: list[str] = []
+                for item in answer["items"]:
+                    share = float(item["predicted_s"]) / max(len(item["nodeids"]), 1)
+                    for nodeid in item["nodeids"]:
+                        self.predicted[nodeid] = share
+                        nodeids.append(nodeid)
+                self.handed.update(nodeids)
+                claim_id = int(answer["claim_id"])
+                # The start is a record; the batch is the node's either way.
+                with contextlib.suppress(QueueUnavailable, QueueRefused):
+                    self.client.start(claim_id)
+                return Batch(nodeids, claim_id, {n: self.predicted[n] for n in nodeids},
+                             answer.get("selection"))  # fmt: skip
+            if state == "budget":
+                self.summary.not_fit = [
+                    (str(i["name"]), float(i["predicted_s"])) for i in answer.get("not_fit", [])
+                ]
+                self._release("budget")
+                return None
+            if state == "wait":
+                if not wait:
+                    return None
+                wait_s = min(float(answer.get("retry_after_s") or 1.0), MAX_WAIT_S)
+                left = self.clock.remaining_s(reserved_s)
+                if left is not None and left <= wait_s:
+                    return None
+                time.sleep(wait_s)  # the server's own back-off while siblings hold leases
+                continue
+            return None
+
+    def _budgeted(self, batch: Batch) -> Batch:
+        """Drop the fallback batch's tests predicted not to fit (known predictions only)."""
+        left = self.clock.remaining_s()
+        if left is None:
+            return batch
+        kept, total = [], 0.0
+        for nodeid in batch.nodeids:
+            seconds = batch.predicted_s.get(nodeid, 0.0)
+            if total + seconds > left:
+                self.summary.not_fit.append((nodeid, seconds))
+                continue
+            kept.append(nodeid)
+            total += seconds
+        batch.nodeids = kept
+        return batch
+
+    def _unrun_here(self) -> list[str]:
+        return [n for n in self.collected if n not in self.handed]
+
+    def _lost(self, reason: str) -> Batch | None:
+        """The server is gone mid-run: everything this node has not run, in one batch."""
+        self.summary.mode = "lost"
+        self.summary.notes.append(
+            f"warning: queue server lost mid-run ({reason}): running every collected test "
+            "this node has not run (some may run twice, none is left unrun)"
+        )
+        return self.next_batch()
+
+    def finished(self, batch: Batch, results: Sequence[tuple[str, float, str]]) -> None:
+        """Record what the batch ran (on the server when it came from the queue)."""
+        self.summary.ran.extend(n for n, _, _ in results)
+        if batch.claim_id is None or self.summary.mode != "queue":
+            return
+        try:
+            self.client.finish(batch.claim_id, results)
+        except (QueueUnavailable, QueueRefused) as exc:
+            self.summary.notes.append(f"warning: could not record batch {batch.claim_id}: {exc}")
+            self.summary.mode = "lost"
+            self._done_static = False
+
+    def _release(self, reason: str) -> None:
+        try:
+            left = self.client.release(reason)
+        except (QueueUnavailable, QueueRefused):
+            return
+        pending = left.get("pending") or []
+        if pending:
+            self.summary.notes.append(
+                f"budget stop: {len(pending)} items left in the queue when this node stopped "
+                f"({self.clock.elapsed_s():.0f} s of {self.clock.budget_s:.0f} s used)"
+            )
+
+    def close(self) -> NodeSummary:
+        """Stop beating; ask the server what ran nowhere (exact once no node holds a claim)."""
+        if self._keeper is not None:
+            self._keeper.__exit__(None, None, None)
+            self._keeper = None
+        summary = self.summary
+        if summary.mode == "queue":
+            try:
+                report = self.client.status()
+            except (QueueUnavailable, QueueRefused):
+                report = {}
+            if report and not report.get("open_claims"):
+                summary.never_ran = list(report.get("never_ran") or [])
+        if summary.not_fit:
+            summary.notes.append(
+                "error: not run, predicted not to fit the budget: "
+                + ", ".join(f"{name} ({seconds:.1f} s)" for name, seconds in summary.not_fit)
+            )
+        if summary.never_ran:
+            summary.notes.append(
+                f"error: {len(summary.never_ran)} tests ran on no node: "
+                + ", ".join(summary.never_ran)
+            )
+        if (summary.not_fit or summary.never_ran) and not self._allow_unrun:
+            summary.failed = True
+        return summary
