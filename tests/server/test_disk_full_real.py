@@ -92,7 +92,7 @@ def test_disk_full_episodes_spend_no_attempt(small_disk_db: tuple[str, Path]) ->
     first = queue_upload(url, junit_xml(5, seed=4), job="first")
     with psycopg.connect(dsn) as conn, psycopg.connect(dsn, autocommit=True) as side:
         drain(conn, side, WorkerConfig())
-    assert _status(url, first)["status"] == "done"
+    assert _status(url, first).status == "done"
     upload_id = queue_upload(url, junit_xml(3000, seed=5), job="full")
     filler = mount / "filler"
     _fill(filler)
@@ -114,16 +114,16 @@ def test_disk_full_episodes_spend_no_attempt(small_disk_db: tuple[str, Path]) ->
 
         wait_for(lambda: claims() >= claims_before + EPISODES, what=f"{EPISODES} disk-full tries")
         doc = _status(url, upload_id)
-        assert (doc["status"], doc["attempts"]) == ("queued", 0), doc
+        assert (doc.status, doc.attempts) == ("queued", 0), doc
         assert scalar(url, "SELECT count(*) FROM upload_attempt WHERE error IS NOT NULL") == 0
         assert scalar(url, "SELECT count(*) FROM test_result") == 5  # nothing stored yet
         filler.unlink()  # the operator frees space
-        wait_for(lambda: _status(url, upload_id)["status"] == "done", what="the upload done")
+        wait_for(lambda: _status(url, upload_id).status == "done", what="the upload done")
     finally:
         stop.set()
         worker.join(timeout=30)
     doc = _status(url, upload_id)
-    assert (doc["status"], doc["attempts"], doc["error_code"]) == ("done", 1, None), doc
+    assert (doc.status, doc.attempts, doc.error_code) == ("done", 1, None), doc
     assert scalar(url, "SELECT attempts FROM upload WHERE id = %s", upload_id) == 1
     assert scalar(url, "SELECT count(*) FROM upload_attempt WHERE error IS NOT NULL") == 0
     assert scalar(url, "SELECT count(*) FROM upload_attempt WHERE upload_id = %s", upload_id) == 1

@@ -251,7 +251,8 @@ def test_a_sender_killed_mid_retry_loses_nothing(db: Engine, private_db: str) ->
         ("LAPTIME_WEBHOOK_POLL_S", "0.1"),
     )
     with receiver(500, "hold", 200) as rx:
-        _, secret = _register(db, project, rx.url)
+        # Only the change: a worker also queues the week's digest for every webhook hearing it.
+        _, secret = _register(db, project, rx.url, events=["change.detected"])
         _queue(db, project)
         first = start_worker(private_db, *env)
         try:
