@@ -32,6 +32,7 @@ from schemathesis.specs.openapi.checks import (
 )
 from sqlalchemy import Engine
 
+from tests.changes_history import upload_step_history
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.server.test_rollup_api import junit
 from tests.server.test_upload_flow import upload, wait_done
@@ -227,6 +228,23 @@ def test_schemathesis_cli_every_check_and_stateful_pass_clean(
     live_server: LiveServer, rich: ProjectFixture, tmp_path: Path
 ) -> None:
     config = tmp_path / "schemathesis.toml"
+    # A lasting step in the rich project (another job, so the reads above keep their data):
+    # the change-state route then meets a change of the project, not a 404 every time.
+    upload_step_history(live_server, rich, job="steps")
+    changes = httpx.get(
+        f"{live_server.url}/api/v1/projects/{rich.slug}/changes",
+        headers={"Authorization": f"Bearer {rich.read_token}"},
+        timeout=60,
+    ).json()["changes"]
+    assert changes, "the step history made no change"
+    # And the pipeline's queue, so its status route answers from data.
+    opened = httpx.post(
+        f"{live_server.url}/api/v1/projects/{rich.slug}/queues",
+        headers={"Authorization": f"Bearer {rich.upload_token}"},
+        json={"node": "1", "pipeline": "pipe-1", "collected": ["tests/test_a.py::t0"]},
+        timeout=60,
+    )
+    assert opened.status_code == 200, opened.text
     # A well-formed request the data cannot answer (no results in the window, no such cell or
     # catalogue) or a rule across fields (a job range's ends, a date's years) is a documented
     # 422 (docs/errors.md), and so is a documented 409 for a resource whose state does not
@@ -235,6 +253,7 @@ def test_schemathesis_cli_every_check_and_stateful_pass_clean(
     config.write_text(
         # The rich project's pipeline: compare answers from data rather than a 404 every time.
         f'[parameters]\n"path.slug" = "{rich.slug}"\n"query.pipeline" = "pipe-1"\n'
+        f'"path.change_id" = {changes[0]["id"]}\n'
         "[generation]\nallow-x00 = false\n"
         "[checks.positive_data_acceptance]\n"
         'expected-statuses = ["2xx", "401", "403", "404", "409", "422"]\n'
