@@ -114,9 +114,6 @@ def instrument(clock: PhaseClock) -> None:
         "_upsert_test_cases",
         "_copy_results",
         "_store_rollups",
-        "_rollup_rows",
-        "_merge_staged_rollups",
-        "_store_file_rollups",
     ):
         if hasattr(store, name):
             timed(store, name)
