@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import re
 import statistics
 import threading
@@ -178,6 +179,13 @@ def queue_uploads(url: str, uploads: int, tests: int) -> int:
     return project.id
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def commit_cost(dsn: str, rounds: int = 30) -> float:
     """Median seconds of one committed one-row insert: the WAL flush every ingest pays."""
     with psycopg.connect(dsn) as conn:
@@ -217,10 +225,14 @@ def main() -> None:
                 psycopg.connect(dsn, autocommit=True) as side,
             ):
                 heartbeat.attach(conn)
+                backends = [c.info.backend_pid for c in (conn, side)]
+                cpu_before = [_cpu_s(pid) for pid in (os.getpid(), *backends)]  # same order
                 start = time.perf_counter()
                 with clock.phase("drain loop (rest)"):
                     done = drain(conn, side, config, heartbeat=heartbeat, known_tests=KnownTests())
                 wall = time.perf_counter() - start
+                pids = (os.getpid(), *backends)
+                cpu = [_cpu_s(p) - b for p, b in zip(pids, cpu_before, strict=True)]
         finally:
             heartbeat.stop()
     assert done == args.uploads, done
@@ -240,6 +252,13 @@ def main() -> None:
     print(
         f"heartbeat thread (own connection, beside the total): {beats} beats, "
         f"{beat_sql * per:.2f} ms/upload of statements"
+    )
+    # CPU time moves far less than wall time when other work shares the cores.
+    print(
+        f"CPU per upload: this process {cpu[0] * per:.2f} ms (the worker and the heartbeat "
+        f"thread), its database backend {cpu[1] * per:.2f} ms, the attempts connection's "
+        f"{cpu[2] * per:.2f} ms; together {sum(cpu) * per:.2f} ms "
+        f"= {1000 / (sum(cpu) * per):.0f} uploads/s per core"
     )
     print(f"physical limit: a committed one-row insert (WAL flush) {fsync_s * 1000:.2f} ms")
 
