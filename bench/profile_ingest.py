@@ -209,7 +209,7 @@ def main() -> None:
     args = parser.parse_args()
     from ingest.heartbeat import Heartbeat
     from ingest.store import KnownTests
-    from ingest.worker import WorkerConfig, drain
+    from ingest.worker import WorkerConfig, drain, ingest_connection, side_connection
 
     clock = PhaseClock()
     with scratch_database() as (url, dsn):
@@ -221,8 +221,8 @@ def main() -> None:
         heartbeat.start()
         try:
             with (
-                psycopg.connect(dsn) as conn,
-                psycopg.connect(dsn, autocommit=True) as side,
+                ingest_connection(dsn, "profile") as conn,
+                side_connection(dsn, "profile") as side,
             ):
                 heartbeat.attach(conn)
                 backends = [c.info.backend_pid for c in (conn, side)]
