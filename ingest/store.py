@@ -590,8 +590,11 @@ _ROLLUP_MERGE = """
 # per file (as sum_fact_values: a phase no row reported stays NULL). Nothing is staged in a
 # table and nothing is read back.
 _STORE_ROLLUPS = """
-WITH v AS MATERIALIZED (
-    -- NaN is how an unknown float travels (pgcodec.binary_array); NULL from here on.
+WITH v AS NOT MATERIALIZED (
+    -- NaN is how an unknown float travels (pgcodec.binary_array); NULL from here on. The
+    -- arrays come sorted by test id, so every insert meets the rows in index order; each
+    -- reader unnests them again, which costs less than keeping a copy (a tuplestore that
+    -- spills to disk at 200,000 rows).
     SELECT u.test_id, 1 AS runs, (u.duration_s <> 'NaN')::int AS known,
         CASE WHEN u.duration_s <> 'NaN' THEN u.duration_s ELSE 0 END AS total_s,
         nullif(u.duration_s, 'NaN') AS max_s, nullif(u.setup_s, 'NaN') AS setup_s,
@@ -601,7 +604,6 @@ WITH v AS MATERIALIZED (
         %(failures)b, %(flaky)b, %(peak_rss_mib)b, %(file_code)b)
         AS u(test_id, duration_s, setup_s, call_s, teardown_s, failures, flaky, peak_rss_mib,
             file_code)
-    ORDER BY u.test_id
 ), daily AS (
     INSERT INTO rollup_daily AS r (project_id, day, cell_id, test_id, {values})
     SELECT %(project)s, %(day)s, %(cell)s, test_id, {values} FROM v
@@ -670,8 +672,13 @@ def _store_rollups(
         },
     ).fetchone()
     assert row is not None
-    files = results["file"].fillna("(unknown)")
-    file_codes, file_names = pd.factorize(files, sort=False)
+    order = np.argsort(ids, kind="stable")
+    sorted_results = results.iloc[order]
+    file_codes, file_names = pd.factorize(sorted_results["file"].fillna("(unknown)"), sort=False)
+
+    def floats(column: str) -> Float8Array:
+        return Float8Array(_float_column(sorted_results[column]))
+
     conn.execute(
         _ROLLUPS_AGAIN if row[2] else _ROLLUPS_FIRST,
         {
@@ -679,14 +686,14 @@ def _store_rollups(
             "day": day,
             "week": week,
             "cell": cell_id,
-            "test_id": Int8Array(ids),
-            "duration_s": Float8Array(_float_column(results["duration_s"])),
-            "setup_s": Float8Array(_float_column(results["setup_s"])),
-            "call_s": Float8Array(_float_column(results["call_s"])),
-            "teardown_s": Float8Array(_float_column(results["teardown_s"])),
-            "failures": Int4Array(results["outcome"].isin(("failed", "error")).to_numpy()),
-            "flaky": Int4Array(results["flaky"].to_numpy().astype(np.int32)),
-            "peak_rss_mib": Float4Array(_float_column(results["peak_rss_mib"])),
+            "test_id": Int8Array(ids[order]),
+            "duration_s": floats("duration_s"),
+            "setup_s": floats("setup_s"),
+            "call_s": floats("call_s"),
+            "teardown_s": floats("teardown_s"),
+            "failures": Int4Array(sorted_results["outcome"].isin(("failed", "error")).to_numpy()),
+            "flaky": Int4Array(sorted_results["flaky"].to_numpy().astype(np.int32)),
+            "peak_rss_mib": Float4Array(_float_column(sorted_results["peak_rss_mib"])),
             "file_code": Int4Array(file_codes.astype(np.int32)),
             "files": [str(name) for name in file_names],
         },
