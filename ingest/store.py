@@ -1,4 +1,5 @@
-"""Write one merged run into Postgres: COPY into a staging table, then set-based SQL.
+"""Write one merged run into Postgres: results by binary COPY, the test dictionary and the
+rollups each by one statement over array parameters (no staging table, nothing read back).
 
 Everything happens on the caller's connection inside the caller's transaction (the worker
 owns it), so a run is stored completely or not at all.
