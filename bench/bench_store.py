@@ -7,6 +7,11 @@ a TEMP table, which writes no WAL, is printed for reference. Measured:
 `store_run` (test dictionary upsert, results COPY with its index, the five rollups), committed;
 the rollups alone, and their arithmetic alone (the same sums from the same array parameters,
 nothing written). Reports rows/s of each and their ratio to the bare COPY.
+
+Before (the figures README.md quotes; tests/test_before_figures.py checks them):
+- `0.08-0.10x`: whole store_run over the bare COPY at 200,000 results (a cell that ran that day,
+  then the first run of a cell-day), the code at commit 35487e62a7927bba06d710afe3a9894399094472 (the parent of
+  the array-parameter store), `python -m bench.bench_store --results 200000`.
 """
 
 from __future__ import annotations

@@ -9,7 +9,13 @@ functions of ingest/worker.py and ingest/store.py, every statement they send (by
 words), the COMMIT and the heartbeat's writes are timed with perf_counter wrappers installed
 only here; each row is self time (what its children took is in their own rows), so the rows add
 up to the wall time of the drain. Physical limits of this machine, measured in the same run:
-the commit of a one-row insert (WAL flush, fsync), and the bare COPY of the same rows.
+the commit of a one-row insert (WAL flush, fsync). CPU time per upload (this process and its
+database backends, from /proc) is the figure to compare on shared cores: wall time is not.
+
+Before (the figures README.md quotes; tests/test_before_figures.py checks them):
+- `66 ms`: CPU per 1,000-test upload, the worker process and its backends, the code at commit
+  35487e62a7927bba06d710afe3a9894399094472 (the parent of the array-parameter store), run back to back with
+  the new code, `python -m bench.profile_ingest --uploads 60`.
 """
 
 from __future__ import annotations
