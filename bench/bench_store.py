@@ -10,7 +10,7 @@ nothing written). Reports rows/s of each and their ratio to the bare COPY.
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
 - `0.08-0.10x`: whole store_run over the bare COPY at 200,000 results (a cell that ran that day,
-  then the first run of a cell-day), the code at commit 35487e62a7927bba06d710afe3a9894399094472 (the parent of
+  then the first run of a cell-day), the code at commit 35487e62a792 (the parent of
   the array-parameter store), `python -m bench.bench_store --results 200000`.
 """
 

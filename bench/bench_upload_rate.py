@@ -11,7 +11,7 @@ so the ratios say what ingesting alongside costs the uploaders, and what 3 worke
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
 - `5.7 uploads/s`: end to end with 1 worker and with 3 workers, load average 10-12, the code at
-  commit 35487e62a7927bba06d710afe3a9894399094472 (the parent of the array-parameter store), run back to back
+  commit 35487e62a792 (the parent of the array-parameter store), run back to back
   with the new code, `python -m bench.bench_upload_rate --uploads 20 --tests 1000`.
 """
 

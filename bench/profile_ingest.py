@@ -14,7 +14,7 @@ database backends, from /proc) is the figure to compare on shared cores: wall ti
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
 - `66 ms`: CPU per 1,000-test upload, the worker process and its backends, the code at commit
-  35487e62a7927bba06d710afe3a9894399094472 (the parent of the array-parameter store), run back to back with
+  35487e62a792 (the parent of the array-parameter store), run back to back with
   the new code, `python -m bench.profile_ingest --uploads 60`.
 """
 
