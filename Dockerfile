@@ -8,6 +8,7 @@ COPY app app
 COPY ingest ingest
 COPY analysis analysis
 COPY figures figures
+COPY notify notify
 COPY model model
 COPY demo demo
 COPY pgcodec pgcodec

@@ -7,7 +7,10 @@
 - `reduce/`: parametrize explosions cut to covering sets, CI matrices cut to what matters.
 - `accuracy/`: did a plan come true, and the calibration it teaches the job model.
 - `changes/`: lasting steps in a duration series, found from the series' own noise.
-- `compare/`: a pipeline's runs against the base branch's recent runs (the PR summary).
+- `compare/`: a pipeline's runs against the base branch's recent runs (the PR summary), their
+  cost, and whether the stored split plan still fits.
+- `digest/`: a week against the week before from the weekly rollups (the weekly digest).
+- `flaky/`: flaky tests found from the data, what they cost, quarantine expiry and release.
 
 Shared by several rooms: `errors` (the one domain error), `durations` (duration text),
 `filters` (what a query narrows to) and `estimate` (per-test durations from history). The

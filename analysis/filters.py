@@ -41,7 +41,7 @@ class Filters:
     files: tuple[str, ...] = ()
 
     @property
-    def test_level(self) -> bool:
+    def has_test_filters(self) -> bool:
         """True when a filter looks at tests (markers, files), which runs cannot answer."""
         return bool(self.markers or self.exclude_markers or self.files)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -13,13 +14,17 @@ from sqlalchemy import Engine
 
 from analysis.errors import AnswerError
 from app.api.accuracy import router as accuracy_router
+from app.api.changes import router as changes_router
 from app.api.compare import router as compare_router
 from app.api.docs_ui import mount_docs
+from app.api.flaky import router as flaky_router
 from app.api.health import router as health_router
 from app.api.metrics_endpoint import router as metrics_router
 from app.api.openapi_doc import install_openapi
 from app.api.projects import router as projects_router
+from app.api.quarantine import router as quarantine_router
 from app.api.recommendations import router as recommendations_router
+from app.api.webhooks import router as webhooks_router
 from app.db.pool_metrics import instrument_pool
 from app.http.errors import answer_error_response, install_error_handlers
 from app.http.frame_budget import apply_frame_budget
@@ -27,6 +32,7 @@ from app.http.header_limit import HeaderLimit
 from app.http.request_observer import RequestObserver
 from app.pages.common import answer_error_page
 from app.pages.routes import mount as mount_pages
+from app.services.read_warmer import start_read_warmer
 from app.settings import Settings
 from app.uploads.guard import UploadGuard
 from app.uploads.outcomes import UploadOutcomes
@@ -76,6 +82,10 @@ def create_app(settings: Settings, engine: Engine) -> FastAPI:
     app.include_router(recommendations_router)
     app.include_router(accuracy_router)
     app.include_router(compare_router)
+    app.include_router(flaky_router)
+    app.include_router(quarantine_router)
+    app.include_router(changes_router)
+    app.include_router(webhooks_router)
     mount_docs(app)
     install_openapi(app)
     mount_pages(app)
@@ -95,7 +105,13 @@ def _operation_id(route: APIRoute) -> str:
 @asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     settle_startup_heap()
-    yield
+    warmer = start_read_warmer(app.state.engine, app.state.settings)
+    try:
+        yield
+    finally:
+        if warmer is not None:
+            # Joining a thread blocks: not on the event loop.
+            await asyncio.to_thread(warmer.stop)
 
 
 def settle_startup_heap() -> None:

@@ -9,6 +9,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from notify.retry import RetryPolicy
+
 
 def default_home() -> Path:
     """Per-user data directory used when LAPTIME_HOME is unset."""
@@ -53,6 +55,8 @@ class Settings(BaseSettings):
     # processes keeps its share (`laptime serve --workers N` sets LAPTIME_WEB_PROCESSES).
     frame_cache_mib: int = Field(default=256, ge=1)
     web_processes: int = Field(default=1, ge=1)
+    # Refresh the rollups readers asked for lately after each commit, off the request path.
+    warm_reads: bool = True
     # Logs (docs/operations.md): `text` for a terminal, `json` for a log pipeline.
     log_format: Literal["text", "json"] = "text"
     log_level: str = "INFO"
@@ -61,6 +65,14 @@ class Settings(BaseSettings):
     # A `laptime worker` serves its own metrics on this port when set (a worker that shares
     # no PROMETHEUS_MULTIPROC_DIR with a web process, e.g. in its own container).
     worker_metrics_port: int | None = None
+    # Webhook deliveries (docs/webhooks.md), sent by the worker processes: tries per delivery,
+    # the first retry's delay (doubling each time, capped), each attempt's time limit, and how
+    # often a worker looks for due deliveries and weekly digests.
+    webhook_max_attempts: int = Field(default=8, ge=1, le=100)
+    webhook_first_delay_s: float = Field(default=30.0, ge=0)
+    webhook_max_delay_s: float = Field(default=6 * 3600.0, ge=0)
+    webhook_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    webhook_poll_s: float = Field(default=2.0, gt=0)
 
     @field_validator("log_level")
     @classmethod
@@ -69,6 +81,16 @@ class Settings(BaseSettings):
         if not isinstance(logging.getLevelName(level), int):
             raise ValueError("one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
         return level
+
+    @property
+    def webhook_policy(self) -> RetryPolicy:
+        """How webhook deliveries are tried."""
+        return RetryPolicy(
+            max_attempts=self.webhook_max_attempts,
+            first_delay_s=self.webhook_first_delay_s,
+            max_delay_s=self.webhook_max_delay_s,
+            timeout_s=self.webhook_timeout_s,
+        )
 
     @property
     def frame_cache_bytes(self) -> int:

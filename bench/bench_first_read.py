@@ -8,7 +8,10 @@ database), then stores ONE run of `--big` new results in one transaction through
 ingest path (store_run, as the worker does), as a CI job of a very large
 suite does. Times the first rollup read right after that commit (a page's rollups, nothing
 kept), then the same reads `--reads` times (steady: kept frames) and cold after a small upload
-(the usual first read), and prints the first read as a ratio to the steady p50. `--analyze`
+(the usual first read), and prints the first read as a ratio to the steady p50. Then the
+same with the read warmer running: two more big commits, the time from commit to the page's
+answers refreshed, a read after that refresh, and a read issued at once (it waits for the
+refresh in flight rather than computing a second time). `--analyze`
 runs ANALYZE between the commit and the first read: fresh planner statistics, to tell a bad
 plan from the cost itself.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -113,6 +117,7 @@ def main() -> None:
         for _ in range(max(3, args.reads // 5)):
             store_upload(dsn, project.id)
             after_small.append(page_reads(engine, project.id, args.days, shared))
+        warmed = warmed_reads(engine, dsn, project.id, args, shared)
         engine.dispose()
     p50 = statistics.median(steady)
     small = statistics.median(after_small)
@@ -121,6 +126,50 @@ def main() -> None:
     print(f"steady read p50                 {p50 * 1000:8.0f} ms")
     print(f"first read after a small upload {small * 1000:8.0f} ms (p50)")
     print(f"first / steady p50 {first_s / p50:.0f}x; first / small-upload {first_s / small:.1f}x")
+    print("with the read warmer (refreshes kept answers after each commit):")
+    print(f"  commit to answers refreshed     {warmed.refresh_s * 1000:8.0f} ms (off requests)")
+    print(
+        f"  first read after the refresh    {warmed.after_s * 1000:8.0f} ms"
+        f" ({warmed.after_s / p50:.1f}x steady p50; unwarmed: {first_s / p50:.0f}x)"
+    )
+    print(
+        f"  read issued at once             {warmed.at_once_s * 1000:8.0f} ms"
+        f" ({warmed.at_once_s / warmed.refresh_s:.2f}x the refresh: it waits for it)"
+    )
+
+
+@dataclass(frozen=True)
+class Warmed:
+    """The first read after a big commit, with the read warmer running."""
+
+    refresh_s: float  # from the commit's end to the page's answers kept under the new version
+    after_s: float  # a read once the refresh is done
+    at_once_s: float  # a read issued right after a commit (it joins the refresh in flight)
+
+
+def warmed_reads(engine: Any, dsn: str, project_id: int, args: Any, shared: Any) -> Warmed:
+    """Two more big commits with a warmer: one read after its refresh, one read at once."""
+    from app.services.project_reads import data_version
+    from app.services.read_warmer import ReadWarmer
+
+    warmer = ReadWarmer(engine, dsn=dsn, shared=shared)
+    warmer.start()
+    try:
+        if not warmer.wait_listening(30):
+            raise SystemExit("the read warmer did not start listening")
+        big_commit(dsn, project_id, args.big)
+        committed = time.perf_counter()
+        with engine.connect() as conn:
+            version = data_version(conn, project_id)
+        if not warmer.wait_warmed(project_id, version, 600):
+            raise SystemExit("the read warmer did not refresh within 600 s")
+        refresh_s = time.perf_counter() - committed
+        after_s = page_reads(engine, project_id, args.days, shared)
+        big_commit(dsn, project_id, args.big)
+        at_once_s = page_reads(engine, project_id, args.days, shared)
+    finally:
+        warmer.stop()
+    return Warmed(refresh_s=refresh_s, after_s=after_s, at_once_s=at_once_s)
 
 
 if __name__ == "__main__":

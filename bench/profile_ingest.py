@@ -101,16 +101,18 @@ def instrument(clock: PhaseClock) -> None:
         setattr(module, name, wrapper)
 
     for name in (
-        "_attempts_so_far",
-        "_record_attempt",
-        "_drop_unspent",
+        "attempts_so_far",
+        "record_attempt",
+        "drop_unspent",
         "_parse_files",
         "merge_reports",
         "run_groups",
         "store_run",
+        "detect_at_ingest",
         "report_outcome",
     ):
-        timed(worker, name)
+        if hasattr(worker, name):
+            timed(worker, name)
     for name in (
         "storable_results",
         "storable_metadata",

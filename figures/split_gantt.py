@@ -2,40 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from analysis.split.result import PlannedJob, SplitPlan
 from figures.humanize import duration_text, time_scale
 from figures.plot_text import plot_text, short_name
 from figures.theme import SETUP_COLOUR, TEST_COLOUR, empty_figure, styled
 
 
-def _job_label(job: dict[str, Any], index: int) -> str:
-    name = str(job.get("name") or f"job {index + 1}")
-    return plot_text(short_name(name))
+def _job_label(job: PlannedJob, index: int) -> str:
+    return plot_text(short_name(job.name or f"job {index + 1}"))
 
 
-def _wait_s(plan: dict[str, Any], side: str, jobs: list[dict[str, Any]]) -> float:
-    totals = plan.get(side) or {}
-    if totals.get("wait_s") is not None:
-        return float(totals["wait_s"])
-    return max((float(j.get("predicted_wall_s") or 0.0) for j in jobs), default=0.0)
-
-
-def split_gantt_figure(plan: dict[str, Any]) -> go.Figure:
-    """Before/after Gantt of a split plan dict (SplitPlan.to_dict()): one bar per job.
+def split_gantt_figure(plan: SplitPlan) -> go.Figure:
+    """Before/after Gantt of a split plan: one bar per job.
 
     Jobs run in parallel from zero; a bar is the job's setup overhead followed by its predicted
     test wall, and the dotted line is the pipeline wait (the longest job).
     """
     # Only a split proposes anything; otherwise the second row is today's layout, kept.
-    after = "Proposed" if plan.get("verdict", "split") == "split" else "Kept"
-    layouts = [("Today", plan.get("before_jobs") or []), (after, plan.get("jobs") or [])]
+    after = "Proposed" if plan.verdict == "split" else "Kept"
+    layouts: list[tuple[str, Sequence[PlannedJob]]] = [
+        ("Today", plan.before_jobs),
+        (after, plan.jobs),
+    ]
     if not any(jobs for _, jobs in layouts):
         return empty_figure("The plan has no jobs")
-    longest = max(float(j.get("predicted_wall_s") or 0.0) for _, jobs in layouts for j in jobs)
+    longest = max(j.wall_s for _, jobs in layouts for j in jobs)
     scale, unit = time_scale(longest)
     fig = make_subplots(
         rows=2,
@@ -43,17 +39,15 @@ def split_gantt_figure(plan: dict[str, Any]) -> go.Figure:
         shared_xaxes=True,
         vertical_spacing=0.12,
         subplot_titles=[
-            f"Today: wait {duration_text(_wait_s(plan, 'before', layouts[0][1]))}",
-            f"{after}: wait {duration_text(_wait_s(plan, 'after', layouts[1][1]))}",
+            f"Today: wait {duration_text(plan.before.wait_s)}",
+            f"{after}: wait {duration_text(plan.after.wait_s)}",
         ],
         row_heights=[max(1, len(layouts[0][1])), max(1, len(layouts[1][1]))],
     )
     for row, (_title, jobs) in enumerate(layouts, start=1):
         labels = [f"{_job_label(j, i)} " for i, j in enumerate(jobs)]
-        walls = [float(j.get("predicted_wall_s") or 0.0) for j in jobs]
-        setups = [
-            min(float(j.get("overhead_s") or 0.0), w) for j, w in zip(jobs, walls, strict=True)
-        ]
+        walls = [j.wall_s for j in jobs]
+        setups = [min(j.overhead_s, w) for j, w in zip(jobs, walls, strict=True)]
         tests = [w - s for w, s in zip(walls, setups, strict=True)]
         for name, values, base, colour in (
             ("job setup", setups, [0.0] * len(jobs), SETUP_COLOUR),
@@ -70,7 +64,7 @@ def split_gantt_figure(plan: dict[str, Any]) -> go.Figure:
                     showlegend=row == 1,
                     marker={"color": colour},
                     customdata=[
-                        [duration_text(v), duration_text(w), plot_text(j.get("n_tests", ""))]
+                        [duration_text(v), duration_text(w), plot_text(j.n_tests)]
                         for v, w, j in zip(values, walls, jobs, strict=True)
                     ],
                     hovertemplate=f"%{{y}}<br>{name} %{{customdata[0]}}"

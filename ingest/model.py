@@ -62,6 +62,7 @@ class SessionInfo:
     invocation: str | None = None  # "paths" | "pyargs"
     rootdir: str | None = None
     job_wall_s: float | None = None  # the CI job's wall up to the report, when known
+    exit_s: float | None = None  # session end to process exit (`laptime-ci run`)
     # gc-tracked objects (heap-bound test time)
     heap_objects_start: int | None = None  # when collection started
     heap_objects_collected: int | None = None  # when collection finished

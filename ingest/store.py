@@ -116,6 +116,9 @@ class RunMetadata:
     # The CI job's wall up to the upload, from the client (LAPTIME_JOB_STARTED_AT or
     # the CI service's job start); the report's own session.job_wall_s otherwise.
     job_wall_s: float | None = None
+    # The commits before this run's, newest first, as the client's git saw them (its
+    # first-parent history): what lies between two runs' commits (docs/changes.md).
+    first_parents: tuple[str, ...] = ()
 
     def executed_plan(self) -> str | None:
         """The id of the plan this run executed, if it names one."""
@@ -132,6 +135,12 @@ class StoreResult:
     missing_durations: int
     # Per-row problems fixed while storing (cut names), for the upload's warnings.
     warnings: list[str] = field(default_factory=list)
+    cell_id: int = 0
+    branch: str | None = None
+    # The stored results with their test ids, and the run's measures (wall_s, job_wall_s,
+    # cpu_s, xdist_workers): what change detection reads without reading them back.
+    stored: pd.DataFrame | None = None
+    measures: dict[str, float | None] = field(default_factory=dict)
 
 
 # Names that are indexed (test_case nodeid, per-file rollup keys) or shown as one: cut.
@@ -215,6 +224,18 @@ def compute_test_ids(project_id: int, nodeids: pd.Series) -> np.ndarray:
     return ids
 
 
+# NOTIFY on this channel is delivered at commit (never for a rolled-back transaction): the
+# web processes refresh the answers their readers keep (app.services.read_warmer).
+DATA_CHANNEL = "laptime_data"
+ALL_PROJECTS = "*"
+
+
+def notify_data_changed(conn: psycopg.Connection[Any], project_id: int | None) -> None:
+    """Tell listeners, at commit, that the project's data (None: every project's) changed."""
+    payload = ALL_PROJECTS if project_id is None else str(project_id)
+    conn.execute("SELECT pg_notify(%s, %s)", (DATA_CHANNEL, payload))
+
+
 def store_run(
     conn: psycopg.Connection[Any],
     *,
@@ -251,40 +272,47 @@ def store_run(
 
     _ensure_partition(conn, day)
     cell_id = _cell_id(conn, project_id, meta, lkey)
-    run_id = _insert_run(
-        conn,
-        {
-            "project": project_id,
-            "upload": upload_id,
-            "cell": cell_id,
-            "pipeline": meta.pipeline,
-            "job": meta.job,
-            "commit": meta.commit,
-            "branch": meta.branch,
-            "machine": meta.machine,
-            "labels": json.dumps(meta.labels),
-            "labels_key": lkey,
-            "started_at": started_at,
-            "day": day,
-            "wall_s": wall_s,
-            "test_s": float(durations.sum()) if len(results) else 0.0,
-            "tests": len(results),
-            "peak": peak,
-            "workers": merged.session.xdist_workers or 1,
-            "partial": merged.partial,
-            "hidden": merged.hidden_rows,
-            "missing": int(durations.isna().sum()),
-            # Runner: the upload's override, else what detection found in the reports.
-            "runner": meta.runner or merged.session.runner,
-            "file_derived": merged.file_derived,
-            "plan_id": meta.executed_plan(),
-            **_session_measures(merged.session, meta),
-        },
-    )
+    run_values: dict[str, Any] = {
+        "project": project_id,
+        "upload": upload_id,
+        "cell": cell_id,
+        "pipeline": meta.pipeline,
+        "job": meta.job,
+        "commit": meta.commit,
+        "branch": meta.branch,
+        "machine": meta.machine,
+        "labels": json.dumps(meta.labels),
+        "labels_key": lkey,
+        "started_at": started_at,
+        "day": day,
+        "wall_s": wall_s,
+        "test_s": float(durations.sum()) if len(results) else 0.0,
+        "tests": len(results),
+        "peak": peak,
+        "workers": merged.session.xdist_workers or 1,
+        "partial": merged.partial,
+        "hidden": merged.hidden_rows,
+        "missing": int(durations.isna().sum()),
+        # Runner: the upload's override, else what detection found in the reports.
+        "runner": meta.runner or merged.session.runner,
+        "file_derived": merged.file_derived,
+        "plan_id": meta.executed_plan(),
+        "first_parents": list(meta.first_parents) or None,
+        **_session_measures(merged.session, meta),
+    }
+    run_id = _insert_run(conn, run_values)
+    measures = {
+        "wall_s": wall_s,
+        "job_wall_s": run_values["job_wall_s"],
+        "cpu_s": run_values["cpu_s"],
+        "xdist_workers": run_values["workers"],
+    }
+    notify_data_changed(conn, project_id)
     if results.empty:
         return StoreResult(
-            run_id=run_id, results=0, new_tests=0, missing_durations=0, warnings=warnings
-        )
+            run_id=run_id, results=0, new_tests=0, missing_durations=0, warnings=warnings,
+            cell_id=cell_id, branch=meta.branch, measures=measures,
+        )  # fmt: skip
 
     ids = compute_test_ids(project_id, results["nodeid"])
     memo = KnownTests() if known_tests is None else known_tests
@@ -297,6 +325,10 @@ def store_run(
         new_tests=new_tests,
         missing_durations=int(durations.isna().sum()),
         warnings=warnings,
+        cell_id=cell_id,
+        branch=meta.branch,
+        stored=results.assign(test_id=ids),
+        measures=measures,
     )
 
 
@@ -325,6 +357,7 @@ def _session_measures(session: SessionInfo, meta: RunMetadata) -> dict[str, Any]
         "startup_s": session.startup_s,
         "collect_s": session.collect_s,
         "job_wall_s": meta.job_wall_s if meta.job_wall_s is not None else session.job_wall_s,
+        "exit_s": session.exit_s,
         "collected_tests": session.collected_tests,
         "collected_files": session.collected_files,
         # File names are report text: made storable like every other name.
@@ -391,7 +424,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id, cpu_s,
             startup_s, collect_s, job_wall_s, collected_tests, collected_files, collect_by_file,
             invocation, rootdir, heap_objects_start, heap_objects_collected, heap_objects_end,
-            cpu_wait_s, malloc, platform)
+            cpu_wait_s, malloc, platform, exit_s, first_parents)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
@@ -399,7 +432,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             %(collect_s)s, %(job_wall_s)s, %(collected_tests)s, %(collected_files)s,
             %(collect_by_file)s, %(invocation)s, %(rootdir)s, %(heap_objects_start)s,
             %(heap_objects_collected)s, %(heap_objects_end)s, %(cpu_wait_s)s,
-            %(malloc)s, %(platform)s)
+            %(malloc)s, %(platform)s, %(exit_s)s, %(first_parents)s)
         RETURNING id
         """,
         values,

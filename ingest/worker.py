@@ -24,10 +24,22 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import pandas as pd
 import psycopg
 
+from analysis.changes.run_points import run_points
 from ingest import metrics
-from ingest.attempts import application_name, spent_sql
+from ingest.attempts import application_name
+from ingest.change_detection import RunToDetect, detect_at_ingest, retry_backlog
+from ingest.claims import (
+    CLAIM,
+    attempts_so_far,
+    drop_unspent,
+    finish_failed,
+    forget_attempts,
+    record_attempt,
+    record_error,
+)
 from ingest.failures import Backoff, describe, is_input_fault, is_transient
 from ingest.heartbeat import Heartbeat, take_over_stale_claims
 from ingest.merge import merge_reports
@@ -36,9 +48,13 @@ from ingest.parsers import parse_report
 from ingest.parsers.errors import ERROR_CODES
 from ingest.parsers.limits import ParseLimits
 from ingest.run_files import run_groups
-from ingest.store import KnownTests, RunMetadata, store_run
+from ingest.store import KnownTests, RunMetadata, StoreResult, store_run
 
 log = logging.getLogger("laptime.worker")
+
+_NO_RESULTS = pd.DataFrame(
+    {c: pd.Series(dtype=object) for c in ("test_id", "file", "outcome", "duration_s")}
+)
 
 CHANNEL = "laptime_uploads"
 
@@ -138,17 +154,8 @@ def metadata_from_json(
         backfill=bool(raw.get("backfill")),
         runner=raw.get("runner"),
         plan_id=raw.get("plan_id"),
+        first_parents=tuple(str(c) for c in raw.get("first_parents") or ()),
     )
-
-
-# The slug comes from a subquery, not a join: FOR ... UPDATE locks the rows of the FROM
-# tables, and a locked project row would serialize the workers of one project.
-_CLAIM = """
-SELECT id, project_id, (SELECT slug FROM project WHERE project.id = upload.project_id),
-    metadata, job, created_at FROM upload
-WHERE status = 'queued' ORDER BY id = ANY(%(deferred)s), id LIMIT 1
-FOR NO KEY UPDATE SKIP LOCKED
-"""
 
 
 def process_next(
@@ -171,16 +178,16 @@ def process_next(
     attempt: tuple[int, int] | None = None  # attempt id, attempts counted
     try:
         with conn.transaction():
-            row = conn.execute(_CLAIM, {"deferred": list(deferred)}).fetchone()
+            row = conn.execute(CLAIM, {"deferred": list(deferred)}).fetchone()
             if row is None:
                 return None
             upload_id, project_id, slug, metadata, job, received_at = row
             claim = Claim(int(upload_id), slug or "", job or "default", time.monotonic())
-            spent, last_error = _attempts_so_far(side, upload_id)
+            spent, last_error = attempts_so_far(side, upload_id)
             if spent >= config.max_attempts:
                 reason = last_error or "the worker stopped while ingesting it"
-                _drop_unspent(conn, upload_id, keep=None)
-                _finish_failed(
+                drop_unspent(conn, upload_id, keep=None)
+                finish_failed(
                     conn,
                     upload_id,
                     spent,
@@ -189,7 +196,7 @@ def process_next(
                 )
                 outcome = Outcome("failed", code="ingest-gave-up")
             else:
-                attempt = (_record_attempt(side, upload_id, name), spent + 1)
+                attempt = (record_attempt(side, upload_id, name), spent + 1)
                 if heartbeat is not None:
                     heartbeat.set("ingesting", upload_id=upload_id)
                 outcome = _ingest(
@@ -205,7 +212,7 @@ def process_next(
                 )
     except ShutdownRequested:
         if attempt is not None:
-            _forget_attempts(side, [attempt[0]])
+            forget_attempts(side, [attempt[0]])
         raise
     except Exception as exc:
         if attempt is None or claim is None:
@@ -261,15 +268,15 @@ def _ingest(
     known_tests: KnownTests | None,
 ) -> Outcome:
     """Parse, store and mark done, inside the claim's transaction."""
-    _drop_unspent(conn, upload_id, keep=attempt_id)
+    drop_unspent(conn, upload_id, keep=attempt_id)
     try:
         reports = _parse_files(conn, upload_id, config, runner=metadata.get("runner"))
     except ReportParseError as exc:
-        _finish_failed(conn, upload_id, attempts, exc.code, exc.describe())
+        finish_failed(conn, upload_id, attempts, exc.code, exc.describe())
         return Outcome("failed", code=exc.code)
     if not reports:
         # The API never queues one, but a run of nothing would count as a job that ran.
-        _finish_failed(
+        finish_failed(
             conn, upload_id, attempts, "no-report-files", "the upload holds no report files"
         )
         return Outcome("failed", code="no-report-files")
@@ -291,6 +298,7 @@ def _ingest(
         merged=merged,
         known_tests=known_tests,
     )
+    _detect_changes(conn, project_id, stored)
     counts = {
         "results": stored.results,
         "new_tests": stored.new_tests,
@@ -317,47 +325,18 @@ def _ingest(
     return Outcome("done", rows=stored.results)
 
 
-def _attempts_so_far(side: psycopg.Connection[Any], upload_id: int) -> tuple[int, str | None]:
-    """The attempts the upload has spent (ingest/attempts.py) and the last error recorded."""
-    row = side.execute(
-        "SELECT count(*) FILTER (WHERE " + spent_sql("a") + "), (SELECT error FROM "
-        "upload_attempt WHERE upload_id = %(u)s AND error IS NOT NULL ORDER BY id DESC LIMIT 1) "
-        "FROM upload_attempt a WHERE a.upload_id = %(u)s",
-        {"u": upload_id},
-    ).fetchone()
-    assert row is not None
-    return int(row[0]), row[1]
-
-
-def _record_attempt(side: psycopg.Connection[Any], upload_id: int, name: str) -> int:
-    row = side.execute(
-        "INSERT INTO upload_attempt (upload_id, worker) VALUES (%s, %s) RETURNING id",
-        (upload_id, name),
-    ).fetchone()
-    assert row is not None
-    return int(row[0])
-
-
-def _drop_unspent(conn: psycopg.Connection[Any], upload_id: int, keep: int | None) -> None:
-    """Drop the upload's claims that spent nothing (their giving back failed), in the
-    transaction that finishes it: its attempt rows then are exactly the attempts it spent."""
-    conn.execute(
-        "DELETE FROM upload_attempt a WHERE a.upload_id = %s AND a.id IS DISTINCT FROM %s "
-        "AND NOT " + spent_sql("a"),
-        (upload_id, keep),
-    )
-
-
-def _forget_attempts(side: psycopg.Connection[Any], attempt_ids: list[int]) -> None:
-    """Give back attempts that failed for a transient reason (best effort: a row left behind
-    spends nothing while its worker is connected, see ingest/attempts.py)."""
-    if not attempt_ids or side.closed or side.broken:
-        return
+def _detect_changes(conn: psycopg.Connection[Any], project_id: int, stored: StoreResult) -> None:
+    """Push the run into the series it touched (ingest/change_detection.py): a failure there
+    queues the run for a retry and never fails the upload."""
+    run = RunToDetect(project_id, stored.cell_id, stored.run_id, stored.branch)
     try:
-        side.execute("DELETE FROM upload_attempt WHERE id = ANY(%s)", (attempt_ids,))
-        attempt_ids.clear()
-    except psycopg.Error:
-        log.warning("could not give back attempts %s yet", attempt_ids)
+        points = run_points(
+            stored.stored if stored.stored is not None else _NO_RESULTS, run=stored.measures
+        )
+    except Exception:
+        log.exception("change points of run %s failed; queued for a retry", stored.run_id)
+        points = None
+    detect_at_ingest(conn, run, points)
 
 
 def _parse_files(
@@ -378,19 +357,6 @@ def _parse_files(
     return reports
 
 
-def _finish_failed(
-    conn: psycopg.Connection[Any], upload_id: int, attempts: int, code: str, detail: str
-) -> None:
-    conn.execute(
-        """
-        UPDATE upload SET status = 'failed', error_code = %s, error_detail = %s, attempts = %s,
-            finished_at = clock_timestamp()
-        WHERE id = %s
-        """,
-        (code, detail[:4000], attempts, upload_id),
-    )
-
-
 def _fail_rejected(conn: psycopg.Connection[Any], failed: ClaimFailed, detail: str) -> None:
     """Fail an upload whose data the database refused, in a transaction of its own."""
     with conn.transaction():
@@ -400,7 +366,7 @@ def _fail_rejected(conn: psycopg.Connection[Any], failed: ClaimFailed, detail: s
         ).fetchone()
         if not still_queued:
             return
-        _finish_failed(conn, failed.upload_id, failed.attempts, "store-rejected", detail)
+        finish_failed(conn, failed.upload_id, failed.attempts, "store-rejected", detail)
     report_outcome(failed.claim, Outcome("failed", code="store-rejected"))
 
 
@@ -442,9 +408,9 @@ def drain(
                 if deferred is not None:
                     deferred.add(failed.upload_id)
                 pending = [failed.attempt_id]
-                _forget_attempts(side, pending)
+                forget_attempts(side, pending)
                 raise TransientFailure(describe(exc), pending) from exc
-            _record_error(side, failed.attempt_id, describe(exc))
+            record_error(side, failed.attempt_id, describe(exc))
             if is_input_fault(exc):
                 log.warning("upload %s refused by the database: %s", failed.upload_id, exc)
                 _fail_rejected(conn, failed, describe(exc))
@@ -464,10 +430,6 @@ def drain(
             deferred.discard(upload_id)
         processed += 1
     return processed
-
-
-def _record_error(side: psycopg.Connection[Any], attempt_id: int, error: str) -> None:
-    side.execute("UPDATE upload_attempt SET error = %s WHERE id = %s", (error[:2000], attempt_id))
 
 
 def _connect(
@@ -560,7 +522,7 @@ def _serve_queue(
     ):
         heartbeat.attach(conn)
         listener.execute(f"LISTEN {CHANNEL}")
-        _forget_attempts(side, given_back)
+        forget_attempts(side, given_back)
         known = KnownTests()  # this connection's, so this database's, written test cases
         while not stop.is_set():
             drain(
@@ -573,6 +535,7 @@ def _serve_queue(
                 known_tests=known,
             )
             backoff.reset()
+            retry_backlog(conn)
             if take_over_stale_claims(side, me=name, lease_s=config.lease_s):
                 continue
             heartbeat.set("idle")

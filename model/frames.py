@@ -83,6 +83,7 @@ RUN_COLUMNS: tuple[str, ...] = (
     "cpu_wait_s",  # float: run-queue delay of the tests' thread(s) (under xdist the workers' sum)
     "malloc",  # str | None: one of MALLOC_STATES, the state glibc's malloc ran the tests in
     "platform",  # str | None: Python's platform.platform() where the tests ran
+    "exit_s",  # float: session end to process exit, measured by `laptime-ci run`
 )
 # The RUN_COLUMNS holding text: str, or None when unknown (see text_or_none).
 RUN_TEXT_COLUMNS: tuple[str, ...] = ("invocation", "rootdir", "malloc", "platform")
@@ -108,6 +109,7 @@ RUN_MEASURE_DEFAULTS: dict[str, Any] = {
     "cpu_wait_s": np.nan,
     "malloc": None,
     "platform": None,
+    "exit_s": np.nan,
 }
 
 FACT_KEY_COLUMNS: tuple[str, ...] = (

@@ -34,6 +34,7 @@ TERMS: dict[str, str] = {
     "explosion": r"(?:parametrize )?explosions?",
     "facts": r"facts",
     "first-use-cost": r"first[- ]use(?: cost)?",
+    "flaky-test": r"flaky tests?",
     "granularity": r"granularity",
     "heap-bound-time": r"heap-bound(?: test)?(?: time| seconds)?",
     "job-model": r"job model",
@@ -47,6 +48,7 @@ TERMS: dict[str, str] = {
     "pipeline": r"pipelines?",
     "plan": r"(?:split|stored|tracked) plans?",
     # Not a benchmark's quiet machine: the planner's normalisation.
+    "quarantine": r"quarantine",
     "quiet-machine-normalisation": r"normalised to a quiet machine|quiet wall|quiet-machine",
     "run-queue-wait": r"run-queue (?:wait|delay)",
     "runner": r"test runners?",

@@ -45,8 +45,14 @@ class Calibration:
                 f"no expected error yet: {self.samples} of {MIN_SAMPLES} measured jobs "
                 "(upload the planned jobs' reports with their plan id)"
             )
+        return f"expected within ±{error:.0%} ({self.basis()})"
+
+    def basis(self) -> str:
+        """ "from 9 measured jobs" (or "0 of 4 measured jobs yet" below MIN_SAMPLES)."""
+        if self.expected_error is None:
+            return f"{self.samples} of {MIN_SAMPLES} measured jobs yet"
         jobs = "job" if self.samples == 1 else "jobs"
-        return f"expected within ±{error:.0%} (from {self.samples} measured {jobs})"
+        return f"from {self.samples} measured {jobs}"
 
 
 UNCALIBRATED = Calibration(1.0, 1.0, None, 0)
@@ -70,7 +76,7 @@ def _factor(ratios: Sequence[float]) -> float:
     return min(max(median, low), high)
 
 
-def _quantile(values: Sequence[float], q: float) -> float:
+def quantile(values: Sequence[float], q: float) -> float:
     """Nearest-rank quantile: a value that was measured, never interpolated."""
     ordered = sorted(values)
     return ordered[max(math.ceil(q * len(ordered)) - 1, 0)]
@@ -117,9 +123,9 @@ def calibrate(samples: Sequence[JobSample]) -> Calibration:
     return Calibration(
         setup_factor=setup_factor,
         test_factor=test_factor,
-        expected_error=_quantile(calibrated_errors, ERROR_QUANTILE),
+        expected_error=quantile(calibrated_errors, ERROR_QUANTILE),
         samples=len(usable),
-        raw_error=_quantile(raw_errors, ERROR_QUANTILE),
+        raw_error=quantile(raw_errors, ERROR_QUANTILE),
     )
 
 

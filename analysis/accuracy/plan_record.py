@@ -12,10 +12,12 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 import pandas as pd
 
+from analysis.split.job_model import JobParts
+from analysis.split.result import PlannedJob
 from analysis.split.shards import Shard, plan_id
 
 PlanKind = Literal["split", "shard"]
@@ -111,50 +113,59 @@ def shard_plan_record(
     return PlanRecord(plan_id(shards), "shard", cell, tuple(jobs))
 
 
-def split_plan_id(cell: str, jobs: Sequence[Mapping[str, Any]]) -> str:
+def split_plan_id(cell: str, jobs: Sequence[PlannedJob]) -> str:
     """A short stable id of a split plan: its cell and each job's selection, in order."""
     digest = hashlib.sha256(b"split\0")
     digest.update(cell.encode("utf-8", "surrogatepass") + b"\0")
     for index, job in enumerate(jobs, start=1):
         digest.update(f"{index}\0".encode())
-        for arg in (*job.get("members", ()), "\1", *job.get("runner_args", ())):
+        for arg in (*job.members, "\1", *job.runner_args):
             digest.update(str(arg).encode("utf-8", "surrogatepass") + b"\0")
     return digest.hexdigest()[:12]
 
 
-def split_plan_record(cell: str, answer: Mapping[str, Any]) -> PlanRecord:
-    """The proposed jobs of a split recommendation (its `to_dict()` form) as a plan."""
-    jobs = []
-    for index, job in enumerate(answer["jobs"], start=1):
-        workers = max(int(job.get("workers") or 1), 1)
-        members, total = _bounded(list(job.get("members", ())))
-        parts = job.get("parts") if isinstance(job.get("parts"), Mapping) else {}
-        jobs.append(
+def split_plan_record(cell: str, jobs: Sequence[PlannedJob]) -> PlanRecord:
+    """The proposed jobs of a split plan as a plan, each figure as the answer hands it out
+    (seconds to the millisecond, cost to 4 places), so the record is what the jobs were told."""
+    predicted = []
+    for index, job in enumerate(jobs, start=1):
+        members, total = _bounded(job.members)
+        predicted.append(
             PredictedJob(
                 index=index,
-                name=str(job["name"]),
-                wall_s=float(job["predicted_wall_s"]),
-                tests_s=float(job["predicted_test_s"]),
-                setup_s=float(job["overhead_s"]),
-                workers=workers,
-                machine=job.get("machine"),
-                cost=None if job.get("cost") is None else float(job["cost"]),
-                n_tests=int(job.get("n_tests") or 0),
+                name=job.name,
+                wall_s=round(job.wall_s, 3),
+                tests_s=round(job.test_s, 3),
+                setup_s=round(job.overhead_s, 3),
+                workers=max(job.workers, 1),
+                machine=job.machine,
+                cost=None if job.cost is None else round(job.cost, 4),
+                n_tests=job.n_tests,
                 members=members,
                 members_total=total,
-                parts=_finite_parts(parts),
+                parts=_named_parts(job.parts),
             )
         )
-    return PlanRecord(split_plan_id(cell, answer["jobs"]), "split", cell, tuple(jobs))
+    return PlanRecord(split_plan_id(cell, jobs), "split", cell, tuple(predicted))
 
 
-def _finite_parts(parts: Mapping[str, Any]) -> dict[str, float]:
-    """The model's named parts that are numbers (an unknown part is left out, never 0)."""
-    return {
-        str(name): float(value)
-        for name, value in parts.items()
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+def _named_parts(parts: JobParts | None) -> dict[str, float]:
+    """The model's named parts that are finite numbers (an unknown part is left out, never 0)."""
+    if parts is None:
+        return {}
+    named: dict[str, float | None] = {
+        "ci_setup_s": round(parts.ci_setup_s, 3),
+        "startup_s": round(parts.startup_s, 3),
+        "collect_s": round(parts.collect_s, 3),
+        "first_use_s": round(parts.first_use_s, 3),
+        "exit_s": round(parts.exit_s, 3),
+        "tests_s": round(parts.tests_s, 3),
+        "wall_s": round(parts.wall_s, 3),
+        "cpu_share": None if parts.cpu_share is None else round(parts.cpu_share, 3),
+        "setup_factor": parts.setup_factor,
+        "test_factor": parts.test_factor,
     }
+    return {k: float(v) for k, v in named.items() if v is not None and math.isfinite(v)}
 
 
 def median_workers(runs: pd.DataFrame) -> int:

@@ -52,10 +52,6 @@ class JobSelection:
     args: tuple[str, ...]  # runner arguments, one list item per shell word
     command: str  # "" when laptime knows no command for the runner (plain list in `args`)
 
-    def to_dict(self) -> dict[str, object]:
-        """JSON-ready form."""
-        return {"runner": self.runner, "args": list(self.args), "command": self.command}
-
 
 def java_class_of(unit: str) -> str:
     """The class of a derived Java path (`src/test/java/a/B.java` -> `a.B`); else unchanged."""

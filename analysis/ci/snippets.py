@@ -270,20 +270,23 @@ def runner_snippets(
 
 
 def with_plan_labels(
-    config: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]], plan_id: str | None
+    config: Mapping[str, Any], pytest_args: Sequence[Sequence[str]], plan_id: str | None
 ) -> dict[str, Any]:
-    """A split answer's `config` with its snippets remade as the server hands them out: for
+    """A split plan's `config` with its snippets remade as the server hands them out: for
     the stored plan `plan_id`, or (None) with pytest jobs asking for their shard; from the
-    answer's `selections` and each job's `pytest_args`; other keys are kept."""
+    config's `selections` and each job's `pytest_args`; other keys are kept."""
     if not any(key in config for key in SNIPPET_KEYS):
         return dict(config)
     selections = [
         JobSelection(str(s["runner"]), tuple(s["args"]), str(s["command"]))
         for s in config["selections"]
     ]
-    pytest_args = [tuple(job.get("pytest_args") or ()) for job in jobs]
     remade = runner_snippets(
-        str(config["runner"]), selections, pytest_args, plan_id=plan_id, server=True
+        str(config["runner"]),
+        selections,
+        [tuple(args) for args in pytest_args],
+        plan_id=plan_id,
+        server=True,
     )
     return {**config, **{key: text for key, text in remade.items() if key in config}}
 

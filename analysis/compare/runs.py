@@ -59,9 +59,13 @@ class Comparison:
     removed_tests: tuple[str, ...]
     new_failures: tuple[str, ...]
     flaky: tuple[str, ...]
+    # Flaky in this pipeline (a retry passed, or its runs disagreed) but not in the base runs.
+    new_flaky: tuple[str, ...] = ()
+    # Failures of quarantined tests: reported, not failing the job, not new failures.
+    quarantined_failures: tuple[str, ...] = ()
 
 
-def _spread(values: pd.Series) -> float:
+def spread(values: pd.Series) -> float:
     """MAD scaled to a normal sigma (0 for fewer than two values)."""
     if len(values) < 2:
         return 0.0
@@ -78,11 +82,12 @@ def compare_runs(
     head_results: pd.DataFrame,
     base_runs: pd.DataFrame,
     base_results: pd.DataFrame,
+    quarantined: frozenset[str] = frozenset(),
 ) -> Comparison:
     """Compare. Runs: run_id, wall_s. Results: run_id, nodeid, outcome, duration_s, flaky.
 
     Several head runs (shards of one pipeline) add up: wall is the longest, test time the sum;
-    a base run's numbers are per run.
+    a base run's numbers are per run. A failure of a `quarantined` test is listed apart.
     """
     head_wall = float(head_runs["wall_s"].max())
     head_tests = float(head_results["duration_s"].sum())
@@ -90,13 +95,13 @@ def compare_runs(
     base_time = (
         base_results.groupby("run_id")["duration_s"].sum().reindex(base_runs["run_id"]).fillna(0.0)
     )
-    wall = Measure(head_wall, float(base_wall.median()), _spread(base_wall))
-    test_time = Measure(head_tests, float(base_time.median()), _spread(base_time))
+    wall = Measure(head_wall, float(base_wall.median()), spread(base_wall))
+    test_time = Measure(head_tests, float(base_time.median()), spread(base_time))
 
     here = head_results.groupby("nodeid")["duration_s"].sum()
     base_by_test = base_results.groupby("nodeid")["duration_s"]
     medians = base_by_test.median()
-    spreads = base_by_test.apply(_spread)
+    spreads = base_by_test.apply(spread)
     slower: list[TestMove] = []
     faster: list[TestMove] = []
     new: list[TestMove] = []
@@ -124,7 +129,18 @@ def compare_runs(
         head_results.loc[head_results["flaky"].astype(bool), "nodeid"]
     )
     flaky = {str(n) for n in mixed | retried}
-    new_failures = sorted(str(n) for n in failing_here - base_failed - flaky)
+    head_outcomes = head_results.groupby("nodeid")["outcome"]
+    head_mixed = {
+        str(n) for n, o in head_outcomes if o.isin(FAILING).any() and (o == "passed").any()
+    }
+    head_retried = set(head_results.loc[head_results["flaky"].astype(bool), "nodeid"])
+    base_retried = set(base_results.loc[base_results["flaky"].astype(bool), "nodeid"])
+    base_flaky = {str(n) for n in mixed | base_retried}
+    new_flaky = sorted({str(n) for n in head_mixed | head_retried} - base_flaky)
+    held = sorted(str(n) for n in failing_here if str(n) in quarantined)
+    new_failures = sorted(
+        str(n) for n in failing_here - base_failed - flaky if str(n) not in quarantined
+    )
     return Comparison(
         base_runs=len(base_runs),
         wall=wall,
@@ -135,4 +151,6 @@ def compare_runs(
         removed_tests=tuple(removed),
         new_failures=tuple(new_failures),
         flaky=tuple(sorted(flaky)),
+        new_flaky=tuple(new_flaky),
+        quarantined_failures=tuple(held),
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import pandas as pd
 
@@ -38,22 +38,6 @@ class MatrixEvidence:
     failed_on: tuple[str, ...]  # ... and where it always failed or errored
     median_s: dict[str, float]  # duration evidence: median per value
     ratio: float  # slowest / fastest median (NaN for outcome evidence)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        out: dict[str, Any] = {
-            "kind": self.kind,
-            "test": self.test,
-            "context": self.context,
-            "fixed_labels": self.fixed_labels,
-        }
-        if self.kind == "outcome":
-            out["passed_on"] = list(self.passed_on)
-            out["failed_on"] = list(self.failed_on)
-        else:
-            out["median_s"] = {k: round(v, 6) for k, v in self.median_s.items()}
-            out["ratio"] = None if math.isinf(self.ratio) else round(self.ratio, 4)
-        return out
 
 
 @dataclass(frozen=True)
@@ -109,27 +93,6 @@ class MatrixVerdict:
             f"cannot tell for {self.group}: no test ran on two {self.dimension} values for "
             "the same commit with the other labels equal"
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        per_day = self.dropped_s_per_day
-        return {
-            "group_by": self.group_by,
-            "group": self.group,
-            "dimension": self.dimension,
-            "values": list(self.values),
-            "verdict": self.verdict,
-            "recommendation": self.recommendation,
-            "compared": self.compared,
-            "outcome_differs": self.outcome_differs,
-            "duration_differs": self.duration_differs,
-            "threshold": self.threshold,
-            "keep_value": self.keep_value,
-            "dropped_s": round(self.dropped_s, 6),
-            "window_days": self.window_days,
-            "dropped_s_per_day": None if per_day is None else round(per_day, 6),
-            "evidence": [e.to_dict() for e in self.evidence],
-        }
 
 
 def reduce_matrix(

@@ -29,15 +29,6 @@ class Variant:
     median_s: float  # NaN when no result had a known duration
     results: int
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "params": self.params,
-            "values": list(self.values) if self.values is not None else None,
-            "median_s": _num(self.median_s),
-            "results": self.results,
-        }
-
 
 @dataclass(frozen=True)
 class Explosion:
@@ -67,26 +58,6 @@ class Explosion:
         parts = [self.file, self.classname, self.function]
         return "::".join(p for p in parts if p)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "test": self.test,
-            "file": self.file,
-            "classname": self.classname,
-            "function": self.function,
-            "variants": len(self.variants),
-            "duration_s": _num(self.duration_s),
-            "file_duration_s": _num(self.file_duration_s),
-            "share_of_file": _num(self.share_of_file),
-            "window_s": _num(self.window_s),
-            "runs": self.runs,
-            "argnames": list(self.argnames),
-            "values": {a: list(v) for a, v in zip(self.argnames, self.values, strict=True)},
-            "values_source": self.values_source,
-            "values_note": self.values_note,
-            "variant_list": [v.to_dict() for v in self.variants],
-        }
-
 
 @dataclass(frozen=True)
 class CoveringRow:
@@ -96,15 +67,6 @@ class CoveringRow:
     params: str | None  # id of the measured variant with these values, None if never run
     duration_s: float  # the measured median, or the estimate when never run
     measured: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "values": list(self.values),
-            "params": self.params,
-            "duration_s": _num(self.duration_s),
-            "measured": self.measured,
-        }
 
 
 @dataclass(frozen=True)
@@ -133,27 +95,6 @@ class CoveringProposal:
     def saved_fraction(self) -> float:
         """Saved time as a fraction of the current time."""
         return self.saved_s / self.current_s if self.current_s > 0 else math.nan
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "test": self.test,
-            "strength": self.strength,
-            "argnames": list(self.argnames),
-            "values_source": self.values_source,
-            "size": len(self.rows),
-            "variants": self.variants,
-            "lower_bound": self.lower_bound,
-            "proven_minimal": self.proven_minimal,
-            "method": self.method,
-            "current_s": _num(self.current_s),
-            "proposed_s": _num(self.proposed_s),
-            "saved_s": _num(self.saved_s),
-            "saved_fraction": _num(self.saved_fraction),
-            "unmeasured_rows": sum(1 for r in self.rows if not r.measured),
-            "rows": [r.to_dict() for r in self.rows],
-            "code": self.code,
-        }
 
 
 def find_explosions(results: pd.DataFrame, runs: pd.DataFrame, *, top: int = 10) -> list[Explosion]:
@@ -376,7 +317,3 @@ def _files(results: pd.DataFrame) -> pd.Series:
     """The file of each result, from the nodeid where the report did not say."""
     from_nodeid = results["nodeid"].astype(str).str.split("::", n=1).str[0]
     return results["file"].fillna(from_nodeid)
-
-
-def _num(value: float) -> float | None:
-    return None if math.isnan(value) else round(value, 6)

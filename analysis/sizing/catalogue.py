@@ -96,25 +96,6 @@ class MachineType:
         """Memory in MiB (vendors' GB are read as GiB)."""
         return self.memory_gib * 1024.0
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, leaving out unknowns."""
-        out: dict[str, Any] = {
-            "name": self.name,
-            "vcpus": self.vcpus,
-            "memory_gib": self.memory_gib,
-            "os": self.os,
-            "arch": self.arch,
-            "source": self.source,
-            "as_of": self.as_of,
-        }
-        for key in ("usd_per_min", "credits_per_min", "executor", "gpu", "specs_source"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.aliases:
-            out["aliases"] = list(self.aliases)
-        return out
-
 
 @dataclass(frozen=True)
 class Catalogue:
@@ -165,19 +146,6 @@ class Catalogue:
         if machine is None:
             raise KeyError(f"catalogue {self.name!r} has no machine type {name!r}")
         return machine
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "name": self.name,
-            "vendor": self.vendor,
-            "unit": self.unit,
-            "credit_name": self.credit_name,
-            "credit_price_usd": self.credit_price_usd,
-            "source": self.source,
-            "as_of": self.as_of,
-            "machines": [m.to_dict() for m in self.machines],
-        }
 
 
 def normalise_machine(text: str, prefixes: Iterable[str]) -> str:

@@ -19,8 +19,9 @@ target (default: today's pipeline wait, the longest job), priced per run and per
 the observed run rate. A job without memory data gets no advice, only what to collect.
 
 Why one module (over 500 lines): the fit, its predictions and the sizing report share the
-private per-job readers (`_fit_job`, `_predict`, `_overhead`, `_job_peak`); any cut would part
-the model from the evidence it reads. The catalogue already lives apart
+private per-job readers (`_overhead`, `_job_peak`, `_test_table`) that gather each job's
+`JobEvidence`, which `_fit_job` and `_predict` read; any cut would part the model from the
+evidence it reads. The catalogue already lives apart
 (analysis/sizing/catalogue.py).
 """
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -39,6 +40,7 @@ from analysis.estimate import estimate_durations
 from analysis.sizing.catalogue import Catalogue, MachineType
 from analysis.split.job_model import ParallelProfile, fit_job_model, parallel_profile
 from analysis.split.plan import current_layout
+from analysis.split.result import PlannedJob
 
 DEFAULT_HEADROOM = 1.25
 DAYS_PER_MONTH = 30
@@ -66,24 +68,7 @@ class JobSpec:
     overhead_s: float | None = None
 
 
-class PlannedJobLike(Protocol):
-    """What `analysis.split.plan.PlannedJob` offers (kept structural to avoid an import cycle)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def members(self) -> tuple[str, ...]: ...
-    @property
-    def test_s(self) -> float: ...
-    @property
-    def workers(self) -> int: ...
-    @property
-    def machine(self) -> str | None: ...
-    @property
-    def overhead_s(self) -> float: ...
-
-
-def job_specs(jobs: Iterable[PlannedJobLike]) -> list[JobSpec]:
+def job_specs(jobs: Iterable[PlannedJob]) -> list[JobSpec]:
     """JobSpecs from the split planner's jobs (`SplitPlan.jobs`)."""
     return [
         JobSpec(
@@ -111,20 +96,6 @@ class Prediction:
     fits_memory: bool | None  # None without memory data
     within_wait: bool
     cost_per_run: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "machine": self.machine,
-            "vcpus": self.vcpus,
-            "memory_gib": self.memory_gib,
-            "workers": self.workers,
-            "predicted_wall_s": round(self.wall_s, 3),
-            "need_mib": None if self.need_mib is None else round(self.need_mib, 1),
-            "fits_memory": self.fits_memory,
-            "within_wait": self.within_wait,
-            "cost_per_run": _round(self.cost_per_run),
-        }
 
 
 @dataclass(frozen=True)
@@ -199,42 +170,6 @@ class MachineFit:
         """Monthly saving at the observed run rate."""
         return _monthly(self.saving_per_run, self.runs_per_day)
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "job": self.job,
-            "members": list(self.members),
-            "machine": self.machine,
-            "machine_known": self.current is not None,
-            "workers": self.workers,
-            "parallel": self.parallel,
-            "test_s": round(self.test_s, 3),
-            "overhead_s": round(self.overhead_s, 3),
-            "longest_test_s": round(self.chain_s, 3),
-            "memory_source": self.memory_source,
-            "memory_basis": self.memory_basis,
-            "peak_rss_mib": _round(self.peak_mib, 1),
-            "job_peak_rss_mib": _round(self.job_peak_mib, 1),
-            "need_mib": _round(self.need_mib, 1),
-            "peak_tests": [{"nodeid": n, "peak_rss_mib": round(p, 1)} for n, p in self.peak_tests],
-            "wall_s": round(self.wall_s, 3),
-            "recommended": None if self.recommended is None else self.recommended.name,
-            "recommended_workers": self.recommended_workers,
-            "recommended_wall_s": _round(self.recommended_wall_s, 3),
-            "cost_per_run": _round(self.cost_per_run),
-            "recommended_cost_per_run": _round(self.recommended_cost_per_run),
-            "runs_per_day": _round(self.runs_per_day, 3),
-            "cost_per_month": _round(self.cost_per_month, 2),
-            "recommended_cost_per_month": _round(self.recommended_cost_per_month, 2),
-            "saving_per_run": _round(self.saving_per_run),
-            "saving_per_month": _round(self.saving_per_month, 2),
-            "advice": self.advice,
-            "notes": list(self.notes),
-            "max_cores_used": round(self.max_cores_used, 3),
-            "parallel_fraction": round(self.parallel_fraction, 4),
-            "predictions": [p.to_dict() for p in self.predictions],
-        }
-
 
 @dataclass(frozen=True)
 class SizingReport:
@@ -250,31 +185,26 @@ class SizingReport:
     unknown_machines: tuple[str, ...]
     warnings: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: what `laptime size --json` prints and the API returns."""
-        monthly = [j.cost_per_month for j in self.jobs]
-        after = [
-            j.recommended_cost_per_month if j.recommended is not None else j.cost_per_month
-            for j in self.jobs
-        ]
-        total = _sum_known(monthly)
-        total_after = _sum_known(after)
-        return {
-            "catalogue": self.catalogue,
-            "unit": self.unit,
-            "headroom": self.headroom,
-            "wait_target_s": round(self.wait_target_s, 3),
-            "wait_s": round(self.wait_s, 3),
-            "wait_after_s": round(self.wait_after_s, 3),
-            "cost_per_month": _round(total, 2),
-            "cost_per_month_after": _round(total_after, 2),
-            "saving_per_month": None
-            if total is None or total_after is None
-            else round(total - total_after, 2),
-            "unknown_machines": list(self.unknown_machines),
-            "warnings": list(self.warnings),
-            "jobs": [j.to_dict() for j in self.jobs],
-        }
+    @property
+    def cost_per_month(self) -> float | None:
+        """Every job today at the observed run rate (None when any job's cost is unknown)."""
+        return _sum_known([j.cost_per_month for j in self.jobs])
+
+    @property
+    def cost_per_month_after(self) -> float | None:
+        """The same with every recommendation applied."""
+        return _sum_known(
+            [
+                j.recommended_cost_per_month if j.recommended is not None else j.cost_per_month
+                for j in self.jobs
+            ]
+        )
+
+    @property
+    def saving_per_month(self) -> float | None:
+        """Today's monthly cost minus the recommended one."""
+        total, after = self.cost_per_month, self.cost_per_month_after
+        return None if total is None or after is None else total - after
 
 
 # ---------------------------------------------------------------------------------- model
@@ -300,6 +230,27 @@ def memory_need_mib(peak_mib: float, workers: int, headroom: float, source: Memo
 
 
 # ---------------------------------------------------------------------------- entry point
+
+
+@dataclass(frozen=True)
+class JobEvidence:
+    """What the history says about one job to size: its spec, its tests (one row each), its
+    test seconds, workers, machine, longest test, setup, uploaded peak and run rate."""
+
+    spec: JobSpec
+    tests: pd.DataFrame
+    test_s: float
+    workers: int
+    machine: str | None
+    chain_s: float
+    overhead_s: float
+    job_peak_mib: float | None
+    runs_per_day: float | None
+
+    @property
+    def wall_s(self) -> float:
+        """The job's predicted wall on today's machine and workers."""
+        return predict_wall_s(self.overhead_s, self.test_s, self.chain_s, self.workers)
 
 
 def fit_machines(
@@ -335,7 +286,7 @@ def fit_machines(
         measured = _overhead(runs, job.name, tests[_job_mask(tests, pairs, job.name)])
         overhead_of[job.name] = job.overhead_s if measured is None else measured
 
-    prepared = []
+    prepared: list[JobEvidence] = []
     for spec in specs:
         base = by_name.get(spec.name, heaviest) if not spec.members else heaviest
         mask = (
@@ -344,38 +295,28 @@ def fit_machines(
             else _job_mask(tests, pairs, spec.name)
         )
         own = tests[mask]
-        test_s = spec.test_s if spec.test_s is not None else float(own["duration_s"].sum())
-        workers = max(int(spec.workers if spec.workers is not None else base.workers), 1)
-        machine = spec.machine if spec.machine is not None else base.machine
-        chain_s = float(own["duration_s"].max()) if len(own) else 0.0
-        overhead_s = spec.overhead_s if spec.overhead_s is not None else overhead_of[base.name]
-        job_peak = None if spec.members else _job_peak(runs, spec.name)
-        rate = per_day.get("\0pipelines" if spec.members else spec.name)
-        prepared.append((spec, own, test_s, workers, machine, chain_s, overhead_s, job_peak, rate))
-
-    wall_today = {
-        spec.name: predict_wall_s(overhead_s, test_s, chain_s, workers)
-        for spec, _o, test_s, workers, _m, chain_s, overhead_s, _p, _r in prepared
-    }
-    wait_s = max(wall_today.values(), default=0.0)
-    target = wait_target_s if wait_target_s is not None else wait_s
-    fits = tuple(
-        _fit_job(
-            catalogue,
-            spec=spec,
-            own=own,
-            test_s=test_s,
-            workers=workers,
-            machine=machine,
-            chain_s=chain_s,
-            overhead_s=overhead_s,
-            job_peak=job_peak,
-            runs_per_day=rate,
-            headroom=headroom,
-            target_s=target,
-            history_platform=history_platform(runs),
+        prepared.append(
+            JobEvidence(
+                spec=spec,
+                tests=own,
+                test_s=spec.test_s if spec.test_s is not None else float(own["duration_s"].sum()),
+                workers=max(int(spec.workers if spec.workers is not None else base.workers), 1),
+                machine=spec.machine if spec.machine is not None else base.machine,
+                chain_s=float(own["duration_s"].max()) if len(own) else 0.0,
+                overhead_s=(
+                    spec.overhead_s if spec.overhead_s is not None else overhead_of[base.name]
+                ),
+                job_peak_mib=None if spec.members else _job_peak(runs, spec.name),
+                runs_per_day=per_day.get("\0pipelines" if spec.members else spec.name),
+            )
         )
-        for spec, own, test_s, workers, machine, chain_s, overhead_s, job_peak, rate in prepared
+
+    wait_s = max((job.wall_s for job in prepared), default=0.0)
+    target = wait_target_s if wait_target_s is not None else wait_s
+    platform = history_platform(runs)
+    fits = tuple(
+        _fit_job(catalogue, job, headroom=headroom, target_s=target, history_platform=platform)
+        for job in prepared
     )
     unknown = sorted({f.machine for f in fits if f.current is None and f.machine is not None})
     if any(f.machine is None for f in fits):
@@ -399,20 +340,16 @@ def fit_machines(
 
 def _fit_job(
     catalogue: Catalogue,
+    job: JobEvidence,
     *,
-    spec: JobSpec,
-    own: pd.DataFrame,
-    test_s: float,
-    workers: int,
-    machine: str | None,
-    chain_s: float,
-    overhead_s: float,
-    job_peak: float | None,
-    runs_per_day: float | None,
     headroom: float,
     target_s: float,
     history_platform: tuple[str | None, str | None],
 ) -> MachineFit:
+    """One job's fit: today's machine, every comparable entry's prediction, the cheapest."""
+    spec, own, test_s, workers = job.spec, job.tests, job.test_s, job.workers
+    machine, chain_s, overhead_s = job.machine, job.chain_s, job.overhead_s
+    job_peak, runs_per_day = job.job_peak_mib, job.runs_per_day
     notes: list[str] = []
     current = catalogue.match(machine)
     parallel = workers > 1
@@ -728,7 +665,3 @@ def _monthly(per_run: float | None, per_day: float | None) -> float | None:
 
 def _sum_known(values: Sequence[float | None]) -> float | None:
     return None if not values or any(v is None for v in values) else sum(v or 0.0 for v in values)
-
-
-def _round(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(value, digits)

@@ -1,7 +1,7 @@
 """A CI job's wall predicted from its parts: what a split job will really take.
 The terms are defined in docs/planner.md#the-model.
 
-    wall = setup_factor x (ci_setup + startup + collect + first_use) + test_factor x tests
+    wall = setup_factor x (ci_setup + startup + collect + first_use + exit) + test_factor x tests
 
 - ci_setup: the CI job's fixed cost outside pytest, median over runs of
   `job_wall_s - wall_s - startup_s` (job wall minus the pytest process). Without a job wall
@@ -16,6 +16,17 @@ The terms are defined in docs/planner.md#the-model.
 - first_use: per file the job touches, what its first test (by `seq`, per process) paid on
   top of the file's other tests: its setup minus their median setup, floored at 0. A file
   split over k jobs pays it k times. It is taken out of that test's own estimate.
+- first use inside a call: a test whose time, when it ran first in its process (a split
+  job's or the loop's), was consistently above its median elsewhere (every such run at least
+  CALL_FIRST_USE_MIN_S and CALL_FIRST_USE_MIN_FRAC above it, in CALL_FIRST_USE_MIN_RUNS runs
+  or more) starts something in its call that an earlier test started in the others (a worker
+  pool, a compile, a lazy import). A job holding it is a fresh process where nothing did, so
+  the test's estimate carries the excess (median first minus median elsewhere) and the job
+  running it pays it, once.
+- exit: the process's exit after its session (reports, interpreter shutdown, worker pools),
+  which the plugin inside the process cannot time: the job's median `exit_s` measured by
+  `laptime-ci run`, else the project's median, else EXIT_TAIL_DEFAULT_S for a plugin history
+  (listed missing), else 0.
 - tests: the tests' estimates (median of recent results) after removing first-use costs and
   normalising to a quiet machine, divided by the xdist workers, plus per-test bookkeeping
   (session wall - collection - test time, per test) when collection time is known.
@@ -53,7 +64,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -74,6 +84,7 @@ MODEL_INPUTS: tuple[str, ...] = (
     "cpu_wait_s",
     "heap_objects",
     "malloc",
+    "exit_s",
 )
 # Allocator states under which a fresh job process allocates as the history process did: glibc's
 # thresholds fixed (by the plugin or the environment), or not glibc. Not "dynamic".
@@ -95,31 +106,17 @@ class JobParts:
     inputs_missing: tuple[str, ...]
     setup_factor: float = 1.0
     test_factor: float = 1.0
+    exit_s: float = 0.0  # session end to process exit (reports, shutdown, worker pools)
 
     @property
     def fixed_s(self) -> float:
         """Everything but the tests: what the job pays however few tests it runs."""
-        return self.ci_setup_s + self.startup_s + self.collect_s + self.first_use_s
+        return self.ci_setup_s + self.startup_s + self.collect_s + self.first_use_s + self.exit_s
 
     @property
     def wall_s(self) -> float:
         """The predicted job wall."""
         return self.fixed_s + self.tests_s
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "ci_setup_s": round(self.ci_setup_s, 3),
-            "startup_s": round(self.startup_s, 3),
-            "collect_s": round(self.collect_s, 3),
-            "first_use_s": round(self.first_use_s, 3),
-            "tests_s": round(self.tests_s, 3),
-            "wall_s": round(self.wall_s, 3),
-            "cpu_share": None if self.cpu_share is None else round(self.cpu_share, 3),
-            "setup_factor": self.setup_factor,
-            "test_factor": self.test_factor,
-            "inputs_missing": list(self.inputs_missing),
-        }
 
 
 @dataclass(frozen=True)
@@ -145,6 +142,13 @@ class JobModel:
     # Per nodeid: heap-bound seconds and the heap the history ran them at (split/heap_model.py);
     # None when no test's time follows the heap or the runs lack the heap census.
     heap: HeapHistory | None = None
+    # Session end to process exit, which a plugin history's in-process job wall misses:
+    # measured (`laptime-ci run`) per job, else the project's median, else EXIT_TAIL_DEFAULT_S.
+    exit_s: float = 0.0
+    exit_by_job: dict[str, float] = field(default_factory=dict)
+    # nodeid -> seconds its call pays when it runs first in a process (see the module doc);
+    # already in that test's estimate in `results`.
+    call_first_use_s: dict[str, float] = field(default_factory=dict)
 
     def file_costs(self, files: pd.Series) -> pd.Series:
         """file -> what one more job touching it pays again: first use + collection (x setup
@@ -180,6 +184,7 @@ class JobModel:
         inherits from)."""
         measured_setup = self.ci_setup_by_job.get(job or "", self.ci_setup_s)
         startup = self.startup_by_job.get(job or "", self.startup_s)
+        exit_tail = self.exit_by_job.get(job or "", self.exit_s)
         missing = list(self.inputs_missing)
         unique = set(files)
         if overhead_given:
@@ -206,6 +211,7 @@ class JobModel:
             collect_s=self.setup_factor * collect,
             first_use_s=self.setup_factor * first_use,
             tests_s=self.test_factor * tests,
+            exit_s=self.setup_factor * exit_tail,
             cpu_share=self.cpu_share,
             inputs_missing=tuple(missing),
             setup_factor=self.setup_factor,
@@ -298,6 +304,45 @@ def _first_use(results: pd.DataFrame, quiet_factor: pd.Series) -> tuple[pd.Serie
     return per_result, per_run.groupby(level="file").median()
 
 
+CALL_FIRST_USE_MIN_S = 0.05
+CALL_FIRST_USE_MIN_FRAC = 0.25
+CALL_FIRST_USE_MIN_RUNS = 2
+
+
+def first_in_process(results: pd.DataFrame) -> pd.Series:
+    """Per result: True for the first test (lowest `seq`) its process ran."""
+    seq = numeric_column(results, "seq")
+    worker = (
+        results["worker"].fillna("").astype(str)
+        if "worker" in results.columns
+        else pd.Series("", index=results.index)
+    )
+    first = seq.groupby([results["run_id"], worker]).transform("min")
+    return (seq == first) & seq.notna()
+
+
+def call_first_use(results: pd.DataFrame, durations: pd.Series) -> pd.Series:
+    """nodeid -> seconds a test pays when it runs first in its process, over its median
+    elsewhere, for the tests that did so consistently (module doc); `durations` per result."""
+    frame = pd.DataFrame(
+        {
+            "nodeid": results["nodeid"].astype(str),
+            "first": first_in_process(results),
+            "s": durations,
+        }
+    )[numeric_column(results, "seq").notna() & durations.notna()]
+    if frame.empty:
+        return pd.Series(dtype="float64")
+    first = frame["first"]
+    firsts = frame[first].groupby("nodeid")["s"].agg(["min", "median", "size"])
+    elsewhere = frame[~first].groupby("nodeid")["s"].median().rename("elsewhere")
+    both = firsts.join(elsewhere, how="inner")
+    floor = np.maximum(CALL_FIRST_USE_MIN_S, CALL_FIRST_USE_MIN_FRAC * both["elsewhere"])
+    steady = (both["size"] >= CALL_FIRST_USE_MIN_RUNS) & (both["min"] - both["elsewhere"] >= floor)
+    kept = both[steady]
+    return (kept["median"] - kept["elsewhere"]).astype("float64")
+
+
 def _collect_by_file(runs: pd.DataFrame) -> pd.Series:
     """file -> median collection seconds over the runs that recorded it."""
     if "collect_by_file" not in runs.columns:
@@ -369,7 +414,13 @@ def fit_job_model(
     if numeric_column(results, "seq").isna().all():
         missing.append("seq")
     adjusted = results.copy()
-    adjusted["duration_s"] = (quiet - fu_result).clip(lower=0.0).where(wall.notna())
+    plain = (quiet - fu_result).clip(lower=0.0)
+    call_fu = call_first_use(results, plain.where(wall.notna()))
+    # The test pays it in the job that runs it: every result of it carries it, so its
+    # estimate is what a fresh process measured, whichever runs the history has most of.
+    carries = results["nodeid"].astype(str).map(call_fu).fillna(0.0)
+    carries = carries.where(~first_in_process(results), 0.0)
+    adjusted["duration_s"] = (plain + carries).where(wall.notna())
     if "cpu_s" in adjusted.columns:
         adjusted["cpu_s"] = cpu  # kept for the parallelism profile
     run_wall = numeric_column(runs, "wall_s")
@@ -391,6 +442,9 @@ def fit_job_model(
         missing.append("heap_objects")
     if malloc_unknown(runs):
         missing.append("malloc")
+    exits = numeric_column(runs, "exit_s").where(lambda v: v >= 0)
+    if exits.isna().all():
+        missing.append("exit_s")
     test_sum = wall.groupby(results["run_id"]).sum()
     n_tests = results.groupby("run_id").size()
     run_ids = runs["run_id"].to_numpy()
@@ -416,13 +470,46 @@ def fit_job_model(
         setup_factor=setup_factor,
         test_factor=test_factor,
         heap=fit_heap_profile(results, runs, quiet_factor),
+        exit_s=exit_tail_s(runs),
+        exit_by_job=_median_by(exits, job_names),
+        call_first_use_s={str(k): float(v) for k, v in call_fu.items()},
     )
+
+
+# A job process's exit after its pytest session (reports written, interpreter shutdown, a
+# library's worker pool stopped), measured on a scientific-Python suite: 0.5-1.2 s per job
+# run, 1.4 s in its histories. The default until a project's runs measure it.
+EXIT_TAIL_DEFAULT_S = 1.0
+
+
+def exit_tail_s(runs: pd.DataFrame) -> float:
+    """The seconds a job process takes to exit after its session: the runs' median `exit_s`
+    when measured, else EXIT_TAIL_DEFAULT_S for a plugin history (its job wall is taken at
+    session end, before the exit), else 0 (a job wall taken by a later step includes it)."""
+    measured = numeric_column(runs, "exit_s").dropna()
+    measured = measured[measured >= 0]
+    if len(measured):
+        return float(measured.median())
+    if numeric_column(runs, "collect_s").notna().any():  # recorded by the plugin
+        return EXIT_TAIL_DEFAULT_S
+    return 0.0
 
 
 def missing_inputs_note(inputs_missing: Sequence[str]) -> str:
     """What the model lacks and how to get it, for `laptime plan`'s text ("" when nothing)."""
-    if not inputs_missing:
-        return ""
+    plugin_history = "seq" not in inputs_missing
+    rest = [name for name in inputs_missing if name != "exit_s" or not plugin_history]
+    notes = [_inputs_note(rest)] if rest else []
+    if len(rest) < len(inputs_missing):
+        notes.append(
+            "model: no history run measured its exit tail (session end to process exit), so "
+            f"{EXIT_TAIL_DEFAULT_S:g} s per job is charged for it; run the tests as "
+            "`laptime-ci run -- pytest ...` to measure it (docs/planner.md)"
+        )
+    return "\n".join(notes)
+
+
+def _inputs_note(inputs_missing: Sequence[str]) -> str:
     if "job_wall_s" in inputs_missing and set(inputs_missing) <= {"job_wall_s", "malloc"}:
         # The plugin recorded the run (it has the run order): only the CI job's start stamp
         # was absent; a missing allocator state is told apart by the caller.

@@ -648,5 +648,7 @@ def _config(
     config.update(runner_snippets(options.runner, selections, [j.pytest_args for j in jobs]))
     if options.runner == "pytest":
         config["test_durations"] = pytest_split_durations(estimates["duration_s"])
-    config["selections"] = [s.to_dict() for s in selections]
+    config["selections"] = [
+        {"runner": s.runner, "args": list(s.args), "command": s.command} for s in selections
+    ]
     return config

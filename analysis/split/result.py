@@ -1,5 +1,5 @@
 """What a split plan answers: the jobs before and after, the totals, the Pareto table, the
-verdict; each with its JSON form (`laptime plan --json` and the API return `to_dict()`)."""
+verdict (their answer form, rounded for JSON, is app/schemas/split.py's)."""
 
 from __future__ import annotations
 
@@ -13,17 +13,6 @@ from analysis.split.job_model import JobParts
 from analysis.split.options import Granularity, Objective
 
 Verdict = Literal["split", "keep", "not_worth_it", "refused"]
-
-
-def _with_cost(out: dict[str, Any], cost: float | None) -> dict[str, Any]:
-    """`out` with the cost added when known (never invented)."""
-    if cost is not None:
-        out["cost"] = round(cost, 4)
-    return out
-
-
-def _totals_dict(jobs: int, wait_s: float, machine_s: float) -> dict[str, Any]:
-    return {"jobs": jobs, "wait_s": round(wait_s, 3), "machine_s": round(machine_s, 3)}
 
 
 @dataclass(frozen=True)
@@ -46,25 +35,6 @@ class PlannedJob:
     # The job model's parts: overhead_s is their fixed part, wall_s their sum.
     parts: JobParts | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; cost is left out when unknown."""
-        out: dict[str, Any] = {
-            "name": self.name,
-            "members": list(self.members),
-            "n_tests": self.n_tests,
-            "predicted_test_s": round(self.test_s, 3),
-            "overhead_s": round(self.overhead_s, 3),
-            "workers": self.workers,
-            "machine": self.machine,
-            "predicted_wall_s": round(self.wall_s, 3),
-            "pytest_args": list(self.pytest_args),
-            "runner_args": list(self.runner_args),
-            "command": self.command,
-        }
-        if self.parts is not None:
-            out["parts"] = self.parts.to_dict()
-        return _with_cost(out, self.cost)
-
 
 @dataclass(frozen=True)
 class LayoutTotals:
@@ -74,10 +44,6 @@ class LayoutTotals:
     wait_s: float
     machine_s: float
     cost: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; cost is left out when unknown."""
-        return _with_cost(_totals_dict(self.jobs, self.wait_s, self.machine_s), self.cost)
 
 
 @dataclass(frozen=True)
@@ -95,18 +61,6 @@ class ParetoRow:
     # never say "chosen" beside a "keep" or "not worth it" verdict.
     chosen: bool = False
     best: bool = False  # the count the verdict judged (adopted or not)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; cost is left out when unknown."""
-        out: dict[str, Any] = {
-            **_totals_dict(self.jobs, self.wait_s, self.machine_s),
-            "lower_bound_wait_s": round(self.lower_bound_wait_s, 3),
-            "feasible": self.feasible,
-            "pareto_optimal": self.pareto_optimal,
-            "chosen": self.chosen,
-            "best": self.best,
-        }
-        return _with_cost(out, self.cost)
 
 
 @dataclass(frozen=True)
@@ -131,27 +85,21 @@ class SplitPlan:
     # The job model's inputs the history lacked; today's fallbacks stood in for them.
     inputs_missing: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: what `laptime plan --json` prints and the API returns."""
-        sources = self.estimates["source"].value_counts().to_dict()
-        return {
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "complete": self.complete,
-            "objective": self.objective,
-            "granularity": self.granularity,
-            "budget_s": self.budget_s,
-            "before": self.before.to_dict(),
-            "after": self.after.to_dict(),
-            "before_jobs": [job.to_dict() for job in self.before_jobs],
-            "jobs": [job.to_dict() for job in self.jobs],
-            "pareto": [row.to_dict() for row in self.pareto],
-            "estimates": {
-                "tests": len(self.estimates),
-                "without_history": int((self.estimates["source"] != "history").sum()),
-                "by_source": {str(k): int(v) for k, v in sources.items()},
-            },
-            "warnings": list(self.warnings),
-            "inputs_missing": list(self.inputs_missing),
-            "config": dict(self.config),
-        }
+    @property
+    def estimate_sources(self) -> EstimateSources:
+        """Where the per-test durations came from."""
+        sources = self.estimates["source"].value_counts()
+        return EstimateSources(
+            tests=len(self.estimates),
+            without_history=int((self.estimates["source"] != "history").sum()),
+            by_source={str(k): int(v) for k, v in sources.items()},
+        )
+
+
+@dataclass(frozen=True)
+class EstimateSources:
+    """How many tests the plan estimated, how many without history, and by which source."""
+
+    tests: int
+    without_history: int
+    by_source: dict[str, int]

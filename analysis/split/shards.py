@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,19 +37,6 @@ class Shard:
     new_tests: tuple[str, ...]  # nodeids without history, placed by estimate
     # What the runner takes for this shard: its arguments and a full command.
     selection: JobSelection | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        out: dict[str, Any] = {
-            "index": self.index,
-            "members": list(self.members),
-            "nodeids": list(self.nodeids),
-            "predicted_s": round(self.predicted_s, 3),
-            "new_tests": list(self.new_tests),
-        }
-        if self.selection is not None:
-            out.update(self.selection.to_dict())
-        return out
 
 
 def plan_id(shards: Sequence[Shard]) -> str:

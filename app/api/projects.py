@@ -31,7 +31,7 @@ from app.schemas.reads import (
     Trend,
     TrendDay,
 )
-from app.schemas.uploads import UploadList
+from app.schemas.uploads import UploadList, UploadSummary
 from app.services.project_reads import project_pipelines, project_rollup
 from app.services.projects import issue_token, list_tokens, revoke_token
 from app.services.uploads import recent_uploads
@@ -117,9 +117,12 @@ def trend(project: ReadProject, conn: ConnDep, filters: FiltersDep) -> Trend:
 @router.get("/uploads", **answers(UploadList, *PROJECT_ERRORS))
 def uploads(
     project: ReadProject, conn: ConnDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50
-) -> dict[str, Any]:
+) -> UploadList:
     """The latest uploads and their status (failed ones with their error)."""
-    return {"uploads": recent_uploads(conn, project.id, limit=limit)}
+    lines = recent_uploads(conn, project.id, limit=limit)
+    return UploadList(
+        uploads=[UploadSummary.model_validate(line, from_attributes=True) for line in lines]
+    )
 
 
 def _json_integer(value: object) -> object:

@@ -25,18 +25,14 @@ from app.http.params import (
 )
 from app.http.responses import PROJECT_ERRORS, answers
 from app.project_records import Project
-from app.schemas.recommendations import (
-    CatalogueSet,
-    Machines,
-    Matrix,
-    Parametrize,
-    ProjectCatalogue,
-    Shards,
-    SplitPlan,
-)
+from app.schemas.reduce import Matrix, Parametrize
+from app.schemas.sizing import CatalogueDoc, CatalogueSet, Machines, ProjectCatalogue
+from app.schemas.split import Shards, SplitPlan
 from app.services.project_reads import FrameCache
 from app.services.projects import set_catalogue
 from app.services.recommendations import (
+    MachinesAnswer,
+    SplitAnswer,
     machines_recommendation,
     matrix_recommendation,
     parametrize_recommendation,
@@ -100,7 +96,7 @@ def _split_answer(
     filters: Any,
     client_gone: Any,
     question: SplitQuestion,
-) -> dict[str, Any]:
+) -> SplitAnswer:
     options = _options(
         jobs=job_range("jobs", question.jobs),
         granularity=question.granularity,
@@ -130,14 +126,14 @@ def split(
     filters: FiltersDep,
     client_gone: ClientGoneDep,
     question: SplitQuestionDep,
-) -> dict[str, Any]:
+) -> SplitPlan:
     """Which files or markers to move into their own jobs, with wait and machine time before
     and after, a verdict (including "not worth it") and the config to copy.
 
     Planning stops at a time limit (or when the client leaves); the answer then holds the job
     counts done and says `"complete": false`. A read: stores nothing and answers `plan_id: null`;
     POST the same question to track the plan."""
-    return _split_answer(project, conn, filters, client_gone, question)
+    return SplitPlan.answer(_split_answer(project, conn, filters, client_gone, question))
 
 
 @router.post("/recommendations/split", **answers(SplitPlan, *PROJECT_ERRORS))
@@ -147,19 +143,19 @@ def track_split(
     filters: FiltersDep,
     client_gone: ClientGoneDep,
     question: SplitQuestionDep,
-) -> dict[str, Any]:
+) -> SplitPlan:
     """The same answer as GET, tracked: the plan is stored and `plan_id` names it; the
     config's jobs upload it, so the accuracy page compares it with what they measured."""
     answer = _split_answer(project, conn, filters, client_gone, question)
-    return track_split_plan(conn, project, answer)
+    return SplitPlan.answer(track_split_plan(conn, project, answer))
 
 
 def _options(**kwargs: Any) -> SplitOptions:
     return SplitOptions(**kwargs)
 
 
-def _complete(answer: dict[str, Any]) -> bool:
-    return bool(answer.get("complete", True))
+def _complete(answer: SplitAnswer | MachinesAnswer) -> bool:
+    return answer.complete
 
 
 def _shards(
@@ -172,10 +168,10 @@ def _shards(
     *,
     pipeline: str | None = None,
     track: bool = False,
-) -> dict[str, Any]:
+) -> Shards:
     if index is not None and index > total:
         raise invalid("index", f"must be between 1 and total ({total})", index)
-    return shard_assignment(
+    answer = shard_assignment(
         conn,
         project,
         filters,
@@ -185,6 +181,7 @@ def _shards(
         pipeline=pipeline,
         track=track,
     )
+    return Shards.of(answer)
 
 
 @router.get("/shards", **answers(Shards, *PROJECT_ERRORS))
@@ -196,7 +193,7 @@ def shards(
     index: Annotated[
         int | None, Query(ge=1, le=MAX_SHARDS, description="1-based shard index, <= total")
     ] = None,
-) -> dict[str, Any]:
+) -> Shards:
     """The tests of shard `index` (every shard without it), balanced by measured durations.
 
     A read: stores nothing, `plan_id` is null; CI shards POST their collected tests."""
@@ -221,7 +218,7 @@ def shards_for_collected(
             description="CI pipeline run id: its first shard's plan is pinned for every shard",
         ),
     ] = None,
-) -> dict[str, Any]:
+) -> Shards:
     """Shards of exactly the collected tests: new ones are placed by estimate, none is lost.
 
     The plan is stored (`plan_id`); with `pipeline`, the first answer is pinned and every later
@@ -238,9 +235,11 @@ def parametrize(
     filters: FiltersDep,
     strength: Annotated[int, Query(ge=1, le=2)] = 2,
     top: Annotated[int, Query(ge=1, le=MAX_TOP_EXPLOSIONS)] = 10,
-) -> dict[str, Any]:
+) -> Parametrize:
     """The costliest parametrize explosions and covering sets that keep their coverage."""
-    return parametrize_recommendation(conn, project, filters, strength=strength, top=top)
+    return Parametrize.of(
+        parametrize_recommendation(conn, project, filters, strength=strength, top=top)
+    )
 
 
 @router.get("/recommendations/matrix", **answers(Matrix, *PROJECT_ERRORS))
@@ -250,9 +249,11 @@ def matrix(
     filters: FiltersDep,
     by: Literal["file", "marker"] = "file",
     threshold: Annotated[float, Query(gt=1.0, le=1000.0, allow_inf_nan=False)] = 1.5,
-) -> dict[str, Any]:
+) -> Matrix:
     """Per file or marker and label dimension: keep all values, or one per PR and all on main."""
-    return matrix_recommendation(conn, project, filters, group_by=by, threshold=threshold)
+    return Matrix.of(
+        matrix_recommendation(conn, project, filters, group_by=by, threshold=threshold)
+    )
 
 
 @router.get("/recommendations/machines", **answers(Machines, *PROJECT_ERRORS))
@@ -269,7 +270,7 @@ def machines(
     split_jobs: Annotated[
         JobRangeText | None, Query(description=f"also size the jobs of a split: {JOBS_TEXT}")
     ] = None,
-) -> dict[str, Any]:
+) -> Machines:
     """The cheapest machine each job fits (memory measured, CPU from xdist), today and after a
     split, with cost per run and per month; jobs without memory data get no advice."""
     options = _options(jobs=job_range("split_jobs", split_jobs)) if split_jobs else None
@@ -283,7 +284,7 @@ def machines(
         cell,
         *_catalogue_key(project),
     )
-    return FrameCache.for_project(conn, project.id).get(
+    answer = FrameCache.for_project(conn, project.id).get(
         key,
         lambda: machines_recommendation(
             conn,
@@ -297,18 +298,19 @@ def machines(
         ),
         keep=_complete,
     )
+    return Machines.of(answer)
 
 
 @router.get("/catalogue", **answers(ProjectCatalogue, *PROJECT_ERRORS))
-def read_catalogue(project: ReadProject) -> dict[str, Any]:
+def read_catalogue(project: ReadProject) -> ProjectCatalogue:
     """The machine catalogue this project is priced from."""
     catalogue = project_catalogue(project)
-    return {
-        "name": project.catalogue,
-        "custom_toml": project.catalogue_toml,
-        "catalogue": catalogue.to_dict() if catalogue is not None else None,
-        "shipped": sorted(resolve_catalogues()),
-    }
+    return ProjectCatalogue(
+        name=project.catalogue,
+        custom_toml=project.catalogue_toml,
+        catalogue=CatalogueDoc.of(catalogue) if catalogue is not None else None,
+        shipped=sorted(resolve_catalogues()),
+    )
 
 
 @router.put("/catalogue", **answers(CatalogueSet, 400, *PROJECT_ERRORS))
@@ -322,7 +324,7 @@ def write_catalogue(
         str | None,
         Body(max_length=MAX_CATALOGUE_CHARS, description="your own catalogue (TOML), merged over"),
     ] = None,
-) -> dict[str, Any]:
+) -> CatalogueSet:
     """Declare the project's catalogue and/or store its own; validated before it is kept."""
     name = name or None  # empty is not given, as everywhere
     if toml:
@@ -336,4 +338,4 @@ def write_catalogue(
     ):
         raise ApiError(422, "request-unprocessable", f"no catalogue named {name!r}")
     set_catalogue(conn, project, name, toml or None)
-    return {"name": name, "custom": bool(toml)}
+    return CatalogueSet(name=name, custom=bool(toml))

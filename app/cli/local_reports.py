@@ -107,6 +107,7 @@ def run_measures(session: SessionInfo) -> dict[str, object]:
         "heap_objects_collected": number(session.heap_objects_collected),
         "heap_objects_end": number(session.heap_objects_end),
         "cpu_wait_s": number(session.cpu_wait_s),
+        "exit_s": number(session.exit_s),
         "malloc": session.malloc,
         "platform": session.platform,
     }

@@ -14,6 +14,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("app.cli.plan_cmd", "plan"),
     "accuracy": ("app.cli.accuracy_cmd", "accuracy"),
     "compare": ("app.cli.compare_cmd", "compare"),
+    "flaky": ("app.cli.flaky_cmd", "flaky"),
+    "flaky-reset": ("app.cli.quarantine_cmd", "flaky_reset"),
+    "quarantine": ("app.cli.quarantine_cmd", "quarantine"),
+    "changes": ("app.cli.changes_cmd", "changes"),
+    "change-state": ("app.cli.changes_cmd", "change_state"),
     "shard": ("app.cli.shard_cmd", "shard"),
     "size": ("app.cli.size_cmd", "size"),
     "reduce": ("app.cli.reduce_cmd", "reduce"),
@@ -25,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prune": ("app.cli.admin_cmds", "prune"),
     "upload": ("app.cli.upload_cmd", "upload"),
     "demo-data": ("app.cli.demo_cmd", "demo_data"),
+    "webhook": ("app.cli.webhook_cmd", "webhook"),
+    "digest": ("app.cli.digest_cmd", "digest"),
 }
 
 

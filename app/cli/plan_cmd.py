@@ -23,6 +23,7 @@ from analysis.split.options import (
     SplitOptions,
 )
 from analysis.split.plan import SplitPlan, plan_splits
+from app.cli.json_out import echo_json
 from app.cli.local_reports import HISTORY_JOB, history_invocation, load_local, local_runner
 from app.cli.options import (
     DURATION,
@@ -33,6 +34,7 @@ from app.cli.options import (
     report_console,
     report_format_option,
 )
+from app.schemas import split as answers
 from app.work_limits import PLAN_TIME_LIMIT_S, stop_after
 
 MEMBERS_SHOWN = 6
@@ -185,7 +187,7 @@ def plan(
         except OSError as exc:
             raise click.ClickException(f"{durations_out}: cannot write: {exc}") from exc
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        echo_json(answers.SplitPlan.of(result), exclude=answers.SERVER_FIELDS)
         return
     _print_plan(result, report_console())
 

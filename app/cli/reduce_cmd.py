@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -19,7 +18,9 @@ from analysis.reduce.parametrize import (
     find_explosions,
     propose_covering,
 )
+from app.cli.json_out import echo_json
 from app.cli.local_reports import LocalData, load_local
+from app.schemas import reduce as answers
 from app.work_limits import MAX_TOP_EXPLOSIONS
 from figures.humanize import percent_text
 
@@ -63,14 +64,8 @@ def parametrize(files: tuple[str, ...], strength: str, top: int, as_json: bool) 
     explosions = find_explosions(data.results, data.runs, top=top)
     entries = [(e, _proposal(e, int(strength))) for e in explosions]
     if as_json:
-        payload = {
-            "strength": int(strength),
-            "explosions": [
-                {**e.to_dict(), "proposal": p.to_dict() if p is not None else None}
-                for e, p in entries
-            ],
-        }
-        click.echo(json.dumps(payload, indent=2))
+        flat = [answers.ExplosionWithProposal.pair(e, p) for e, p in entries]
+        echo_json(answers.LocalParametrize(strength=int(strength), explosions=flat))
         return
     if not entries:
         click.echo("no parametrized test with two or more variants in these reports")
@@ -145,7 +140,9 @@ def matrix(
         threshold=threshold,
     )
     if as_json:
-        click.echo(json.dumps({"verdicts": [v.to_dict() for v in verdicts]}, indent=2))
+        verdict_list = [answers.MatrixVerdict.of(v) for v in verdicts]
+        matrix = answers.Matrix(group_by=group_by, verdicts=verdict_list)
+        echo_json(matrix, exclude=frozenset({"group_by"}))
         return
     if not verdicts:
         click.echo(

@@ -179,6 +179,9 @@ def worker(no_migrate: bool, exit_with_parent: int | None) -> None:
         try:
             if not no_migrate:
                 _migrate_when_reachable(url, stop)
+            from app.cli.delivery_thread import start_deliveries
+
+            start_deliveries(url, settings, stop)
             click.echo("laptime worker waiting for uploads")
             run_worker(libpq_url(url), config, stop)
         except ShutdownRequested:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from analysis.ci.pytest_selection import Invocation, match_collected
 from analysis.estimate import estimate_durations
 from analysis.split.plan import format_duration
 from analysis.split.shards import Shard, assign_shards
+from app.cli.json_out import echo_json
 from app.cli.local_reports import history_invocation, load_local, local_runner
 from app.cli.options import (
     NO_ROOTDIR_WARNING,
@@ -21,6 +21,7 @@ from app.cli.options import (
     invocation_options,
     report_format_option,
 )
+from app.schemas import split as answers
 from laptime_ci.shards import read_collected
 
 
@@ -126,7 +127,7 @@ def shard(
         click.echo(NO_ROOTDIR_WARNING, err=True)
     shards = assign_shards(estimates, tests, total, runner=runner, units=units, invocation=replay)
     if as_json:
-        click.echo(json.dumps([s.to_dict() for s in shards], indent=2))
+        echo_json([answers.Shard.of(s) for s in shards])
         return
     mine = shards[index - 1]
     if as_command or (mine.selection is not None and not as_files):

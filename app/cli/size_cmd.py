@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,8 +21,10 @@ from analysis.sizing.catalogue import (
     resolve_catalogues,
 )
 from analysis.sizing.machine_fit import DEFAULT_HEADROOM, SizingReport, fit_machines
+from app.cli.json_out import echo_json
 from app.cli.local_reports import HISTORY_JOB, load_local
 from app.cli.options import DURATION, report_console, report_format_option
+from app.schemas import sizing as answers
 
 ENV_CATALOGUES = "LAPTIME_CATALOGUES"
 
@@ -151,7 +152,7 @@ def size(
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2))
+        echo_json(answers.SizingReport.of(report))
         return
     render(report, report_console())
 

@@ -108,12 +108,14 @@ def load_plan_runs(conn: Connection, project_id: int, plan_ids: Sequence[str]) -
     """The runs that executed these plans (newest MAX_PLAN_RUNS), in plan_accuracy's shape.
 
     A run's measured wall is its CI job's when the client sent it (the plan predicts the CI
-    setup too), else the test process's."""
+    setup too), else the test process's; both end at the session, so the process's exit
+    tail is added where `laptime-ci run` measured it."""
     frame = pd.read_sql_query(
         text(
             """
             SELECT id AS run_id, plan_id, pipeline, commit_sha AS commit, job, labels,
-                started_at, COALESCE(job_wall_s, wall_s) AS wall_s, test_s, xdist_workers, machine
+                started_at, COALESCE(job_wall_s, wall_s) + COALESCE(exit_s, 0) AS wall_s,
+                test_s, xdist_workers, machine
             FROM run WHERE project_id = :project AND plan_id = ANY(:plans)
             ORDER BY started_at DESC, id DESC LIMIT :limit
             """
@@ -126,3 +128,30 @@ def load_plan_runs(conn: Connection, project_id: int, plan_ids: Sequence[str]) -
     )
     frame["started_at"] = pd.to_datetime(frame["started_at"], utc=True)
     return frame[list(RUN_COLUMNS)]
+
+
+def latest_split_plan(
+    conn: Connection, project_id: int, *, cells: Sequence[str], plan_ids: Sequence[str]
+) -> PlanRecord | None:
+    """The split plan these runs executed, else the newest split plan stored for one of
+    `cells` (the plan the project follows now); None when there is none."""
+    row = conn.execute(
+        text(
+            """
+            SELECT p.id, p.kind, p.cell, p.created_at, p.predicted FROM plan p
+            WHERE p.project_id = :project AND p.kind = 'split'
+              AND (p.id = ANY(:plans) OR p.cell = ANY(:cells))
+            ORDER BY (p.id = ANY(:plans)) DESC, p.created_at DESC, p.id LIMIT 1
+            """
+        ),
+        {"project": project_id, "plans": list(plan_ids), "cells": list(cells)},
+    ).first()
+    if row is None:
+        return None
+    return PlanRecord(
+        id=str(row.id),
+        kind=row.kind,
+        cell=str(row.cell),
+        jobs=PREDICTED_JOBS.validate_python(row.predicted),
+        created_at=pd.Timestamp(row.created_at),
+    )

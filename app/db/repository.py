@@ -136,7 +136,7 @@ def tests_version(conn: Connection, project_id: int) -> tuple[int, int]:
 
 def narrow_tests(tests: pd.DataFrame, filters: Filters) -> pd.DataFrame:
     """A test dictionary narrowed by the test-level filters (markers, file globs)."""
-    if not filters.test_level:
+    if not filters.has_test_filters:
         return tests
     probe = tests.copy()
     probe["day"] = pd.NaT
@@ -159,6 +159,7 @@ _RUN_MEASURES = (
     "heap_objects_collected",
     "heap_objects_end",
     "cpu_wait_s",
+    "exit_s",
 )
 
 
@@ -178,7 +179,7 @@ def load_runs(conn: Connection, project_id: int, filters: Filters) -> pd.DataFra
                 heap_objects_start::float8 AS heap_objects_start,
                 heap_objects_collected::float8 AS heap_objects_collected,
                 heap_objects_end::float8 AS heap_objects_end, cpu_wait_s, malloc, platform,
-                plan_id
+                plan_id, exit_s
             FROM run WHERE {} ORDER BY started_at
             """
         ).format(where),
@@ -210,6 +211,7 @@ _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
     ("call_s", "float8"),
     ("teardown_s", "float8"),
     ("attempts", "int4"),
+    ("last_attempt_s", "float8"),
     ("flaky", "bool"),
     ("peak_rss_mib", "float8"),
     ("cpu_s", "float8"),
@@ -254,7 +256,8 @@ def load_run_results(
                 coalesce(tr.duration_s, 'NaN') AS duration_s,
                 coalesce(tr.setup_s, 'NaN') AS setup_s, coalesce(tr.call_s, 'NaN') AS call_s,
                 coalesce(tr.teardown_s, 'NaN') AS teardown_s, tr.attempts::int4 AS attempts,
-                tr.flaky, coalesce(tr.peak_rss_mib::float8, 'NaN') AS peak_rss_mib,
+                coalesce(tr.last_attempt_s, 'NaN') AS last_attempt_s, tr.flaky,
+                coalesce(tr.peak_rss_mib::float8, 'NaN') AS peak_rss_mib,
                 coalesce(tr.cpu_s, 'NaN') AS cpu_s, coalesce(tr.seq::float8, 'NaN') AS seq,
                 coalesce(tr.gc_s, 'NaN') AS gc_s,
                 coalesce(tr.heap_scans::float8, 'NaN') AS heap_scans,

@@ -7,6 +7,8 @@ from datetime import date, datetime
 
 from sqlalchemy import Connection, text
 
+from ingest.store import ALL_PROJECTS, DATA_CHANNEL
+
 
 @dataclass(frozen=True)
 class PruneReport:
@@ -57,6 +59,10 @@ def prune_before(conn: Connection, cutoff: date, *, dry_run: bool = False) -> Pr
             {"c": cutoff},
         )
         conn.execute(text("DELETE FROM run WHERE day < :c"), {"c": cutoff})
+        conn.execute(
+            text("SELECT pg_notify(:channel, :all)"),
+            {"channel": DATA_CHANNEL, "all": ALL_PROJECTS},
+        )
     return PruneReport(
         partitions=doomed,
         runs=found["runs"],

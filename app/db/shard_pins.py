@@ -1,24 +1,39 @@
 """Shard assignments pinned per CI pipeline (the `shard_pin` table): the first shard of a
-pipeline to ask fixes the plan every later shard of that pipeline gets."""
+pipeline to ask fixes the plan every later shard of that pipeline gets.
+
+The pinned assignment is stored as JSON by one TypeAdapter over the domain's shards, read
+back into the same objects (no hand-written dict form)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
+from pydantic import TypeAdapter
 from sqlalchemy import Connection, text
+
+from analysis.split.shards import Shard
 
 # Pins older than this are gone: a pipeline's shards start within hours, not weeks.
 PIN_DAYS = 14
 
 
 @dataclass(frozen=True)
+class PinnedShards:
+    """A pinned assignment: every shard and the stored plan that names them."""
+
+    plan_id: str | None
+    shards: tuple[Shard, ...]
+
+
+PINNED = TypeAdapter(PinnedShards)
+
+
+@dataclass(frozen=True)
 class ShardPin:
-    """The pinned answer and the digest of the collection it was made for."""
+    """The pinned assignment and the digest of the collection it was made for."""
 
     collected: str
-    answer: dict[str, Any]
+    shards: PinnedShards
 
 
 def load_pin(conn: Connection, project_id: int, pipeline: str, total: int) -> ShardPin | None:
@@ -30,7 +45,7 @@ def load_pin(conn: Connection, project_id: int, pipeline: str, total: int) -> Sh
         ),
         {"p": project_id, "pipeline": pipeline, "total": total},
     ).first()
-    return None if row is None else ShardPin(str(row[0]), dict(row[1]))
+    return None if row is None else ShardPin(str(row[0]), PINNED.validate_python(row[1]))
 
 
 def pin_once(
@@ -51,7 +66,7 @@ def pin_once(
             "pipeline": pipeline,
             "total": total,
             "collected": pin.collected,
-            "answer": json.dumps(pin.answer, allow_nan=False),
+            "answer": PINNED.dump_json(pin.shards).decode(),
         },
     ).first()
     if inserted is not None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -191,7 +193,45 @@ def _find_existing(
     return UploadReceipt(id=int(row[0]), status=row[1], duplicate=True) if row else None
 
 
-def get_upload(conn: Connection, upload_id: int, *, lease_s: float) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class StoredFile:
+    """One report file of an upload."""
+
+    filename: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class UploadLine:
+    """One upload as a project's list shows it; times in ISO 8601."""
+
+    id: int
+    status: str
+    job: str | None
+    error_code: str | None
+    error_detail: str | None
+    created_at: str
+    finished_at: str | None
+    counts: Mapping[str, int] | None
+
+
+@dataclass(frozen=True)
+class UploadStatus(UploadLine):
+    """The status of one upload: its line, and what the worker made of it."""
+
+    project_id: int = 0
+    warnings: tuple[str, ...] = ()
+    attempts: int = 0
+    run_id: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    files: tuple[StoredFile, ...] = ()
+
+
+def _iso(stamp: datetime | None) -> str | None:
+    return stamp.isoformat() if stamp is not None else None
+
+
+def get_upload(conn: Connection, upload_id: int, *, lease_s: float) -> UploadStatus | None:
     """The status document of one upload (what GET /api/v1/uploads/{id} answers).
 
     "processing" only while a worker whose heartbeat is younger than `lease_s` holds it: a
@@ -227,24 +267,26 @@ def get_upload(conn: Connection, upload_id: int, *, lease_s: float) -> dict[str,
     if status == "queued" and row["claimed"]:
         status = "processing"
         attempts += 1  # the claim under way (its worker is connected: not spent yet)
-    return {
-        "id": row["id"],
-        "project_id": row["project_id"],
-        "status": status,
-        "counts": row["counts"],
-        "warnings": row["warnings"],
-        "error_code": row["error_code"],
-        "error_detail": row["error_detail"],
-        "attempts": attempts,
-        "created_at": row["created_at"].isoformat(),
-        "finished_at": row["finished_at"].isoformat() if row["finished_at"] else None,
-        "run_id": row["run_id"],
-        "metadata": row["metadata"],
-        "files": row["files"] or [],
-    }
+    metadata = row["metadata"]
+    return UploadStatus(
+        id=row["id"],
+        status=status,
+        job=metadata.get("job") if isinstance(metadata, dict) else None,
+        error_code=row["error_code"],
+        error_detail=row["error_detail"],
+        created_at=row["created_at"].isoformat(),
+        finished_at=_iso(row["finished_at"]),
+        counts=row["counts"],
+        project_id=row["project_id"],
+        warnings=tuple(row["warnings"] or ()),
+        attempts=attempts,
+        run_id=row["run_id"],
+        metadata=metadata,
+        files=tuple(StoredFile(f["filename"], f["size_bytes"]) for f in row["files"] or ()),
+    )
 
 
-def recent_uploads(conn: Connection, project_id: int, *, limit: int = 50) -> list[dict[str, Any]]:
+def recent_uploads(conn: Connection, project_id: int, *, limit: int = 50) -> list[UploadLine]:
     """The latest uploads of a project, newest first."""
     rows = conn.execute(
         text(
@@ -256,10 +298,15 @@ def recent_uploads(conn: Connection, project_id: int, *, limit: int = 50) -> lis
         {"p": project_id, "n": limit},
     ).mappings()
     return [
-        {
-            **dict(r),
-            "created_at": r["created_at"].isoformat(),
-            "finished_at": r["finished_at"].isoformat() if r["finished_at"] else None,
-        }
+        UploadLine(
+            id=r["id"],
+            status=r["status"],
+            job=r["job"],
+            error_code=r["error_code"],
+            error_detail=r["error_detail"],
+            created_at=r["created_at"].isoformat(),
+            finished_at=_iso(r["finished_at"]),
+            counts=r["counts"],
+        )
         for r in rows
     ]

@@ -46,7 +46,10 @@ API_ERROR_CODES: dict[str, str] = {
     "internal-error": "an unexpected server error",
     "plan-not-found": "no stored plan has this id in this project",
     "pipeline-unknown": "no run of this project carries this CI pipeline id",
+    "quarantine-not-found": "this test is not quarantined in this project",
+    "change-not-found": "no change of this project has this id",
     "shard-pin-mismatch": "this pipeline's shards were pinned to a plan of other collected tests",
+    "webhook-not-found": "no webhook has this id in this project",
 }
 # What a 503 asks clients to wait before retrying: long enough for a Postgres restart to
 # finish accepting connections, short enough that CI jobs do not idle.

@@ -38,6 +38,8 @@ MAX_VALUES = 32
 # Dates a filter may name: before 1970 or past 2999 no CI run exists, and date arithmetic on
 # the window (`until - days`) must not leave Python's date range (year 1..9999).
 DATE_MIN = date(1970, 1, 1)
+# Row ids are PostgreSQL bigints: a larger number names no row, and casting it would fail.
+ROW_ID_MAX = 2**63 - 1
 DATE_MAX = date(2999, 12, 31)
 
 # Text without NUL bytes: the pattern is in the OpenAPI schema, so clients (and schemathesis)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import pandas as pd
 from fastapi import APIRouter, Request
@@ -11,6 +12,7 @@ from fastapi.responses import HTMLResponse
 from analysis.rollups.shares import function_keys
 from app.http.deps import ConnDep
 from app.http.params import FiltersDep, NodeidText
+from app.pages.changes import changes_touching
 from app.pages.common import (
     TABLE_ROWS,
     PageError,
@@ -20,6 +22,7 @@ from app.pages.common import (
     render,
 )
 from app.services.case_reads import load_test_case, load_test_history
+from app.services.changes import ChangeQuery
 from app.services.project_reads import project_rollup
 from figures.history_figures import duration_history_figure, variants_figure
 from figures.theme import figure_html
@@ -28,7 +31,7 @@ router = APIRouter(include_in_schema=False)
 
 
 @router.get("/p/{slug}/test", response_class=HTMLResponse)
-def test_page(
+def case_page(
     request: Request, project: PageProject, conn: ConnDep, filters: FiltersDep, nodeid: NodeidText
 ) -> Any:
     """One test: duration history, outcomes, flaky runs and its parametrize variants."""
@@ -69,5 +72,7 @@ def test_page(
         variants_figure=figure_html(variants_figure(variants, current=nodeid), "fig-variants")
         if len(variants) > 1
         else None,
+        touching=changes_touching(conn, project, ChangeQuery(tests=(nodeid,))),
+        touching_url=f"/p/{quote(project.slug)}/changes?{urlencode({'test': nodeid})}",
     )
     return render(request, "test.html", context)

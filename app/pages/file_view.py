@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.http.deps import ConnDep
 from app.http.params import FiltersDep
+from app.pages.changes import changes_touching
 from app.pages.common import (
     TABLE_ROWS,
     PageError,
@@ -17,6 +19,7 @@ from app.pages.common import (
     project_context,
     render,
 )
+from app.services.changes import ChangeQuery
 from app.services.project_reads import project_rollup
 from figures.theme import figure_html
 from figures.time_split import within_file_figure
@@ -49,5 +52,7 @@ def file_page(
         test_rows=tests.rows.to_dict(orient="records"),
         tests_total=tests.keys_total,
         figure=figure_html(within_file_figure(functions.rows), "fig-functions"),
+        touching=changes_touching(conn, project, ChangeQuery(files=(path,))),
+        touching_url=f"/p/{quote(project.slug)}/changes?{urlencode({'file': path})}",
     )
     return render(request, "file.html", context)

@@ -17,8 +17,12 @@ from app.http.params import FiltersDep
 from app.http.session import csrf_ok
 from app.pages.common import PageProject, project_context, render
 from app.project_records import Project
+from app.schemas.sizing import Machines
+from app.schemas.split import SplitPlan
 from app.services.project_reads import FrameCache
 from app.services.recommendations import (
+    MachinesAnswer,
+    SplitAnswer,
     load_history,
     machines_recommendation,
     split_recommendation,
@@ -88,8 +92,8 @@ def _page(
     notice: str | None = None,
     status: int = 200,
 ) -> Any:
-    plan: dict[str, Any] | None = None
-    machines: dict[str, Any] | None = None
+    plan: SplitAnswer | None = None
+    machines: MachinesAnswer | None = None
     error: str | None = None
     machines_error: str | None = None
     try:
@@ -116,7 +120,7 @@ def _page(
             key,
             lambda: _plan_and_machines(conn, project, filters, options, cell or None),
             # A plan cut short by the time limit is shown but never kept.
-            keep=lambda answer: answer[0] is None or bool(answer[0].get("complete", True)),
+            keep=lambda answer: answer[0] is None or answer[0].complete,
         )
         if track and plan is not None:
             plan = track_split_plan(conn, project, plan)
@@ -125,7 +129,8 @@ def _page(
         conn,
         project,
         "recommendations",
-        plan=plan,
+        # The page renders the answer the API gives for the same question.
+        plan=SplitPlan.answer(plan) if plan is not None else None,
         error=error,
         form={
             "jobs": jobs,
@@ -135,8 +140,8 @@ def _page(
             "budget": budget or "",
             "cell": cell or "",
         },
-        gantt=figure_html(split_gantt_figure(plan), "fig-gantt") if plan else None,
-        machines=machines,
+        gantt=figure_html(split_gantt_figure(plan.plan), "fig-gantt") if plan else None,
+        machines=Machines.of(machines) if machines is not None else None,
         machines_error=machines_error,
         notice=notice,
         # The same question posted back: the query holds the filters and the options.
@@ -147,7 +152,7 @@ def _page(
 
 def _plan_and_machines(
     conn: Connection, project: Project, filters: Filters, options: SplitOptions, cell: str | None
-) -> tuple[dict[str, Any] | None, str | None, dict[str, Any] | None, str | None]:
+) -> tuple[SplitAnswer | None, str | None, MachinesAnswer | None, str | None]:
     """(plan, its error, machine sizing, its error) for the recommendations page."""
     try:
         history = load_history(conn, project, filters, one_cell=True, cell=cell)
@@ -162,8 +167,8 @@ def _plan_and_machines(
             conn,
             project,
             filters,
-            cell=plan["cell"],
-            split_options=options if plan["verdict"] == "split" else None,
+            cell=plan.cell,
+            split_options=options if plan.plan.verdict == "split" else None,
             history=history,
         )
     except AnswerError as exc:

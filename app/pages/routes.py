@@ -14,7 +14,9 @@ from app.http.headers import SecurityHeaders
 from app.pages import (
     accuracy,
     case_view,
+    changes,
     file_view,
+    flaky,
     overview,
     projects,
     recommendations,
@@ -43,6 +45,8 @@ VIEWS = (
     recommendations,
     reductions,
     accuracy,
+    flaky,
+    changes,
 )
 
 

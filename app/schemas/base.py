@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -10,3 +12,13 @@ class ApiModel(BaseModel):
     (a 500 in the tests), never a field silently dropped from the answer."""
 
     model_config = ConfigDict(extra="forbid")
+
+
+def rounded(value: float | None, digits: int) -> float | None:
+    """A domain figure as the answers write it: rounded, None kept."""
+    return None if value is None else round(value, digits)
+
+
+def finite(value: float, digits: int = 6) -> float | None:
+    """A figure that may be NaN (unknown) as the answers write it: rounded, NaN as null."""
+    return None if math.isnan(value) else round(value, digits)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from app.schemas.base import ApiModel
 
 
@@ -23,6 +25,37 @@ class TestMoveModel(ApiModel):
     threshold_s: float | None
 
 
+class CostModel(MeasureModel):
+    """Machine time priced from the project's machine catalogue: this pipeline, the base's
+    median and spread per run, and the change (here minus the base median)."""
+
+    delta: float | None
+    unit: str = Field(description='"USD" or the catalogue\'s credit name')
+
+
+class JobOverrunModel(ApiModel):
+    """A planned job this pipeline's test moves push past the plan's target wait."""
+
+    index: int
+    name: str
+    planned_wall_s: float
+    added_s: float
+    wall_s: float
+    overrun_s: float
+
+
+class PlanFitModel(ApiModel):
+    """The project's stored split plan (the one the runs executed, else the newest of their
+    cell) with this pipeline's moved tests added to the jobs that run them."""
+
+    plan_id: str
+    cell: str
+    target_wait_s: float = Field(description="the wait the plan promised: its longest job")
+    wait_s: float
+    fits: bool
+    overruns: list[JobOverrunModel]
+
+
 class Compare(ApiModel):
     """A pipeline against the base branch's recent runs of the same cell(s)."""
 
@@ -36,5 +69,17 @@ class Compare(ApiModel):
     faster: list[TestMoveModel]
     new_tests: list[TestMoveModel]
     removed_tests: list[str]
-    new_failures: list[str]
-    flaky: list[str]
+    new_failures: list[str] = Field(description="real failures: not flaky, not quarantined")
+    flaky: list[str] = Field(description="flaky in the base runs or in this pipeline")
+    new_flaky: list[str] = Field(description="flaky in this pipeline, not in the base runs")
+    quarantined_failures: list[str] = Field(
+        description="failures of quarantined tests: reported, not failing the job"
+    )
+    machine_time: MeasureModel = Field(
+        description="per run: the CI job's wall, else the test process's, else its tests' seconds"
+    )
+    cost: CostModel | None = Field(
+        description="null when the catalogue prices not every machine (see unpriced_machines)"
+    )
+    unpriced_machines: list[str]
+    plan_fit: PlanFitModel | None = Field(description="null when the project stored no split plan")

@@ -8,12 +8,19 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection
 
-from analysis.compare.runs import compare_runs
+from analysis.compare.cost import compare_cost
+from analysis.compare.plan_fit import PlanFit, fit_plan, moved_seconds
+from analysis.compare.runs import Comparison, compare_runs
 from analysis.errors import AnswerError
 from analysis.filters import Filters
+from analysis.sizing.catalogue import machine_prices
+from app.db.plans import latest_split_plan
 from app.db.repository import load_runs
 from app.project_records import Project
 from app.services.project_reads import kept_test_dictionary, run_results
+from app.services.quarantine import quarantined_now
+from app.services.recommendations import project_catalogue
+from model.frames import cell_key
 
 # Base runs compared against: the newest of the cell, enough for a median and a MAD.
 BASE_RUNS = 20
@@ -52,19 +59,67 @@ def compare_pipeline(
     base_runs = base_runs.sort_values("started_at").tail(BASE_RUNS)
     if base_runs.empty:
         raise AnswerError(f"no runs of branch {base!r} in the cell(s) of pipeline {pipeline!r}")
+    base_results = _named(conn, project, [int(i) for i in base_runs["run_id"]])
     comparison = compare_runs(
         head,
         _named(conn, project, [int(i) for i in head["run_id"]]),
         base_runs,
-        _named(conn, project, [int(i) for i in base_runs["run_id"]]),
+        base_results,
+        quarantined=quarantined_now(conn, project),
     )
     answer = asdict(comparison)
-    for name in ("wall", "test_time"):
+    answer.update(_priced(project, head, base_runs))
+    for name in ("wall", "test_time", "machine_time", "cost"):
         # Unknown (NaN) travels as null, never as a number JSON cannot carry.
-        answer[name] = {k: None if v != v else v for k, v in answer[name].items()}
+        if answer[name] is not None:
+            answer[name] = {k: None if v != v else v for k, v in answer[name].items()}
+    fit = _plan_fit(conn, project, head, comparison, base_results)
     answer.update(
         pipeline=pipeline,
         base=base,
         cells=sorted(f"{job or ''}|{key or ''}" for job, key in cells),
+        plan_fit=None if fit is None else asdict(fit),
     )
     return answer
+
+
+def _priced(project: Project, head: pd.DataFrame, base_runs: pd.DataFrame) -> dict[str, Any]:
+    """Machine time and its cost from the project's catalogue (cost null when unpriced)."""
+    machines = [*head["machine"].tolist(), *base_runs["machine"].tolist()]
+    try:
+        catalogue = project_catalogue(project, machines)
+    except AnswerError:
+        # A catalogue the project names but no longer resolves prices nothing; the rest of
+        # the comparison still answers.
+        catalogue = None
+    prices = machine_prices(catalogue, machines) if catalogue is not None else None
+    priced = compare_cost(head, base_runs, prices, None if catalogue is None else catalogue.unit)
+    cost = (
+        None
+        if priced.cost is None
+        else {**asdict(priced.cost), "delta": priced.cost.delta, "unit": priced.unit}
+    )
+    return {
+        "machine_time": asdict(priced.machine_time),
+        "cost": cost,
+        "unpriced_machines": list(priced.unpriced_machines),
+    }
+
+
+def _plan_fit(
+    conn: Connection,
+    project: Project,
+    head: pd.DataFrame,
+    comparison: Comparison,
+    base_results: pd.DataFrame,
+) -> PlanFit | None:
+    """The stored split plan the head ran (else the newest of its cell) with the moves added."""
+    plan = latest_split_plan(
+        conn,
+        project.id,
+        cells=sorted({cell_key(labels) for labels in head["labels"]}),
+        plan_ids=sorted({str(p) for p in head["plan_id"].dropna()}),
+    )
+    if plan is None or not plan.jobs:
+        return None
+    return fit_plan(plan, moved_seconds(comparison, base_results))

@@ -1,11 +1,10 @@
 """Plans as handed out: stored when the recommendations and shards answer, and the
-error a recommendation can expect, learnt from the jobs that ran earlier plans
+calibration a recommendation plans with, learnt from the jobs that ran earlier plans
 (docs/planner.md#did-it-come-true-plans-that-close-the-loop)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection
@@ -18,6 +17,7 @@ from analysis.accuracy.plan_record import (
     shard_plan_record,
     split_plan_record,
 )
+from analysis.split.result import PlannedJob
 from analysis.split.shards import Shard
 from app.db.plans import load_plan_runs, load_plans, store_plan
 from app.project_records import Project
@@ -26,11 +26,13 @@ from app.project_records import Project
 CALIBRATION_PLANS = 50
 
 
-def record_split_plan(conn: Connection, project: Project, answer: dict[str, Any]) -> str | None:
-    """Store a split recommendation's proposed jobs as a plan; its id (None without jobs)."""
-    if not answer.get("jobs"):
+def record_split_plan(
+    conn: Connection, project: Project, cell: str, jobs: Sequence[PlannedJob]
+) -> str | None:
+    """Store a split plan's proposed jobs for `cell` as a plan; its id (None without jobs)."""
+    if not jobs:
         return None
-    record = split_plan_record(str(answer.get("cell") or ""), answer)
+    record = split_plan_record(cell, jobs)
     store_plan(conn, project.id, record)
     return record.id
 
@@ -65,16 +67,3 @@ def project_calibration(conn: Connection, project: Project) -> Calibration:
     plans = load_plans(conn, project.id, limit=CALIBRATION_PLANS)
     runs = load_plan_runs(conn, project.id, [p.id for p in plans])
     return calibrate(job_samples(plan_accuracy(plans, runs)))
-
-
-def expected_error(calibration: Calibration) -> dict[str, Any]:
-    """The `expected_error` block of a recommendation: the error, its basis, the text."""
-    # split_recommendation plans with the calibration's factors, so its error is the one to state.
-    error = calibration.expected_error
-    return {
-        "error_pct": None if error is None else round(100 * error, 1),
-        "samples": calibration.samples,
-        # Factors learnt from measured jobs (else 1.0): documented, scripts may key on it.
-        "calibrated": error is not None,
-        "text": calibration.note(),
-    }

@@ -27,6 +27,7 @@ from app.db.repository import (
     tests_version,
 )
 from app.db.rollup_reads import FactPart, facts_from_sums, load_fact_sums, load_file_facts
+from app.services.hot_reads import HotRead, HotReads, hot_reads
 
 # Which rollup-table columns a dimension needs kept apart.
 _CELL_COLUMN = {"job": "job", "machine": "machine", "branch": "branch"}
@@ -53,6 +54,14 @@ def split_columns(*dimensions: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(wanted))
 
 
+class _Loading:
+    """A key one thread is loading, and how many others wait for it."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.waiting = 0
+
+
 class SharedFrames:
     """Frames and results kept between requests (least recently used first out).
 
@@ -60,12 +69,19 @@ class SharedFrames:
     unreachable rather than stale; they age out.
     """
 
-    def __init__(self, max_entries: int = 256, max_bytes: int = 256 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        max_entries: int = 256,
+        max_bytes: int = 256 * 1024 * 1024,
+        wait_for_load_s: float = 120.0,
+    ) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self.wait_for_load_s = wait_for_load_s
         self._frames: OrderedDict[tuple[object, ...], tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self._loading: dict[tuple[object, ...], _Loading] = {}
 
     def get(
         self,
@@ -75,14 +91,39 @@ class SharedFrames:
     ) -> T:
         """The value under `key`, loading it when absent (and keeping it unless `keep` says
         no, e.g. for an answer cut short by a time limit)."""
+        while True:
+            with self._lock:
+                if key in self._frames:
+                    self._frames.move_to_end(key)
+                    return cast(T, self._frames[key][0])
+                loading = self._loading.get(key)
+                if loading is None:
+                    loading = self._loading[key] = _Loading()
+                    break
+                loading.waiting += 1
+            # Another reader (or the warmer) is computing this key: one computation, not two.
+            # When it fails or keeps nothing, the loop loads the key here; after a long wait
+            # too (never stuck behind a load that does not end).
+            finished = loading.done.wait(self.wait_for_load_s)
+            with self._lock:
+                loading.waiting -= 1
+            if not finished:
+                return load()
+        try:
+            value = load()
+            if keep is None or keep(value):
+                self._put(key, value)
+            return value
+        finally:
+            with self._lock:
+                del self._loading[key]
+            loading.done.set()
+
+    def waiting(self, key: tuple[object, ...]) -> int:
+        """How many readers are waiting for another's load of `key`."""
         with self._lock:
-            if key in self._frames:
-                self._frames.move_to_end(key)
-                return cast(T, self._frames[key][0])
-        value = load()
-        if keep is None or keep(value):
-            self._put(key, value)
-        return value
+            loading = self._loading.get(key)
+            return 0 if loading is None else loading.waiting
 
     def get_many(
         self,
@@ -319,6 +360,11 @@ class FrameCache:
             self._frames[key] = value
         return value
 
+    @property
+    def version(self) -> tuple[int, ...] | None:
+        """The data version the kept frames are read under (None: nothing is kept)."""
+        return self._version
+
     def get_recent(
         self,
         conn: Connection,
@@ -381,16 +427,26 @@ def project_rollup(
     descending: bool = True,
     limit: int | None = None,
     cache: FrameCache | None = None,
+    hot: HotReads | None = None,
+    noted: bool = True,
 ) -> Rollup:
-    """A rollup over the rollup tables (pass one FrameCache for several rollups of a page)."""
+    """A rollup over the rollup tables (pass one FrameCache for several rollups of a page).
+    The read is noted in `hot` (default: this process's for the database), so a commit
+    refreshes it off the request path (app.services.read_warmer); `noted` False for the
+    refresh itself."""
     cache = cache or FrameCache.for_project(conn, project_id)
     key = ("rollup", filters.key, by, within, sort, descending, limit)
-    return cache.get(
+    answer = cache.get(
         key,
         lambda: _compute_rollup(
             conn, project_id, filters, by, within, sort, descending, limit, cache
         ),
     )
+    if noted:  # only answerable questions: a refresh must not redo a refused one
+        (hot or hot_reads(conn.engine)).note(
+            project_id, HotRead(filters, by, within, sort, descending, limit)
+        )
+    return answer
 
 
 def _compute_rollup(
@@ -406,7 +462,7 @@ def _compute_rollup(
 ) -> Rollup:
     parent = within if within is not None else DEFAULT_WITHIN.get(by)
     runs = cache.get(("runs", filters.key), lambda: load_runs(conn, project_id, filters))
-    if _file_grain(by) and (parent is None or _file_grain(parent)) and not filters.test_level:
+    if _file_grain(by) and (parent is None or _file_grain(parent)) and not filters.has_test_filters:
         # Totals and shares of cell and file dimensions read the per-file rollup table.
         split = split_columns(by, parent)
         file_facts = cache.get(

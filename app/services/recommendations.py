@@ -1,41 +1,48 @@
 """Recommendations for a project: load the recent runs once, hand them to the analysis engines.
 
-The REST API and the dashboard both call these functions and return/render their dicts.
+The REST API, the dashboard and the CLI call these functions; each answers a typed object
+holding the domain's results (app/schemas builds the wire form from it, once).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection
 
+from analysis.accuracy.calibration import Calibration
+from analysis.accuracy.host_speed import HostSpeed, host_speed
 from analysis.ci.pytest_selection import recorded_invocation
 from analysis.ci.snippets import with_plan_labels
 from analysis.errors import AnswerError
 from analysis.estimate import estimate_durations
 from analysis.filters import Filters
-from analysis.reduce.matrix_reduce import reduce_matrix
-from analysis.reduce.parametrize import find_explosions, propose_covering
+from analysis.reduce.matrix_reduce import GroupBy, MatrixVerdict, reduce_matrix
+from analysis.reduce.parametrize import (
+    CoveringProposal,
+    Explosion,
+    find_explosions,
+    propose_covering,
+)
 from analysis.sizing.catalogue import (
     Catalogue,
     load_catalogue_text,
     machine_prices,
     resolve_catalogues,
 )
-from analysis.sizing.machine_fit import fit_machines, job_specs
+from analysis.sizing.machine_fit import SizingReport, fit_machines, job_specs
 from analysis.split.options import SplitOptions
 from analysis.split.plan import SplitPlan, plan_splits
 from analysis.split.shards import Shard, assign_shards
 from app.db.repository import load_run_results, load_runs, run_days, with_tests
 from app.db.runners import runner_of_runs
-from app.db.shard_pins import ShardPin, load_pin, pin_once
+from app.db.shard_pins import PinnedShards, ShardPin, load_pin, pin_once
 from app.project_records import Project
 from app.services.plan_store import (
-    expected_error,
     project_calibration,
     record_shard_plan,
     record_split_plan,
@@ -57,6 +64,77 @@ class ShardPinMismatch(AnswerError):
 
     status = 409
     code = "shard-pin-mismatch"
+
+
+@dataclass(frozen=True)
+class SplitAnswer:
+    """A split plan for one cell, its config as handed out (labelled with the stored plan
+    once tracked), the stored plan's id and the calibration it was planned with."""
+
+    cell: str
+    cells: tuple[str, ...]
+    plan: SplitPlan
+    config: Mapping[str, Any]
+    calibration: Calibration
+    plan_id: str | None = None
+    # How far the history runs' speed strayed (analysis/accuracy/host_speed.py).
+    host: HostSpeed | None = None
+
+    @property
+    def complete(self) -> bool:
+        """False when planning stopped early (such an answer is not kept)."""
+        return self.plan.complete
+
+
+@dataclass(frozen=True)
+class MachinesAnswer:
+    """Sizing of a cell's jobs today and, when a split was asked for, the plan and the
+    sizing of its jobs (only when its verdict is split)."""
+
+    cell: str
+    cells: tuple[str, ...]
+    today: SizingReport
+    split: SplitPlan | None = None
+    after_split: SizingReport | None = None
+
+    @property
+    def complete(self) -> bool:
+        """False when the split's planning stopped early."""
+        return self.split is None or self.split.complete
+
+
+@dataclass(frozen=True)
+class ShardsAnswer:
+    """A shard assignment (every shard, or the one asked for) and its stored plan's id."""
+
+    total: int
+    plan_id: str | None
+    shards: tuple[Shard, ...]
+
+
+@dataclass(frozen=True)
+class ExplosionAdvice:
+    """An explosion and its covering proposal, or the note saying why there is none."""
+
+    explosion: Explosion
+    proposal: CoveringProposal | None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class ParametrizeAnswer:
+    """The costliest parametrize explosions and their covering sets at one strength."""
+
+    strength: int
+    explosions: tuple[ExplosionAdvice, ...]
+
+
+@dataclass(frozen=True)
+class MatrixAnswer:
+    """A verdict per (group, label dimension)."""
+
+    group_by: GroupBy
+    verdicts: tuple[MatrixVerdict, ...]
 
 
 @dataclass(frozen=True)
@@ -94,7 +172,7 @@ def load_history(
     cells = tuple(sorted(keys.unique()))
     tests = kept_test_dictionary(conn, project.id, param_values=True)
     # Test-level filters (markers, files) change which cell is heaviest: read them all then.
-    if one_cell and not filters.test_level and len(cells) > 1:
+    if one_cell and not filters.has_test_filters and len(cells) > 1:
         chosen = cell if cell is not None else _heaviest_cell(latest, keys)
         if chosen not in cells:
             raise _unknown_cell(chosen, list(cells))
@@ -150,7 +228,7 @@ def split_recommendation(
     price_per_min: dict[str, float] | None = None,
     history: History | None = None,
     should_stop: Callable[[], bool] | None = None,
-) -> dict[str, Any]:
+) -> SplitAnswer:
     """The split plan for one matrix cell (default: the heaviest), plus the cells available.
 
     Pass `history` (from load_history) to reuse one read for several recommendations;
@@ -172,27 +250,30 @@ def split_recommendation(
     )
     prices = price_per_min if price_per_min is not None else project_prices(project, history.runs)
     plan = _plan(loaded, cell_key, history, options, prices, should_stop)
-    answer = {"cell": cell_key, "cells": cells, **plan.to_dict()}
     # A read stores nothing (so a GET can be repeated, cached or served by a read
-    # replica): tracking the plan is track_split_plan's, behind a POST.
-    answer["plan_id"] = None
-    # Pasted as is, each job asks this server for its shard and uploads it
-    # (analysis/ci/loop.py); a tracked plan's config names the plan instead.
-    answer["config"] = with_plan_labels(answer["config"], answer["jobs"], None)
-    # With the error that this project's earlier plans had.
-    answer["expected_error"] = expected_error(calibration)
-    return answer
+    # replica): tracking the plan is track_split_plan's, behind a POST. Pasted as is, each
+    # job asks this server for its shard and uploads it (analysis/ci/loop.py); a tracked
+    # plan's config names the plan instead. The answer states the error this project's
+    # earlier plans had, never below the host speed spread of the history.
+    config = with_plan_labels(plan.config, _pytest_args(plan), None)
+    return SplitAnswer(
+        cell_key, tuple(cells), plan, config, calibration, host=host_speed(history.results)
+    )
 
 
-def track_split_plan(conn: Connection, project: Project, answer: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a split answer whose plan is stored, with its id (None without jobs) and the
-    config labelled with it, so the jobs that run it can say so."""
-    tracked = dict(answer)
-    tracked["plan_id"] = record_split_plan(conn, project, tracked)
-    if tracked["plan_id"] is not None:
-        # Pasted as is, each job's upload then names the plan and its shard.
-        tracked["config"] = with_plan_labels(tracked["config"], tracked["jobs"], tracked["plan_id"])
-    return tracked
+def track_split_plan(conn: Connection, project: Project, answer: SplitAnswer) -> SplitAnswer:
+    """The split answer with its plan stored: its id (None without jobs) and the config
+    labelled with it, so the jobs that run it can say so."""
+    stored = record_split_plan(conn, project, answer.cell, answer.plan.jobs)
+    if stored is None:
+        return answer
+    # Pasted as is, each job's upload then names the plan and its shard.
+    config = with_plan_labels(answer.plan.config, _pytest_args(answer.plan), stored)
+    return replace(answer, plan_id=stored, config=config)
+
+
+def _pytest_args(plan: SplitPlan) -> list[tuple[str, ...]]:
+    return [job.pytest_args for job in plan.jobs]
 
 
 def _plan(
@@ -262,7 +343,7 @@ def machines_recommendation(
     split_options: SplitOptions | None = None,
     history: History | None = None,
     should_stop: Callable[[], bool] | None = None,
-) -> dict[str, Any]:
+) -> MachinesAnswer:
     """The cheapest machine for each job of a cell today, and for each job of a split plan
     (`complete` False when that plan stopped early, see split_recommendation)."""
     loaded = (
@@ -282,22 +363,21 @@ def machines_recommendation(
     today = fit_machines(
         history.runs, history.results, catalogue, headroom=headroom, wait_target_s=wait_target_s
     )
-    answer: dict[str, Any] = {"cell": cell_key, "cells": cells, "today": today.to_dict()}
-    if split_options is not None:
-        prices = machine_prices(catalogue, machines) or None
-        plan = _plan(loaded, cell_key, history, split_options, prices, should_stop)
-        answer["split_verdict"] = plan.verdict
-        answer["complete"] = plan.complete
-        if plan.verdict == "split":
-            answer["after_split"] = fit_machines(
-                history.runs,
-                history.results,
-                catalogue,
-                headroom=headroom,
-                wait_target_s=wait_target_s,
-                jobs=job_specs(plan.jobs),
-            ).to_dict()
-    return answer
+    if split_options is None:
+        return MachinesAnswer(cell_key, tuple(cells), today)
+    prices = machine_prices(catalogue, machines) or None
+    plan = _plan(loaded, cell_key, history, split_options, prices, should_stop)
+    after = None
+    if plan.verdict == "split":
+        after = fit_machines(
+            history.runs,
+            history.results,
+            catalogue,
+            headroom=headroom,
+            wait_target_s=wait_target_s,
+            jobs=job_specs(plan.jobs),
+        )
+    return MachinesAnswer(cell_key, tuple(cells), today, plan, after)
 
 
 def shard_assignment(
@@ -310,7 +390,7 @@ def shard_assignment(
     collected: Sequence[str] | None,
     pipeline: str | None = None,
     track: bool = False,
-) -> dict[str, Any]:
+) -> ShardsAnswer:
     """Shards of the collected tests (or of every test known) by their estimated durations.
 
     `track` stores the plan (its id is what the jobs upload; a GET leaves plan_id null);
@@ -322,7 +402,7 @@ def shard_assignment(
     if pipeline and digest is not None:
         pinned = load_pin(conn, project.id, pipeline, total)
         if pinned is not None:
-            return _chosen(_pinned(pinned, digest), index)
+            return _chosen(_pinned(pinned, digest, total), index)
     history: History | None = None
     try:
         history = load_history(conn, project, filters)
@@ -338,10 +418,11 @@ def shard_assignment(
         prices = project_prices(project, runs) if runs is not None else None
         # The whole assignment is kept (whichever shard asked): its id is what the jobs upload.
         stored = record_shard_plan(conn, project, shards, runs, prices)
-    answer = {"total": total, "plan_id": stored, "shards": [s.to_dict() for s in shards]}
+    answer = ShardsAnswer(total, stored, tuple(shards))
     if pipeline and digest is not None:
-        pin = pin_once(conn, project.id, pipeline, total, ShardPin(digest, answer))
-        answer = _pinned(pin, digest)
+        assignment = PinnedShards(stored, answer.shards)
+        pin = pin_once(conn, project.id, pipeline, total, ShardPin(digest, assignment))
+        answer = _pinned(pin, digest, total)
     return _chosen(answer, index)
 
 
@@ -350,18 +431,18 @@ def collected_digest(collected: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(set(collected))).encode()).hexdigest()
 
 
-def _pinned(pin: ShardPin, digest: str) -> dict[str, Any]:
+def _pinned(pin: ShardPin, digest: str, total: int) -> ShardsAnswer:
     if pin.collected != digest:
         raise ShardPinMismatch(
             "this pipeline's shards were pinned to a plan of other collected tests"
         )
-    return pin.answer
+    return ShardsAnswer(total, pin.shards.plan_id, pin.shards.shards)
 
 
-def _chosen(answer: dict[str, Any], index: int | None) -> dict[str, Any]:
+def _chosen(answer: ShardsAnswer, index: int | None) -> ShardsAnswer:
     if index is None:
         return answer
-    return {**answer, "shards": [answer["shards"][index - 1]]}
+    return replace(answer, shards=(answer.shards[index - 1],))
 
 
 def _with_stored_runner(
@@ -400,19 +481,16 @@ def _runner_shards(
 
 def parametrize_recommendation(
     conn: Connection, project: Project, filters: Filters, *, strength: int = 2, top: int = 10
-) -> dict[str, Any]:
+) -> ParametrizeAnswer:
     """The costliest parametrize explosions with covering sets and the code to paste."""
     history = load_history(conn, project, filters)
-    proposals = []
+    advice = []
     for explosion in find_explosions(history.results, history.runs, top=top):
-        entry: dict[str, Any] = {"explosion": explosion.to_dict()}
         try:
-            entry["proposal"] = propose_covering(explosion, strength).to_dict()
+            advice.append(ExplosionAdvice(explosion, propose_covering(explosion, strength)))
         except ValueError as exc:
-            entry["proposal"] = None
-            entry["note"] = str(exc)
-        proposals.append(entry)
-    return {"strength": strength, "explosions": proposals}
+            advice.append(ExplosionAdvice(explosion, None, str(exc)))
+    return ParametrizeAnswer(strength, tuple(advice))
 
 
 def matrix_recommendation(
@@ -420,15 +498,15 @@ def matrix_recommendation(
     project: Project,
     filters: Filters,
     *,
-    group_by: str = "file",
+    group_by: GroupBy = "file",
     threshold: float = 1.5,
-) -> dict[str, Any]:
+) -> MatrixAnswer:
     """Per group and label dimension: keep every value, or run one per PR and all on main."""
     history = load_history(conn, project, filters)
     verdicts = reduce_matrix(
         history.results,
         history.runs,
-        group_by=group_by,  # type: ignore[arg-type]
+        group_by=group_by,
         threshold=threshold,
     )
-    return {"group_by": group_by, "verdicts": [v.to_dict() for v in verdicts]}
+    return MatrixAnswer(group_by, tuple(verdicts))

@@ -7,7 +7,9 @@ edges never import the database layer.
 from app.db.engine import transaction
 from app.db.uploads import (
     IncomingFile,
+    UploadLine,
     UploadReceipt,
+    UploadStatus,
     content_digest,
     get_upload,
     insert_upload,
@@ -17,7 +19,9 @@ from app.db.uploads import (
 
 __all__ = [
     "IncomingFile",
+    "UploadLine",
     "UploadReceipt",
+    "UploadStatus",
     "content_digest",
     "get_upload",
     "insert_upload",

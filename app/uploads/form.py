@@ -84,6 +84,9 @@ def _form_bool(value: object) -> object:
     return value
 
 
+# Commits of first-parent history one upload may send (the client sends 50).
+MAX_FIRST_PARENTS = 50
+
 # Fields that are not text: a form cannot send null, and an empty value is the field not
 # given (FastAPI answers it with the default), so their schema admits "" too.
 _NOT_TEXT = ("started_at", "wall_s", "peak_rss_mib", "job_wall_s", "backfill")
@@ -142,6 +145,12 @@ class UploadForm(BaseModel):
         description="keep the report's own timestamp however old (importing history); "
         "otherwise one older than 7 days or in the future dates the run when received",
     )
+    first_parent: list[Annotated[str, Field(pattern=r"^[0-9a-fA-F]{7,64}$")]] = Field(
+        default_factory=list,
+        max_length=MAX_FIRST_PARENTS,
+        description="the checkout's HEAD and its first parents, newest first, repeatable "
+        "(`git rev-list --first-parent -n 50 HEAD`): the commits between two runs",
+    )
     runner: Annotated[str | None, AfterValidator(_runner)] = Field(
         default=None,
         max_length=40,
@@ -168,4 +177,5 @@ class UploadForm(BaseModel):
             "job_wall_s": self.job_wall_s,
             "backfill": self.backfill,
             "runner": self.runner,
+            "first_parents": [sha.lower() for sha in self.first_parent],
         }

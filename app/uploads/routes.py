@@ -9,7 +9,7 @@ the raw files are committed.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, File, Form, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
@@ -23,6 +23,7 @@ from app.project_records import TokenGrant
 from app.schemas.uploads import Requeued, UploadDocument, UploadReceipt
 from app.services.uploads import (
     IncomingFile,
+    UploadStatus,
     content_digest,
     get_upload,
     insert_upload,
@@ -148,12 +149,12 @@ def create_upload(
 
 def _own_upload(
     conn: Connection, grant: TokenGrant, upload_id: int, settings: Settings
-) -> dict[str, Any]:
+) -> UploadStatus:
     # The workers' own lease: a claim is "processing" exactly as long as it cannot be taken over.
     doc = get_upload(conn, upload_id, lease_s=settings.worker_lease_s)
     if doc is None:
         raise ApiError(404, "upload-not-found", f"no upload {upload_id}")
-    if doc["project_id"] != grant.project.id:
+    if doc.project_id != grant.project.id:
         raise ApiError(403, "token-scope", "this token belongs to another project")
     return doc
 
@@ -161,7 +162,7 @@ def _own_upload(
 @router.get("/uploads/{upload_id}", **answers(UploadDocument, 401, 403, 404, 422, 429))
 def read_upload(
     upload_id: int, request: Request, conn: ConnDep, settings: SettingsDep
-) -> dict[str, Any]:
+) -> UploadDocument:
     """Status of an upload: queued, processing, done (with counts) or failed (with the error).
 
     Any token of the upload's project may read it.
@@ -169,25 +170,21 @@ def read_upload(
     grant = grant_of(request, conn)
     if grant is None:
         raise ApiError(401, "token-required", "a token is required")
-    return _own_upload(conn, grant, upload_id, settings)
+    status = _own_upload(conn, grant, upload_id, settings)
+    return UploadDocument.model_validate(status, from_attributes=True)
 
 
 @router.post("/uploads/{upload_id}/retry", **answers(Requeued, 401, 403, 404, 409, 422, 429))
 def retry_upload(
     upload_id: int, request: Request, conn: ConnDep, settings: SettingsDep
-) -> dict[str, Any]:
+) -> Requeued:
     """Put a failed upload back in the queue (an upload or admin token of its project).
 
     Its attempts start again from zero; 409 when the upload is not failed.
     """
     doc = _own_upload(conn, _grant(request, conn, "upload"), upload_id, settings)
     if not requeue_upload(conn, upload_id):
-        raise ApiError(
-            409, "upload-not-failed", f"upload {upload_id} is {doc['status']}, not failed"
-        )
-    return {
-        "id": upload_id,
-        "status": "queued",
-        "url": f"/api/v1/uploads/{upload_id}",
-        "requeued": True,
-    }
+        raise ApiError(409, "upload-not-failed", f"upload {upload_id} is {doc.status}, not failed")
+    return Requeued(
+        id=upload_id, status="queued", url=f"/api/v1/uploads/{upload_id}", requeued=True
+    )

@@ -13,7 +13,11 @@ from pathlib import Path
 from laptime_ci import __version__
 from laptime_ci.compare_cmd import add_parsers as add_compare_parsers
 from laptime_ci.compare_cmd import run_comment, run_compare
+from laptime_ci.git_history import first_parent_history
 from laptime_ci.labels import parse_labels
+from laptime_ci.quarantine import add_parsers as add_quarantine_parsers
+from laptime_ci.quarantine import run_export
+from laptime_ci.run_handoff import run_wrapped
 from laptime_ci.send import IngestFailed, send_and_report
 from laptime_ci.shard_record import (
     RECORD_DIR,
@@ -128,7 +132,16 @@ def _parser() -> argparse.ArgumentParser:
     fold.add_argument(
         "--cache", default=os.environ.get("LAPTIME_SHARD_CACHE", DEFAULT_CACHE), help="the cache"
     )
+    run = commands.add_parser(
+        "run",
+        help="run the tests (laptime-ci run -- pytest ...) and add the process's exit tail "
+        "to the plugin's report before it is written and uploaded",
+    )
+    run.add_argument(
+        "argv", nargs=argparse.REMAINDER, metavar="COMMAND", help="the test command after --"
+    )
     add_compare_parsers(commands)
+    add_quarantine_parsers(commands)
     return parser
 
 
@@ -155,6 +168,7 @@ def _upload(args: argparse.Namespace) -> int:
             idempotency_key=args.idempotency_key,
             backfill=args.backfill,
             plan_id=args.plan_id,
+            first_parents=first_parent_history(env),
         )
         files = []
         for raw in args.files:
@@ -275,12 +289,23 @@ def _shard_fold(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    command = list(args.argv)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    return run_wrapped(command, env=os.environ, echo=_echo)
+
+
 def _compare(args: argparse.Namespace) -> int:
     return run_compare(args, _echo)
 
 
 def _comment(args: argparse.Namespace) -> int:
     return run_comment(args, _echo)
+
+
+def _quarantine(args: argparse.Namespace) -> int:
+    return run_export(args, _echo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -292,8 +317,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "shard": _shard,
         "shard-verify": _shard_verify,
         "shard-fold": _shard_fold,
+        "run": _run,
         "compare": _compare,
         "comment": _comment,
+        "quarantine": _quarantine,
     }
     return handlers[args.command](args)
 

@@ -39,6 +39,43 @@ def _vs(name: str, m: dict[str, Any]) -> str:
     return f"{name} {m['here']:.1f}s vs {m['base_median']:.1f}s (±{m['base_spread'] or 0:.1f})"
 
 
+def _money(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    return f"${value:.4f}" if unit == "USD" else f"{value:.4f} {_cell(unit)}"
+
+
+def _cost_row(cost: dict[str, Any] | None) -> str | None:
+    """The cost row of the measures table (None from a server that sends no cost)."""
+    if cost is None:
+        return None
+    unit = str(cost.get("unit") or "USD")
+    delta = cost.get("delta")
+    change = "-" if delta is None else ("+" if delta >= 0 else "-") + _money(abs(delta), unit)
+    spread = f" ± {_money(cost.get('base_spread') or 0.0, unit)}"
+    return (
+        f"| cost | {_money(cost.get('here'), unit)} "
+        f"| {_money(cost.get('base_median'), unit)}{spread} | {change} |"
+    )
+
+
+def plan_fit_lines(answer: dict[str, Any]) -> list[str]:
+    """Lines saying the stored split plan no longer fits (none when it fits or is absent)."""
+    fit = answer.get("plan_fit")
+    if not fit or fit.get("fits", True):
+        return []
+    lines = [
+        f"split plan {_cell(str(fit['plan_id']))} no longer fits: target wait "
+        f"{fit['target_wait_s']:.1f}s, now {fit['wait_s']:.1f}s"
+    ]
+    lines += [
+        f"job {o['index']} {_cell(str(o['name']))}: {o['planned_wall_s']:.1f}s -> "
+        f"{o['wall_s']:.1f}s ({o['overrun_s']:.1f}s over)"
+        for o in fit.get("overruns", [])
+    ]
+    return lines
+
+
 def summary_text(answer: dict[str, Any]) -> str:
     """A few lines for the job log."""
     wall, tests = answer["wall"], answer["test_time"]
@@ -50,6 +87,18 @@ def summary_text(answer: dict[str, Any]) -> str:
         f"{len(answer['new_tests'])} new, {len(answer['removed_tests'])} removed, "
         f"{len(answer['new_failures'])} new failures, {len(answer['flaky'])} flaky",
     ]
+    # Older servers answer without these: nothing to say then.
+    new_flaky, held = answer.get("new_flaky", []), answer.get("quarantined_failures", [])
+    if new_flaky or held:
+        lines.append(
+            f"  {len(new_flaky)} newly flaky, {len(held)} quarantined failures (not failing)"
+        )
+    cost = answer.get("cost")
+    if cost is not None and cost.get("delta") is not None:
+        unit = str(cost.get("unit") or "USD")
+        sign = "+" if cost["delta"] >= 0 else "-"
+        lines.append(f"  cost per run {sign}{_money(abs(cost['delta']), unit)}")
+    lines += [f"  {line}" for line in plan_fit_lines(answer)]
     return "\n".join(lines)
 
 
@@ -78,8 +127,22 @@ def markdown(answer: dict[str, Any], *, link: str | None = None, limit: int = CO
         _measure("wall", answer["wall"]),
         _measure("test time", answer["test_time"]),
     ]
+    if answer.get("machine_time"):
+        lines.append(_measure("machine time", answer["machine_time"]))
+    cost_row = _cost_row(answer.get("cost"))
+    if cost_row:
+        lines.append(cost_row)
+    fit = plan_fit_lines(answer)
+    if fit:
+        lines += ["", f"**Split plan no longer fits**: {fit[0]}", ""]
+        lines += [f"- {line}" for line in fit[1:]]
     sections: list[tuple[str, list[str]]] = [
         ("New failures", [f"- {_cell(n)}" for n in answer["new_failures"]]),
+        ("New flaky tests", [f"- {_cell(n)}" for n in answer.get("new_flaky", [])]),
+        (
+            "Quarantined failures (reported, not failing the job)",
+            [f"- {_cell(n)}" for n in answer.get("quarantined_failures", [])],
+        ),
         (
             "Slower beyond noise",
             [

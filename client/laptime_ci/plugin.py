@@ -11,8 +11,8 @@ JSON-able attribute, which xdist ships to the controller with the report itself)
 peak RSS and measuring method to `workeroutput`; only the controller writes the one merged file.
 
 Why one module (over 500 lines): pytest finds the hooks on this registered module, and the
-hooks, the item recorder and the report writer share per-item state; memory measurement
-(plugin_memory.py), upload and sharding already live apart.
+hooks, the item recorder and the report writer share per-item state; the report's assembly
+(plugin_report.py), memory measurement (plugin_memory.py), upload and sharding live apart.
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ import platform
 import socket
 import sys
 import time
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -46,6 +45,15 @@ from laptime_ci.plugin_memory import (
     children_max_rss_mib,
     total_memory_mib,
 )
+from laptime_ci.plugin_report import (
+    REPORT_ATTR,
+    ItemState,
+    ParentInfo,
+    describe_item,
+    describe_parent,
+    fold_report,
+    result_entry,
+)
 from laptime_ci.plugin_timing import (
     CollectionTimer,
     RunQueueClock,
@@ -55,39 +63,17 @@ from laptime_ci.plugin_timing import (
     nodeid_base,
     run_queue_wait_s,
 )
+from laptime_ci.quarantine_plugin import quarantine_option, register_quarantine
+from laptime_ci.run_handoff import HANDOFF_ENV, hand_off
 
 FORMAT = "laptime-json"
 VERSION = 1
-# The attribute carrying the worker-side record on a TestReport (survives xdist serialisation).
-REPORT_ATTR = "laptime"
 WORKEROUTPUT_KEY = "laptime_max_rss_mib"
 SHARD_PLUGIN_NAME = "laptime-shard"
 WORKEROUTPUT_METHOD_KEY = "laptime_rss_method"
 WORKEROUTPUT_TIMING_KEY = "laptime_timing"
 # The allocator state the tests ran in (plugin_malloc), the report's session.malloc.
 MALLOC_STATE = pytest.StashKey[str]()
-MESSAGE_MAX_CHARS = 2000
-PARAM_VALUE_MAX_CHARS = 200
-# Markers that drive pytest itself (or a well-known plugin's mechanics) rather than describe
-# the test; everything else, the user's own markers included, is kept.
-EXCLUDED_MARKERS = frozenset(
-    {
-        "parametrize",
-        "usefixtures",
-        "filterwarnings",
-        "skip",
-        "skipif",
-        "xfail",
-        "tryfirst",
-        "trylast",
-        "timeout",  # pytest-timeout
-        "flaky",  # pytest-rerunfailures
-        "xdist_group",  # pytest-xdist
-    }
-)
-# Values whose repr is short and stable across runs; anything else is named like pytest's own
-# automatic ids ("argname0") because its repr may hold a memory address.
-_REPR_TYPES = (str, int, float, bool, bytes, complex, type(None))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -115,6 +101,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only shard I of N, planned by the server (LAPTIME_URL, LAPTIME_PROJECT, "
         "LAPTIME_READ_TOKEN; every test when it gives no plan), without a server by cached "
         "durations, else by nodeid hash.",
+    )
+    group.addoption(
+        "--laptime-quarantine",
+        dest="laptime_quarantine",
+        action="store_true",
+        default=False,
+        help="fetch the project's quarantine at session start (LAPTIME_URL, LAPTIME_PROJECT, "
+        "LAPTIME_READ_TOKEN or LAPTIME_TOKEN; env LAPTIME_QUARANTINE=1): failures of "
+        "quarantined tests are reported as xfail and recorded as quarantined failures.",
     )
     group.addoption(
         "--laptime-shard-cache",
@@ -184,6 +179,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if shard or path is not None or upload:
         # Before any test module is imported: the history and every planned job alike.
         config.stash[MALLOC_STATE] = pin_allocator(malloc_mode(config))
+    if quarantine_option(config):
+        register_quarantine(config)
     if shard:
         from laptime_ci.shard_plugin import ShardSelector
 
@@ -191,7 +188,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if path is None and not upload:
         return
     interval_s = max(0.0, float(config.getoption("laptime_rss_interval_ms"))) / 1000
-    method = test_memory_method(config)
+    method = per_test_memory_method(config)
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
         recorder = ItemRecorder(
@@ -221,7 +218,7 @@ def malloc_mode(config: pytest.Config) -> str:
     return mode
 
 
-def test_memory_method(config: pytest.Config) -> str:
+def per_test_memory_method(config: pytest.Config) -> str:
     """The per-test memory method: the option, its former name, the ini setting, "auto"."""
     chosen = (
         config.getoption("laptime_test_memory")
@@ -235,55 +232,6 @@ def test_memory_method(config: pytest.Config) -> str:
             f"laptime_test_memory = {method!r}: expected one of {', '.join(METHOD_CHOICES)}"
         )
     return method
-
-
-def _param_text(name: str, value: object, index: int | None) -> str:
-    if isinstance(value, _REPR_TYPES):
-        text = repr(value)
-        if len(text) > PARAM_VALUE_MAX_CHARS:
-            text = text[: PARAM_VALUE_MAX_CHARS - 3] + "..."
-        return text
-    return f"{name}{index if index is not None else ''}"
-
-
-ParentInfo = tuple[Optional[str], frozenset[str]]
-
-
-def describe_parent(parent: pytest.Collector | None) -> ParentInfo:
-    """Class path and marker names of everything enclosing a test, shared by its siblings."""
-    if parent is None:
-        return None, frozenset()
-    chain = parent.listchain()
-    classes = [node.name for node in chain if isinstance(node, pytest.Class)]
-    names = frozenset(mark.name for node in chain for mark in node.own_markers)
-    return "::".join(classes) or None, names
-
-
-def describe_item(item: pytest.Item, parent_info: ParentInfo | None = None) -> dict[str, Any]:
-    """The static half of a test's record: identity, parameters and markers."""
-    nodeid = item.nodeid
-    callspec = getattr(item, "callspec", None)
-    params: str | None = None
-    param_values: dict[str, str] | None = None
-    if callspec is not None:
-        params = callspec.id
-        indices = callspec.indices
-        param_values = {
-            name: _param_text(name, value, indices.get(name))
-            for name, value in callspec.params.items()
-        }
-    classname, parent_markers = parent_info or describe_parent(item.parent)
-    # The same set iter_markers() walks: the item's own marks plus every enclosing node's.
-    own = {mark.name for mark in item.own_markers}
-    markers = sorted((own | parent_markers) - EXCLUDED_MARKERS)
-    return {
-        "file": nodeid.split("::", 1)[0],
-        "classname": classname,
-        "function": getattr(item, "originalname", None) or item.name,
-        "params": params,
-        "param_values": param_values,
-        "markers": markers,
-    }
 
 
 class ItemRecorder:
@@ -353,11 +301,11 @@ class ItemRecorder:
             self.heap.begin_test()
         self._item = item
 
-    def test_cpu_s(self) -> float:
+    def tests_cpu_s(self) -> float:
         """CPU seconds (process and reaped children) since the running test's window opened."""
         return max(0.0, cpu_seconds() - self._cpu_start)
 
-    def test_wait_s(self) -> float | None:
+    def tests_wait_s(self) -> float | None:
         """Seconds the running test's thread waited for a CPU since its window opened."""
         return elapsed(self._wait_start, self.run_queue.read())
 
@@ -375,10 +323,10 @@ class ItemRecorder:
         record = self.item_record(
             item,
             self.monitor.window_peak_mib(),
-            cpu_s=self.test_cpu_s(),
+            cpu_s=self.tests_cpu_s(),
             seq=self._seq,
             heap=self.heap.reading(),
-            cpu_wait_s=self.test_wait_s(),
+            cpu_wait_s=self.tests_wait_s(),
         )
         setattr(report, REPORT_ATTR, record)
 
@@ -434,159 +382,6 @@ class ItemRecorder:
         self.monitor.close()
         self.heap.uninstall()
         self.run_queue.close()
-
-
-@dataclass
-class ItemState:
-    """What the reports of one test said so far; a new setup report starts a new attempt."""
-
-    nodeid: str
-    attempts: int = 0
-    failed_attempts: int = 0
-    outcome: str = "passed"
-    xfail: bool = False
-    message: str | None = None
-    failed_now: bool = False
-    phases: dict[str, float] = field(default_factory=dict)
-    # Seconds of the attempts before the current one: a rerun's time is spent too.
-    earlier_s: float = 0.0
-    record: dict[str, Any] | None = None
-    # Without xdist the item itself is kept (and described once, at session end) with the
-    # peak RSS over its attempts: the same record, built off the per-test path.
-    item: pytest.Item | None = None
-    peak_rss_mib: float | None = None
-    cpu_s: float | None = None
-    seq: int | None = None
-    heap: HeapReading | None = None
-    cpu_wait_s: float | None = None
-
-
-def _report_message(report: pytest.TestReport) -> str | None:
-    longrepr = report.longrepr
-    if longrepr is None:
-        return None
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        text = str(longrepr[2])  # skip: (path, lineno, reason)
-    else:
-        crash = getattr(longrepr, "reprcrash", None)
-        text = crash.message if crash is not None else str(longrepr)
-    return text[:MESSAGE_MAX_CHARS]
-
-
-def fold_report(state: ItemState, report: pytest.TestReport) -> None:
-    """Update one test's state with one phase report (setup, call or teardown)."""
-    when = report.when
-    outcome = report.outcome
-    if when == "setup":
-        if state.attempts and state.failed_now:
-            state.failed_attempts += 1
-        state.attempts += 1
-        state.outcome, state.xfail, state.message, state.failed_now = "passed", False, None, False
-        state.earlier_s += sum(state.phases.values())
-        state.phases = {}
-    elif state.attempts == 0:  # a report without setup (an xdist crash report): one attempt
-        state.attempts = 1
-    if when in ("setup", "call", "teardown"):
-        state.phases[when] = float(report.duration)
-    wasxfail = hasattr(report, "wasxfail")
-    if outcome == "passed" and not wasxfail:  # the common case: nothing else changes
-        if when == "teardown":
-            _take_record(state, report)
-        return
-    failed = outcome in ("failed", "rerun")
-    if failed:
-        state.failed_now = True
-    if wasxfail:
-        state.xfail = True
-        if state.message is None:
-            state.message = str(getattr(report, "wasxfail", "") or "")[:MESSAGE_MAX_CHARS] or None
-    if failed:
-        if when == "call" or when not in ("setup", "teardown"):
-            state.outcome = "failed"
-        elif state.outcome != "failed":
-            state.outcome = "error"
-        if state.message is None:
-            state.message = _report_message(report)
-    elif outcome == "skipped" and state.outcome == "passed":
-        state.outcome = "skipped"
-        if state.message is None:
-            state.message = _report_message(report)
-    if when == "teardown":
-        _take_record(state, report)
-
-
-def _take_record(state: ItemState, report: pytest.TestReport) -> None:
-    """Keep the worker-side record, with the peak RSS over all attempts so far."""
-    record = getattr(report, REPORT_ATTR, None)
-    if isinstance(record, dict):
-        previous = state.record.get("peak_rss_mib") if state.record else None
-        state.record = record
-        peak = record.get("peak_rss_mib")
-        if previous is not None and (peak is None or previous > peak):
-            record["peak_rss_mib"] = previous
-
-
-def _split_nodeid(nodeid: str) -> dict[str, Any]:
-    """Identity from the nodeid alone, for a test whose worker-side record never arrived."""
-    base, bracket, rest = nodeid.partition("[")
-    parts = base.split("::")
-    return {
-        "file": parts[0],
-        "classname": "::".join(parts[1:-1]) or None,
-        "function": parts[-1],
-        "params": rest[:-1] if bracket and rest.endswith("]") else None,
-        "param_values": None,
-        "markers": None,
-        "peak_rss_mib": None,
-        "worker": None,
-        "cpu_s": None,
-        "seq": None,
-        "cpu_wait_s": None,
-        "gc_s": None,
-        "heap_scans": None,
-        "heap_objects": None,
-    }
-
-
-def _seconds(value: float | None) -> float | None:
-    return round(value, 6) if value is not None else None
-
-
-def result_entry(state: ItemState, record: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The laptime JSON v1 entry of one test (`record` overrides the state's own)."""
-    info = record or state.record or _split_nodeid(state.nodeid)
-    phases = state.phases
-    # xfail counts as skipped (pytest's own convention); xpass keeps "passed".
-    return {
-        "nodeid": state.nodeid,
-        "file": info.get("file"),
-        "classname": info.get("classname"),
-        "function": info.get("function"),
-        "params": info.get("params"),
-        "param_values": info.get("param_values"),
-        "markers": info.get("markers"),
-        "outcome": state.outcome,
-        # Every attempt's seconds; the phases are the last attempt's.
-        "duration_s": _seconds(state.earlier_s + sum(phases.values())) if phases else None,
-        "setup_s": _seconds(phases.get("setup")),
-        "call_s": _seconds(phases.get("call")),
-        "teardown_s": _seconds(phases.get("teardown")),
-        "attempts": max(state.attempts, 1),
-        "flaky": state.outcome == "passed" and state.failed_attempts > 0,
-        "peak_rss_mib": info.get("peak_rss_mib"),
-        # Every attempt's CPU, like duration_s (the window spans the reruns).
-        "cpu_s": info.get("cpu_s"),
-        "seq": info.get("seq"),
-        # Run-queue delay over the same span as cpu_s: the machine's share of the wall.
-        "cpu_wait_s": info.get("cpu_wait_s"),
-        # Heap-bound work, like cpu_s over every attempt (see plugin_heap).
-        "gc_s": info.get("gc_s"),
-        "heap_scans": info.get("heap_scans"),
-        "heap_objects": info.get("heap_objects"),
-        "worker": info.get("worker"),
-        "message": state.message,
-        "xfail": state.xfail,
-    }
 
 
 def job_peak_memory(
@@ -687,10 +482,10 @@ class ReportWriter(ItemRecorder):
         if item is None or item.nodeid != report.nodeid:
             return
         state.item = item
-        state.cpu_s = self.test_cpu_s()
+        state.cpu_s = self.tests_cpu_s()
         state.seq = self._seq
         state.heap = self.heap.reading()
-        state.cpu_wait_s = self.test_wait_s()
+        state.cpu_wait_s = self.tests_wait_s()
         peak = self.monitor.window_peak_mib()
         if peak is not None and (state.peak_rss_mib is None or peak > state.peak_rss_mib):
             state.peak_rss_mib = peak
@@ -714,7 +509,7 @@ class ReportWriter(ItemRecorder):
             "peak_rss_source": source,
             # Labelled apart and never the sizing figure (see job_peak_memory).
             "cgroup_peak_mib": container_peak_mib(),
-            "test_peak_rss_method": self.test_peak_rss_method(),
+            "test_peak_rss_method": self.tests_peak_rss_method(),
             "hostname": socket.gethostname(),
             "malloc": self.config.stash.get(MALLOC_STATE, None),
             **self.session_measures(),
@@ -785,7 +580,7 @@ class ReportWriter(ItemRecorder):
         known = [peak for peak in peaks if peak is not None]
         return max(known) if known else None
 
-    def test_peak_rss_method(self) -> str | None:
+    def tests_peak_rss_method(self) -> str | None:
         """How the tests' `peak_rss_mib` was measured: this process's or the workers' method."""
         if self.distributed:
             methods = sorted(self.worker_rss_methods)
@@ -800,6 +595,7 @@ class ReportWriter(ItemRecorder):
         """Write the report and upload it; problems become warnings, never a failed run."""
         self.count_heap_at_end()
         document = self.build_report()
+        ended_at = time.time()  # the session's end, as its wall_s counts it
         data = json.dumps(document, separators=(",", ":")).encode()
         if self.path is not None:
             try:
@@ -808,10 +604,26 @@ class ReportWriter(ItemRecorder):
                 self.notes.append((f"wrote {self.path} ({len(document['tests'])} tests)", False))
             except OSError as exc:
                 self.notes.append((f"cannot write {self.path}: {exc}", True))
-        if self.upload:
-            selector = self.config.pluginmanager.get_plugin(SHARD_PLUGIN_NAME)
-            labels = dict(getattr(selector, "labels", None) or {})
-            plan_id = getattr(selector, "plan_id", None)
+        selector = self.config.pluginmanager.get_plugin(SHARD_PLUGIN_NAME)
+        labels = dict(getattr(selector, "labels", None) or {})
+        plan_id = getattr(selector, "plan_id", None)
+        handoff = os.environ.get(HANDOFF_ENV)
+        if handoff:
+            # `laptime-ci run` times the process's exit, adds it to the report and uploads.
+            self.notes.append(
+                hand_off(
+                    Path(handoff),
+                    document,
+                    ended_at=ended_at,
+                    path=self.path,
+                    upload=self.upload,
+                    labels=labels,
+                    plan_id=plan_id,
+                )
+            )
+        elif self.upload:
+            from laptime_ci.report_upload import upload_document
+
             self.notes.append(
                 upload_document(document, data, self.path, labels=labels, plan_id=plan_id)
             )
@@ -823,47 +635,3 @@ class ReportWriter(ItemRecorder):
         """Show what was written and uploaded."""
         for line, warning in self.notes:
             terminalreporter.write_line(f"laptime: {line}", yellow=warning)
-
-
-def upload_document(
-    document: dict[str, Any],
-    data: bytes,
-    path: Path | None,
-    *,
-    labels: dict[str, str],
-    plan_id: str | None = None,
-) -> tuple[str, bool]:
-    """Upload the report with this environment's CI metadata, `labels` (the shard run) and the
-    shard plan's id; returns a summary line. Never raises: the tests' outcome is the job's."""
-    url = os.environ.get("LAPTIME_URL")
-    token = os.environ.get("LAPTIME_TOKEN")
-    if not url or not token:
-        return "upload skipped: set LAPTIME_URL and LAPTIME_TOKEN", True
-    try:
-        from laptime_ci.send import summary_line
-        from laptime_ci.upload import metadata_from_env, upload_reports
-
-        session = document["session"]
-        metadata = metadata_from_env(os.environ).with_session(
-            started_at=session["started_at"],
-            wall_s=session["wall_s"],
-            peak_rss_mib=session["peak_rss_mib"],
-        )
-        metadata = replace(
-            metadata, labels={**metadata.labels, **labels}, plan_id=plan_id or metadata.plan_id
-        )
-        name = path.name if path is not None else "laptime.json"
-        retries = int(os.environ.get("LAPTIME_UPLOAD_RETRIES", "4"))
-        max_total_s = float(os.environ.get("LAPTIME_UPLOAD_MAX_TIME_S", "60"))
-        answer = upload_reports(
-            [(name, data)],
-            url=url,
-            token=token,
-            metadata=metadata,
-            retries=retries,
-            max_total_s=max_total_s,
-        )
-    except Exception as exc:  # an upload problem must never fail the test run
-        return f"upload failed: {exc}", True
-    line = summary_line(answer, url=url, project=os.environ.get("LAPTIME_PROJECT"))
-    return f"uploaded {len(document['tests'])} tests as {line}", False

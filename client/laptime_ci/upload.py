@@ -65,6 +65,9 @@ class UploadMetadata:
     idempotency_key: str | None = None
     # Keep the report's own timestamp however old (importing history).
     backfill: bool = False
+    # HEAD and its first parents, newest first (laptime_ci.git_history): the commits between
+    # two runs, for the bisect list of a change.
+    first_parents: tuple[str, ...] = ()
 
     def with_session(
         self,
@@ -110,6 +113,7 @@ class UploadMetadata:
             fields.append(("idempotency_key", self.idempotency_key))
         if self.backfill:
             fields.append(("backfill", "true"))
+        fields.extend(("first_parent", sha) for sha in self.first_parents)
         return fields
 
 

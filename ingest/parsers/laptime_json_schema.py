@@ -73,6 +73,8 @@ SESSION_FIELDS: Final[dict[str, FieldSpec]] = {
     # The state glibc's malloc ran the tests in, one of MALLOC_STATES: under
     # glibc's dynamic thresholds a fresh job process may page-fault what the history served.
     "malloc": ("string", None),
+    # Session end to process exit, measured from outside by `laptime-ci run`.
+    "exit_s": ("number", 0),
 }
 
 TEST_FIELDS: Final[dict[str, FieldSpec]] = {
@@ -127,6 +129,7 @@ LENIENT_FIELDS: Final = frozenset(
         "heap_objects_end",
         "cpu_wait_s",
         "malloc",
+        "exit_s",
     }
 )
 

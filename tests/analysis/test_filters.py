@@ -73,7 +73,7 @@ def kept_runs(filters):
 def test_no_filters_keep_everything():
     assert len(filter_facts(facts(), Filters())) == 16
     assert kept_runs(Filters()) == [1, 2, 3, 4]
-    assert not Filters().test_level
+    assert not Filters().has_test_filters
 
 
 def test_window_is_inclusive_by_utc_day_and_drops_undated_runs():
@@ -105,7 +105,7 @@ def test_marker_filters_and_unknown_markers():
     not_slow = filter_facts(f, Filters(exclude_markers=("slow",)))
     # Unknown markers (JUnit) cannot be shown slow, so an exclusion keeps them.
     assert set(not_slow["nodeid"]) == {"tests/unit/test_io.py::t3", "other/test_x.py::t4"}
-    assert Filters(markers=("slow",)).test_level
+    assert Filters(markers=("slow",)).has_test_filters
 
 
 def test_file_globs():

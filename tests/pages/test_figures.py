@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.split.result import LayoutTotals, PlannedJob, SplitPlan
 from figures.history_figures import duration_history_figure, variants_figure
 from figures.pipelines import MAX_PIPELINES, job_time_figure, pipeline_time_figure
 from figures.plot_text import plot_text, tick_texts
@@ -105,16 +106,31 @@ def test_within_file_figure_plots_parent_share() -> None:
     assert bar.text[1] == "84.3%"
 
 
+def _job(name: str, wall_s: float, n_tests: int = 0) -> PlannedJob:
+    return PlannedJob(name, (), n_tests, wall_s - 300.0, 300.0, 1, None, wall_s, None)
+
+
+def _plan(before: list[PlannedJob], jobs: list[PlannedJob]) -> SplitPlan:
+    def totals(layout: list[PlannedJob]) -> LayoutTotals:
+        walls = [j.wall_s for j in layout]
+        return LayoutTotals(len(layout), max(walls, default=0.0), sum(walls), None)
+
+    return SplitPlan(
+        "split",
+        "",
+        "wait",
+        "file",
+        tuple(before),
+        tuple(jobs),
+        totals(before),
+        totals(jobs),
+        (),
+        pd.DataFrame({"source": []}),
+    )
+
+
 def test_split_gantt_places_tests_after_setup() -> None:
-    plan = {
-        "before": {"wait_s": 3360.0},
-        "after": {"wait_s": 2280.0},
-        "before_jobs": [{"name": "all", "overhead_s": 300.0, "predicted_wall_s": 3360.0}],
-        "jobs": [
-            {"name": "slow", "overhead_s": 300.0, "predicted_wall_s": 2280.0, "n_tests": 9},
-            {"name": "rest", "overhead_s": 300.0, "predicted_wall_s": 1500.0, "n_tests": 90},
-        ],
-    }
+    plan = _plan([_job("all", 3360.0)], [_job("slow", 2280.0, 9), _job("rest", 1500.0, 90)])
     fig = split_gantt_figure(plan)
     titles = [a.text for a in fig.layout.annotations]
     assert titles[:2] == ["Today: wait 56 min", "Proposed: wait 38 min"]
@@ -200,7 +216,7 @@ def test_variants_figure_labels_by_parametrize_id_and_marks_the_current_one() ->
             pd.DataFrame({"started_at": pd.Series([], dtype="datetime64[ns, UTC]")})
         ),
         treemap_figure(FILES.head(0), FUNCTIONS, TESTS, grand_total_s=0.0),
-        split_gantt_figure({"jobs": [], "before_jobs": []}),
+        split_gantt_figure(_plan([], [])),
     ],
 )
 def test_empty_inputs_say_so(fig: object) -> None:

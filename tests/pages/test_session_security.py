@@ -133,6 +133,7 @@ PAGES = (
     "/p/{slug}/test?nodeid=" + quote(AUGMIX_A),
     "/p/{slug}/recommendations",
     "/p/{slug}/reductions",
+    "/p/{slug}/flaky",
     "/p/{slug}/test?nodeid=nope",  # an error page
     "/api/v1/projects/{slug}/jobs",
 )

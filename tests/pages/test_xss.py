@@ -122,6 +122,7 @@ def pages(h: Hostile) -> list[str]:
         f"{base}/recommendations",
         f"{base}/recommendations?{urlencode({'jobs': TEXT, 'cell': SCRIPT})}",
         f"{base}/reductions",
+        f"{base}/flaky",
         f"{base}/test?{urlencode({'nodeid': TEXT + SCRIPT})}",  # a 404 page echoing it
         f"/signin?{urlencode({'next': '/' + ATTR, 'reason': TEXT + SCRIPT})}",
     ]

@@ -63,7 +63,7 @@ def test_the_worker_fails_uploads_with_registered_codes_only() -> None:
         node.args[3].value
         for node in ast.walk(ast.parse(path.read_text()))
         if isinstance(node, ast.Call)
-        and getattr(node.func, "id", "") == "_finish_failed"
+        and getattr(node.func, "id", "") == "finish_failed"
         and isinstance(node.args[3], ast.Constant)
     }
     assert used == set(WORKER_ERROR_CODES)

@@ -45,6 +45,7 @@ def test_valid_measures_are_read() -> None:
     assert (session.cpu_wait_s, row["cpu_wait_s"]) == (1.75, 0.02)
     assert report.results["cpu_wait_s"].dtype == "float64"
     assert session.malloc == "pinned"
+    assert session.exit_s == 0.84  # added by `laptime-ci run`
 
 
 def test_a_measured_zero_wait_is_known_and_a_null_wait_unknown() -> None:

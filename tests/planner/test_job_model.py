@@ -10,7 +10,15 @@ import pytest
 
 from analysis.sizing.catalogue import load_catalogue_text
 from analysis.sizing.machine_fit import fit_machines, platform_os_arch
-from analysis.split.job_model import MODEL_INPUTS, fit_job_model, parallel_profile, quiet_wall
+from analysis.split.job_model import (
+    EXIT_TAIL_DEFAULT_S,
+    MODEL_INPUTS,
+    JobModel,
+    fit_job_model,
+    missing_inputs_note,
+    parallel_profile,
+    quiet_wall,
+)
 from analysis.split.plan import SplitOptions, plan_splits
 from ingest.model import results_frame
 from tests.planner.history import one_job, run_row, runs_frame
@@ -32,6 +40,8 @@ def measured(
     workers: int = 1,
     machine: str = "linux",
     malloc: str | None = "pinned",
+    exit_s: float | None = 0.8,
+    job: str = "test",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One plugin run: walls are the quiet times slowed by `share` (CPU part only)."""
     walls = []
@@ -59,7 +69,7 @@ def measured(
     by_file = collect_by_file or {}
     collect = sum(by_file.values()) if by_file else float("nan")
     wall = (0.0 if not by_file else collect) + sum(walls) / workers + bookkeeping_s
-    row: dict[str, Any] = run_row(run_id, wall_s=wall, workers=workers, machine=machine)
+    row: dict[str, Any] = run_row(run_id, job=job, wall_s=wall, workers=workers, machine=machine)
     cpus = [t[3] for t in tests]
     row["cpu_s"] = float("nan") if None in cpus else sum(c or 0.0 for c in cpus) + 0.0
     row["startup_s"] = float("nan") if startup_s is None else startup_s
@@ -73,11 +83,21 @@ def measured(
     row["invocation"] = "paths"
     # The plugin fixed glibc's thresholds: a fresh job process allocates as the history did.
     row["malloc"] = malloc
+    # Session end to process exit, as `laptime-ci run` measures it (None: not run under it).
+    row["exit_s"] = float("nan") if exit_s is None else exit_s
     # A heap census whose tests leave nothing behind: no test here walks the heap.
     heap = {"heap_objects_start": 1e4, "heap_objects_collected": 2e4, "heap_objects_end": 2e4}
     row.update(heap)
     runs = runs_frame([row])
-    for key in ("cpu_s", "startup_s", "collect_s", "collect_by_file", "job_wall_s", *heap):
+    for key in (
+        "cpu_s",
+        "startup_s",
+        "collect_s",
+        "collect_by_file",
+        "job_wall_s",
+        "exit_s",
+        *heap,
+    ):
         runs[key] = [row[key]]
     return results, runs
 
@@ -104,8 +124,10 @@ def test_predicted_parts_equal_the_constructed_ones() -> None:
     assert whole.collect_s == pytest.approx(2.0)
     assert whole.first_use_s == pytest.approx(2.0)
     assert whole.tests_s == pytest.approx(16.5)
-    # ...which adds up to the job wall the history measured: 30 + 0.7 + 2 + 18 + 0.5.
-    assert whole.wall_s == pytest.approx(runs["job_wall_s"].iloc[0])
+    assert whole.exit_s == pytest.approx(0.8)
+    # ...which adds up to the job wall the history measured: 30 + 0.7 + 2 + 18 + 0.5, taken
+    # at the session's end, and the exit tail after it.
+    assert whole.wall_s == pytest.approx(runs["job_wall_s"].iloc[0] + 0.8)
     only_a = model.predict(files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0)
     assert only_a.collect_s == pytest.approx(0.5)
     assert only_a.first_use_s == pytest.approx(2.0)
@@ -123,9 +145,9 @@ def test_plans_carry_the_parts_and_the_single_job_matches_its_history() -> None:
     plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2), min_gain_frac=0.0))
     (today,) = plan.before_jobs
     assert today.parts is not None
-    assert today.wall_s == pytest.approx(runs["job_wall_s"].iloc[0])
-    assert today.to_dict()["parts"]["first_use_s"] == pytest.approx(2.0)
-    assert plan.to_dict()["inputs_missing"] == []
+    assert today.wall_s == pytest.approx(runs["job_wall_s"].iloc[0] + 0.8)
+    assert today.parts.first_use_s == pytest.approx(2.0)
+    assert plan.inputs_missing == ()
     for job in plan.jobs:
         assert job.parts is not None
         assert job.wall_s == pytest.approx(job.parts.wall_s)
@@ -321,7 +343,7 @@ def test_a_run_under_dynamic_or_unknown_malloc_makes_it_missing(
     assert "malloc" in model.inputs_missing
     assert model.inputs_missing == ("malloc",)  # everything else was measured
     plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2), min_gain_frac=0.0))
-    assert plan.to_dict()["inputs_missing"] == ["malloc"]
+    assert plan.inputs_missing == ("malloc",)
     assert all(job.parts and job.parts.inputs_missing == ("malloc",) for job in plan.jobs)
 
 
@@ -341,7 +363,7 @@ def test_collection_outside_any_file_is_paid_by_every_job() -> None:
     assert model.collect_outside_files_s == pytest.approx(0.4)
     whole = model.predict(files=["a.py", "b.py"], n_tests=5, test_s=16.0, workers=1, overhead_s=0.0)
     assert whole.collect_s == pytest.approx(2.4)
-    assert whole.wall_s == pytest.approx(runs["job_wall_s"].iloc[0])
+    assert whole.wall_s == pytest.approx(runs["job_wall_s"].iloc[0] + 0.8)
     only_a = model.predict(files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0)
     assert only_a.collect_s == pytest.approx(0.5 + 0.4)
 
@@ -449,3 +471,101 @@ def test_a_plugin_history_without_job_wall_is_told_the_missing_start_stamp() -> 
     # A durations/JUnit history (no run order) is still told to record with the plugin.
     assert "laptime plugin" in missing_inputs_note(("job_wall_s", "startup_s", "seq"))
     assert missing_inputs_note(()) == ""
+
+
+def _two_jobs(exit_unit: float | None, exit_gpu: float | None) -> JobModel:
+    unit = measured(1, PARTS, collect_by_file=COLLECT, exit_s=exit_unit, job="unit")
+    gpu = measured(2, PARTS, collect_by_file=COLLECT, exit_s=exit_gpu, job="gpu")
+    results = pd.concat([unit[0], gpu[0]], ignore_index=True)
+    return fit_job_model(results, pd.concat([unit[1], gpu[1]], ignore_index=True))
+
+
+def test_the_measured_exit_tail_is_charged_per_job() -> None:
+    model = _two_jobs(0.5, 1.5)
+    assert "exit_s" not in model.inputs_missing
+
+    def exit_of(job: str) -> float:
+        parts = model.predict(
+            files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0, job=job
+        )
+        assert parts.fixed_s == pytest.approx(
+            parts.ci_setup_s + parts.startup_s + parts.collect_s + parts.first_use_s + parts.exit_s
+        )
+        return parts.exit_s
+
+    assert (exit_of("unit"), exit_of("gpu")) == pytest.approx((0.5, 1.5))
+    # A job the history never ran under the wrapper: the project's median.
+    assert exit_of("new") == pytest.approx(1.0)
+
+
+def test_a_job_without_a_measured_tail_takes_the_projects() -> None:
+    model = _two_jobs(None, 1.5)
+    parts = model.predict(
+        files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0, job="unit"
+    )
+    assert parts.exit_s == pytest.approx(1.5)
+    assert "exit_s" not in model.inputs_missing
+
+
+def test_an_unmeasured_exit_tail_is_the_stated_default() -> None:
+    model = _two_jobs(None, None)
+    parts = model.predict(files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0)
+    assert parts.exit_s == pytest.approx(EXIT_TAIL_DEFAULT_S)
+    assert model.inputs_missing == ("exit_s",)
+    note = missing_inputs_note(model.inputs_missing)
+    assert f"{EXIT_TAIL_DEFAULT_S:g} s per job is charged" in note
+    assert "laptime-ci run -- pytest" in note
+    # JUnit-only history: its wall says nothing of an exit, so nothing is charged.
+    junit_results, junit_runs = one_job({"a.py::t": 3.0}, overhead_s=10.0)
+    junit = fit_job_model(junit_results, junit_runs)
+    assert junit.exit_s == 0.0
+    assert "exit_s" in junit.inputs_missing
+
+
+# The full suite's history: a.py starts a worker pool, so b.py::pool finds it running (0.3 s).
+FULL: list[Test] = [
+    ("a.py::t1", 0.0, 1.0, 1.0),
+    ("a.py::t2", 0.0, 1.0, 1.0),
+    ("b.py::pool", 0.0, 0.3, 0.3),
+    ("c.py::t", 0.0, 2.0, 2.0),
+]
+
+
+def _pool_history(*pool_first_calls: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Two full runs, then one loop job per value in which b.py::pool ran first (that call)."""
+    runs = [measured(1, FULL), measured(2, FULL)]
+    for i, call in enumerate(pool_first_calls):
+        job = [("b.py::pool", 0.0, call, call), ("c.py::t", 0.0, 2.0, 2.0)]
+        runs.append(measured(10 + i, job, job="job 2"))
+    return (
+        pd.concat([r[0] for r in runs], ignore_index=True),
+        pd.concat([r[1] for r in runs], ignore_index=True),
+    )
+
+
+def test_a_call_that_pays_when_first_in_its_process_is_charged_to_its_job() -> None:
+    results, runs = _pool_history(1.0, 1.1)
+    model = fit_job_model(results, runs)
+    # Median first (1.05) minus median elsewhere (0.3); a.py::t1 is first everywhere: no contrast.
+    assert model.call_first_use_s == pytest.approx({"b.py::pool": 0.75})
+    plan = plan_splits(results, runs, SplitOptions(jobs=(2, 2), min_gain_frac=0.0))
+    # The estimate is what a fresh process pays, so the job that runs it pays it once.
+    assert plan.estimates.loc["b.py::pool", "duration_s"] == pytest.approx(1.05)
+    holding = [job for job in plan.jobs if "b.py" in " ".join(job.members)]
+    assert len(holding) == 1
+    # Every other test's estimate is untouched.
+    assert plan.estimates.loc["c.py::t", "duration_s"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize(
+    "firsts",
+    [
+        (1.0,),  # one run is no pattern
+        (1.0, 0.32),  # not consistent: once as fast as elsewhere
+        (0.33, 0.34),  # within the floor (0.05 s, 25% of its median)
+    ],
+)
+def test_no_call_first_use_without_a_steady_excess(firsts: tuple[float, ...]) -> None:
+    results, runs = _pool_history(*firsts)
+    model = fit_job_model(results, runs)
+    assert model.call_first_use_s == {}

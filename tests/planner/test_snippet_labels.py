@@ -162,16 +162,15 @@ def test_a_servers_untracked_snippets_say_how_to_have_the_plan_stored() -> None:
 def test_a_plans_config_is_rewritten_with_its_id(runner: str) -> None:
     results, runs = one_job({"a.py::t": 300.0, "b.py::t": 300.0, "c.py::t": 300.0}, overhead_s=10.0)
     plan = plan_splits(results, runs, SplitOptions(jobs=(N, N), overhead_s=1.0, runner=runner))
-    answer = plan.to_dict()
-    config = with_plan_labels(answer["config"], answer["jobs"], PLAN)
-    assert config.keys() == answer["config"].keys()
+    config = with_plan_labels(plan.config, [job.pytest_args for job in plan.jobs], PLAN)
+    assert config.keys() == plan.config.keys()
     for key in ("github_actions", "gitlab_ci", "circleci"):
         assert PLAN in config[key]
-        assert PLAN not in answer["config"][key]
+        assert PLAN not in plan.config[key]
     assert github_job_labels(config["github_actions"]) == [expected(i) for i in range(1, N + 1)]
     others = set(config) - {"github_actions", "gitlab_ci", "circleci"}
     assert others
-    assert all(config[k] == answer["config"][k] for k in others)
+    assert all(config[k] == plan.config[k] for k in others)
     # Without snippets (a plan that keeps today's layout) there is nothing to rewrite.
     kept = {"test_durations": {"a": 1.0}}
     assert with_plan_labels(kept, [], PLAN) == kept

@@ -144,7 +144,7 @@ def test_a_plans_snippets_close_the_loop_past_the_listing_limit() -> None:
     tests = {f"t{i:03d}.py::test": 10.0 + i for i in range(300)}
     results, runs = one_job(tests, overhead_s=5.0)
     plan = plan_splits(results, runs, SplitOptions(jobs=(3, 3), overhead_s=1.0, granularity="test"))
-    config = plan.to_dict()["config"]
+    config = plan.config
     assert "pytest-split" not in config["github_actions"]
     assert [job.scripts[-1] for job in github_jobs(config["github_actions"], SETTINGS)] == [
         f"python -m pytest --laptime-upload --laptime-shard={i}/3" for i in (1, 2, 3)

@@ -11,6 +11,7 @@ import yaml
 
 from analysis.split.options import MAX_JOBS, parse_job_range
 from analysis.split.plan import SplitOptions, parse_duration_s, plan_splits
+from app.schemas import split as answers
 from tests.planner.history import one_job, results_for, run_row, runs_frame
 
 # a.py 600 s (two tests), b.py 400 s, c.py 200 s: 1200 s of tests; setup 100 s.
@@ -74,11 +75,11 @@ def test_xdist_workers_divide_test_time() -> None:
 def test_cost_needs_a_price_and_is_never_invented() -> None:
     p = plan(jobs=(2, 2), granularity="file")
     assert p.before.cost is None
-    assert "cost" not in p.to_dict()["before"]
+    assert p.before.cost is None
     priced = plan(jobs=(2, 2), granularity="file", price_per_min={"linux": 0.6})
     assert priced.before.cost == pytest.approx(13.0)  # 1300 s at 0.01 per second
     assert priced.after.cost == pytest.approx(14.0)
-    assert priced.to_dict()["jobs"][0]["cost"] == pytest.approx(7.0)
+    assert priced.jobs[0].cost == pytest.approx(7.0)
     with pytest.raises(ValueError, match="price"):
         plan(jobs=(2, 2), objective="cost")
     cheapest = plan(jobs=(1, 3), objective="cost", granularity="file", price_per_min={"linux": 0.6})
@@ -131,8 +132,8 @@ def test_three_job_marker_names() -> None:
     assert sorted(p.config["marker_expressions"]) == ["not (slow1 or slow2)", "slow1", "slow2"]
 
 
-def test_to_dict_contract_is_json() -> None:
-    d = json.loads(json.dumps(plan(jobs=(2, 4)).to_dict()))
+def test_answer_form_is_json() -> None:
+    d = json.loads(answers.SplitPlan.of(plan(jobs=(2, 4))).model_dump_json(exclude_unset=True))
     for key in ("verdict", "reason", "jobs", "before", "after", "pareto", "config"):
         assert key in d
     assert {"members", "predicted_wall_s"} <= set(d["jobs"][0])
@@ -199,7 +200,7 @@ def test_should_stop_is_asked_between_counts_and_the_plan_says_it_stopped() -> N
     assert [row.jobs for row in p.pareto] == [1, 2, 3, 4]
     assert len(asked) == 3
     assert not p.complete
-    assert p.to_dict()["complete"] is False
+    assert p.complete is False
     assert any("5-10 were not tried" in w for w in p.warnings)
     assert p.verdict == "split"
 
@@ -207,7 +208,7 @@ def test_should_stop_is_asked_between_counts_and_the_plan_says_it_stopped() -> N
 def test_a_plan_never_stopped_is_complete() -> None:
     p = plan(jobs=(2, 4))
     assert p.complete
-    assert p.to_dict()["complete"] is True
+    assert p.complete is True
 
 
 def test_before_is_todays_pipeline_not_the_jobs_of_executed_plans() -> None:

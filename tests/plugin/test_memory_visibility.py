@@ -115,16 +115,16 @@ def test_off_measures_no_test_and_keeps_the_process_peak(suite: Path) -> None:
 def test_the_method_comes_from_the_option_its_old_name_or_the_ini(
     clean_pytester: pytest.Pytester,
 ) -> None:
-    from laptime_ci.plugin import test_memory_method
+    from laptime_ci.plugin import per_test_memory_method
 
-    assert test_memory_method(clean_pytester.parseconfig()) == "auto"
-    assert test_memory_method(clean_pytester.parseconfig("--laptime-rss-method=sampling")) == (
+    assert per_test_memory_method(clean_pytester.parseconfig()) == "auto"
+    assert per_test_memory_method(clean_pytester.parseconfig("--laptime-rss-method=sampling")) == (
         "sampling"
     )
     clean_pytester.makeini("[pytest]\nlaptime_test_memory = off\n")
-    assert test_memory_method(clean_pytester.parseconfig()) == "off"
+    assert per_test_memory_method(clean_pytester.parseconfig()) == "off"
     config = clean_pytester.parseconfig("--laptime-test-memory=hwm-reset")
-    assert test_memory_method(config) == "hwm-reset"
+    assert per_test_memory_method(config) == "hwm-reset"
     clean_pytester.makeini("[pytest]\nlaptime_test_memory = everything\n")
     with pytest.raises(pytest.UsageError, match="expected one of auto, hwm-reset"):
-        test_memory_method(clean_pytester.parseconfig())
+        per_test_memory_method(clean_pytester.parseconfig())

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from laptime_ci.plugin import EXCLUDED_MARKERS
 from laptime_ci.plugin_memory import KernelHighWaterMark
+from laptime_ci.plugin_report import EXCLUDED_MARKERS
 
 _MARK = KernelHighWaterMark.open()
 EXPECTED_METHOD = "hwm-reset" if _MARK is not None else "sampling"

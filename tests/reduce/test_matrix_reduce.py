@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from analysis.reduce.matrix_reduce import reduce_matrix
+from app.schemas import reduce as answers
 from ingest.model import results_frame
 from model.frames import RUN_COLUMNS
 
@@ -91,7 +92,7 @@ def test_outcomes_differing_across_cuda_keep_with_evidence():
     assert ev.failed_on == ("12.1",)
     assert "keep every cuda" in verdict.recommendation
     assert verdict.dropped_s == 0.0
-    data = json.loads(json.dumps(verdict.to_dict()))
+    data = json.loads(answers.MatrixVerdict.of(verdict).model_dump_json(exclude_unset=True))
     assert data["evidence"][0]["failed_on"] == ["12.1"]
 
 

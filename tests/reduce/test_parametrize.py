@@ -14,6 +14,7 @@ from analysis.reduce.parametrize import (
     infer_values_from_ids,
     propose_covering,
 )
+from app.schemas import reduce as answers
 from ingest.model import results_frame
 from model.frames import empty_runs
 
@@ -202,7 +203,7 @@ def test_inference_from_ids_ambiguous(ids, reason):
     assert reason in (explosion.values_note or "")
     with pytest.raises(ValueError, match="values unknown"):
         propose_covering(explosion, 1)
-    assert explosion.to_dict()["values_source"] is None
+    assert explosion.values_source is None
 
 
 def _exec_block(code, argnames):
@@ -246,11 +247,15 @@ def test_to_dict_is_json_ready():
     import json
 
     (explosion,) = find_explosions(_augmix(), empty_runs())
-    data = json.loads(json.dumps(propose_covering(explosion, 1).to_dict()))
+    data = json.loads(
+        answers.CoveringProposal.of(propose_covering(explosion, 1)).model_dump_json(
+            exclude_unset=True
+        )
+    )
     assert data["size"] == 3
     assert data["values_source"] == "plugin"
     assert data["saved_s"] == pytest.approx(139.5)
-    exp = json.loads(json.dumps(explosion.to_dict()))
+    exp = json.loads(answers.Explosion.of(explosion).model_dump_json(exclude_unset=True))
     assert exp["variants"] == 96
     assert math.isclose(exp["share_of_file"], 144 / 171, rel_tol=1e-5)
 

@@ -15,6 +15,7 @@ from analysis.filters import Filters
 from analysis.split.plan import SplitOptions
 from app.db.projects import get_project
 from app.db.repository import load_run_results, load_runs, run_days
+from app.schemas.split import SplitPlan
 from app.services.project_reads import SharedFrames, run_results
 from app.services.recommendations import RecommendationError, load_history, split_recommendation
 from ingest.merge import merge_reports
@@ -63,9 +64,9 @@ def test_one_cell_history_reads_the_heaviest_cell_only(
         # The plan is the same whether the page read one cell or all of them.
         one = split_recommendation(conn, project, Filters(), options=SplitOptions())
         every = split_recommendation(conn, project, Filters(), options=SplitOptions(), history=full)
-        assert one == every
-        assert one["cell"] == "python=3.12"
-        assert one["cells"] == sorted(CELLS)
+        assert SplitPlan.answer(one) == SplitPlan.answer(every)
+        assert one.cell == "python=3.12"
+        assert one.cells == tuple(sorted(CELLS))
 
 
 def test_one_cell_history_of_a_named_or_unknown_cell(

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 
 import httpx
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import Engine
 
 from app.cli.main import cli
 from laptime_ci.cli import main as client_main
+from laptime_ci.compare_md import markdown
 from tests.conftest import Database, LiveServer, ProjectFixture
 from tests.factories import junit_total_seconds, junit_xml
 from tests.uploads import upload_all
@@ -91,3 +94,94 @@ def test_real_client_writes_the_step_summary(
         headers={"Authorization": f"Bearer {project.read_token}"},
     ).json()
     assert printed == rest
+
+
+def test_compare_prices_the_change_and_says_the_split_plan_no_longer_fits(
+    live_server: LiveServer, project: ProjectFixture, database: Database, engine: Engine
+) -> None:
+    from analysis.accuracy.plan_record import PlanRecord, PredictedJob
+    from app.db.plans import store_plan
+
+    base = junit_xml(6, seed=3)
+    # The head: test_case_0 takes 30 s longer, everything else as on main.
+    head = re.sub(
+        rb'name="test_case_0" time="([0-9.]+)"',
+        lambda m: b'name="test_case_0" time="%.6f"' % (float(m.group(1)) + 30.0),
+        base,
+    )
+    fields = {"branch": "main", "machine": "linux"}
+    uploads = [("r.xml", base, {**fields, "pipeline": f"main-{i}"}) for i in range(4)]
+    uploads.append(("r.xml", head, {**fields, "pipeline": "pr-9", "branch": "topic"}))
+    upload_all(live_server, project.upload_token, uploads)
+    admin = {"Authorization": f"Bearer {project.admin_token}"}
+    projects = f"{live_server.url}/api/v1/projects/{project.slug}"
+    put = httpx.put(f"{projects}/catalogue", json={"name": "github"}, headers=admin)
+    assert put.status_code == 200, put.text
+    auth = {"Authorization": f"Bearer {project.read_token}"}
+    url = f"{projects}/compare"
+
+    answer = httpx.get(url, params={"pipeline": "pr-9"}, headers=auth).json()
+    assert answer["plan_fit"] is None  # no split plan stored yet
+    [slow] = answer["slower"]
+    assert slow["nodeid"].endswith("test_case_0")
+    added_s = junit_total_seconds(head) - junit_total_seconds(base)
+    assert (
+        abs(answer["machine_time"]["here"] - answer["machine_time"]["base_median"] - added_s) < 1e-6
+    )
+    # GitHub's linux runner: $0.006 a minute.
+    cost = answer["cost"]
+    assert cost["unit"] == "USD"
+    assert abs(cost["delta"] - added_s / 60 * 0.006) < 1e-9
+    assert abs(cost["here"] - junit_total_seconds(head) / 60 * 0.006) < 1e-9
+    assert answer["unpriced_machines"] == []
+
+    # A stored split plan: the slowed test's file in job 1, the rest in job 2, 40 s each.
+    slow_file = slow["nodeid"].split("::")[0]
+    others = sorted({n.split("::")[0] for n in _nodeids(head)} - {slow_file})
+    jobs = tuple(
+        PredictedJob(
+            index=i,
+            name=f"part {i}",
+            wall_s=40.0,
+            tests_s=35.0,
+            setup_s=5.0,
+            members=m,
+            members_total=len(m),
+        )
+        for i, m in ((1, (slow_file,)), (2, tuple(others)))
+    )
+    with engine.begin() as conn:
+        store_plan(conn, project.id, PlanRecord("plan-a", "split", "", jobs))
+    answer = httpx.get(url, params={"pipeline": "pr-9"}, headers=auth).json()
+    fit = answer["plan_fit"]
+    assert fit["plan_id"] == "plan-a"
+    assert not fit["fits"]
+    [overrun] = fit["overruns"]
+    assert overrun["name"] == "part 1"
+    assert abs(overrun["overrun_s"] - added_s) < 1e-6
+    assert fit["target_wait_s"] == 40.0
+
+    # The CLI says the same; the client's summary and PR markdown too.
+    env = {"DATABASE_URL": database.url}
+    text = CliRunner().invoke(
+        cli, ["compare", "--project", project.slug, "--pipeline", "pr-9"], env=env
+    )
+    assert text.exit_code == 0, text.output
+    assert f"(change +${added_s / 60 * 0.006:.4f})" in text.output
+    assert (
+        f"split plan plan-a no longer fits: its target wait is 40.0s, now {40 + added_s:.1f}s"
+        in text.output
+    )
+    assert f"({added_s:.1f}s over the target wait)" in text.output
+    md = markdown(answer)
+    assert "| cost | $" in md
+    assert "**Split plan no longer fits**" in md
+    assert f"({added_s:.1f}s over)" in md
+
+
+def _nodeids(xml: bytes) -> list[str]:
+    """The nodeids laptime gives junit_xml's test cases."""
+    return [
+        f"{m.group(1).decode().replace('.', '/')}.py::{m.group(2).decode()}"
+        for m in re.finditer(rb'classname="([^"]+)" name="([^"]+)"', xml)
+    ]

@@ -124,7 +124,7 @@ def test_filter_by_a_label_keeps_exactly_its_run(
     assert sum(totals) == pytest.approx(everything["grand_total_s"])
 
 
-PAGES = ("", "/time", "/recommendations", "/reductions")
+PAGES = ("", "/time", "/recommendations", "/reductions", "/flaky")
 
 
 @pytest.mark.parametrize("tab", PAGES)

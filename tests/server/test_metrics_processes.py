@@ -129,6 +129,12 @@ def test_two_web_processes_and_a_worker_child_share_one_set_of_counts(
         lambda: scrape(url).get("laptime_ingest_duration_seconds_count", outcome="done") == 1,
         30, "the ingest counted",
     )  # fmt: skip
+    # /healthz answered as soon as one web process was up; on a loaded machine the other may
+    # still be starting (its pool is counted once its app is built).
+    wait_for(
+        lambda: scrape(url).get("laptime_db_pool_capacity") == 2 * 15,
+        60, "both web processes up",
+    )  # fmt: skip
     # Each scrape is answered by one of the two processes; every one sums all three.
     for _ in range(6):
         metrics = scrape(url)

@@ -27,7 +27,8 @@ from app.cli.main import cli
 from app.pages.common import TABLE_ROWS
 from figures.humanize import count_text, duration_text, percent_text
 from tests import corpus
-from tests.conftest import LiveServer, ProjectFixture, make_project
+from tests.conftest import Database, LiveServer, ProjectFixture, make_project
+from tests.flaky.agree import assert_flaky_agrees, rest_flaky
 from tests.uploads import upload_all
 
 DIMENSIONS = ("test", "function", "file", "marker", "job", "machine", "branch", "label:os")
@@ -61,6 +62,9 @@ def laptime_json(speed: float) -> bytes:
                 "params": f"p{i}",
                 "markers": ["slow", "gpu"] if i % 3 == 0 else ["slow"],
                 "outcome": "failed" if i == 5 else "passed",
+                # Test 7 passed on its second attempt: a flaky test the three doors price.
+                "attempts": 2 if i == 7 else 1,
+                "flaky": i == 7,
                 "duration_s": seconds,
                 "setup_s": seconds / 10,
                 "call_s": seconds * 0.8,
@@ -274,3 +278,54 @@ def test_the_issue_file_has_distinct_p50_p95_and_mean(
     row = rows["tests/test_aug.py"]
     assert row["tests"] == 12
     assert row["p50_s"] < row["mean_s"] < row["p95_s"]
+
+
+def test_cli_rest_and_page_agree_on_flaky_tests(
+    live_server: LiveServer, database: Database, uploaded: ProjectFixture
+) -> None:
+    """`laptime flaky`, GET .../flaky and the Flaky page (and the overview's week) agree."""
+    answer = rest_flaky(live_server, uploaded)
+    assert [t["nodeid"] for t in answer["tests"]] == ["tests/test_aug.py::test_augmix[p7]"]
+    assert answer["total"]["reruns"] == 2  # one per job that ran it
+    assert assert_flaky_agrees(live_server, database, uploaded) > 20
+
+
+def test_changes_agree_on_the_page_rest_and_cli(
+    live_server: LiveServer, engine: Any, database: Any
+) -> None:
+    """`GET .../changes`, `laptime changes --json` and its text, and the "What changed" page
+    list the same changes in the same order with the same medians, sizes and commits."""
+    from tests.changes_history import upload_step_history
+
+    project = make_project(engine, public=True)
+    upload_step_history(live_server, project)
+    answer = httpx.get(
+        f"{live_server.url}/api/v1/projects/{project.slug}/changes",
+        headers={"Authorization": f"Bearer {project.read_token}"},
+        timeout=60,
+    ).json()
+    assert len(answer["changes"]) == 2
+    runner = CliRunner()
+    env = {"DATABASE_URL": database.url}
+    printed = runner.invoke(cli, ["changes", "--project", project.slug, "--json"], env=env)
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.output) == answer
+    text = runner.invoke(cli, ["changes", "--project", project.slug], env=env).output
+    lines = [line for line in text.splitlines() if line.startswith("change ")]
+    assert [line.split()[1] for line in lines] == [str(c["id"]) for c in answer["changes"]]
+    for line, change in zip(lines, answer["changes"], strict=True):
+        assert f"{change['delta_s']:+.3f}s per run" in line
+        assert f"{change['median_before_s']:.3f}s -> {change['median_after_s']:.3f}s" in line
+    page = httpx.get(f"{live_server.url}/p/{project.slug}/changes", timeout=60)
+    assert page.status_code == 200
+    rows = lxml.html.fromstring(page.text).xpath("//table[@id='changes']/tbody/tr")
+    assert [r.get("data-change") for r in rows] == [str(c["id"]) for c in answer["changes"]]
+    for row, change in zip(rows, answer["changes"], strict=True):
+        cells = [td.text_content().strip() for td in row.xpath("td")]
+        assert cells[4] == duration_text(change["median_before_s"])
+        assert cells[5] == duration_text(change["median_after_s"])
+        assert float(row.xpath("td[@data-delta]")[0].get("data-delta")) == pytest.approx(
+            change["delta_s"]
+        )
+        after = row.xpath(".//*[@data-commit-after]")[0].get("data-commit-after")
+        assert after == change["commit_after"]

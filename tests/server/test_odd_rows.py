@@ -170,7 +170,7 @@ def test_split_plan_counts_the_named_tests(
     assert all(k.startswith("tests/test_m") for k in keys)
 
 
-PAGES = ("", "/time", "/recommendations", "/reductions", "/recommendations/accuracy")
+PAGES = ("", "/time", "/recommendations", "/reductions", "/recommendations/accuracy", "/flaky")
 
 
 @pytest.mark.parametrize("tab", PAGES)

@@ -73,9 +73,15 @@ def page_paths(slug: str) -> list[str]:
         f"{base}/recommendations",
         f"{base}/recommendations/accuracy",
         f"{base}/reductions",
+        f"{base}/flaky",
         f"{base}/files/{NODE_FILE}",
         f"{base}/test?nodeid={quote(NODE_FILE + '::test_one')}",
     ]
+
+
+# GETs that want an admin token: what they list (tokens, webhooks and their deliveries) is
+# never public.
+ADMIN_READS = ("/tokens", "/webhooks", "/webhook-deliveries")
 
 
 def api_read_paths(server: LiveServer, slug: str) -> list[str]:
@@ -86,11 +92,13 @@ def api_read_paths(server: LiveServer, slug: str) -> list[str]:
     for path, operations in paths.items():
         if not path.startswith("/api/v1/projects/{slug}") or "get" not in operations:
             continue
-        if "{token_id}" in path or path.endswith("/tokens"):
-            continue  # admin-only: a token list is never public
-        query = {"/shards": "?total=2&index=1", "/compare": "?pipeline=p1&base=main"}.get(
-            path[path.rindex("/") :], ""
-        )
+        if "{token_id}" in path or path.endswith(ADMIN_READS):
+            continue  # admin-only: token and webhook lists are never public
+        query = {
+            "/shards": "?total=2&index=1",
+            "/compare": "?pipeline=p1&base=main",
+            "/export": "?runner=go",
+        }.get(path[path.rindex("/") :], "")
         reads.append(path.replace("{slug}", quote(slug)) + query)
     return reads
 

@@ -19,6 +19,7 @@ from app.settings import Settings
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.factories import junit_xml
 from tests.server.app_server import serve
+from tests.server.test_public_reads import ADMIN_READS
 from tests.server.test_sync_routes import api_routes
 from tests.uploads import upload_all
 
@@ -57,7 +58,12 @@ def seeded(live_server: LiveServer, engine: Engine) -> ProjectFixture:
 
 def get_paths(app_routes: list[object]) -> list[tuple[str, dict[str, str]]]:
     """Every GET route's path and the query it needs (required parameters filled)."""
-    needed = {"total": "2", "nodeid": "tests/test_mod0.py::test_case_0", "pipeline": "p1"}
+    needed = {
+        "total": "2",
+        "nodeid": "tests/test_mod0.py::test_case_0",
+        "pipeline": "p1",
+        "runner": "go",
+    }
     found = []
     for route in api_routes(app_routes):
         if "GET" not in route.methods:
@@ -111,7 +117,7 @@ def test_every_get_route_answers_from_a_read_only_database(
     answered: dict[str, int] = {}
     with serve(app) as url:
         for path, query in paths:
-            token = seeded.admin_token if path.endswith("/tokens") else seeded.read_token
+            token = seeded.admin_token if path.endswith(ADMIN_READS) else seeded.read_token
             target = fill(path, seeded, upload_id)
             answer = httpx.get(
                 url + target,

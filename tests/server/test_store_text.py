@@ -43,9 +43,9 @@ def test_a_jest_testcase_without_a_name_is_left_out_with_a_warning(private_db: s
         b'<testcase classname="c" name="named" time="0.25"/></testsuite></testsuites>'
     )
     doc = _ingest(private_db, body)
-    assert (doc["status"], doc["error_code"]) == ("done", None)
-    assert doc["counts"]["results"] == 1
-    assert any('testcase 1 (time="0.5")' in w for w in doc["warnings"]), doc["warnings"]
+    assert (doc.status, doc.error_code) == ("done", None)
+    assert doc.counts["results"] == 1
+    assert any('testcase 1 (time="0.5")' in w for w in doc.warnings), doc.warnings
     with psycopg.connect(sqlalchemy_to_dsn(private_db)) as conn:
         functions = sorted(r[0] for r in conn.execute("SELECT function FROM test_case"))
     assert functions == ["named"]
@@ -59,9 +59,9 @@ def test_a_five_megabyte_name_is_cut_with_a_warning(private_db: str) -> None:
         f'<testcase classname="c" name="{long_b}" time="2"/></testsuite>'
     ).encode()
     doc = _ingest(private_db, body)
-    assert (doc["status"], doc["error_code"]) == ("done", None)
-    assert doc["counts"]["results"] == 2
-    assert any("longer than 2000 bytes were cut" in w for w in doc["warnings"])
+    assert (doc.status, doc.error_code) == ("done", None)
+    assert doc.counts["results"] == 2
+    assert any("longer than 2000 bytes were cut" in w for w in doc.warnings)
     with psycopg.connect(sqlalchemy_to_dsn(private_db)) as conn:
         rows = conn.execute("SELECT nodeid, function FROM test_case").fetchall()
     assert len({nodeid for nodeid, _ in rows}) == 2

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from sqlalchemy import create_engine
 
-from app.db.uploads import get_upload
+from app.db.uploads import UploadStatus, get_upload
 from app.settings import Settings
 from ingest.worker import WorkerConfig, drain, run_worker
 from tests.factories import junit_xml
@@ -19,7 +19,7 @@ from tests.server.conftest import queue_upload, scalar, sqlalchemy_to_dsn, wait_
 from tests.server.faults import fail_run_inserts, fault_tries
 
 
-def _status(url: str, upload_id: int) -> dict:
+def _status(url: str, upload_id: int) -> UploadStatus:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
@@ -58,7 +58,7 @@ def test_disk_full_waits_and_succeeds_without_spending_attempts(private_db: str)
     assert fault_tries(sqlalchemy_to_dsn(private_db)) >= 9  # the fault did fire 8 times
     for upload_id in uploads:
         doc = _status(private_db, upload_id)
-        assert (doc["status"], doc["attempts"], doc["error_code"]) == ("done", 1, None)
+        assert (doc.status, doc.attempts, doc.error_code) == ("done", 1, None)
     assert scalar(private_db, "SELECT count(*) FROM run") == 3
 
 
@@ -75,9 +75,9 @@ def test_transient_errors_give_their_attempt_back(private_db: str, sqlstate: str
     with pytest.raises(TransientFailure, match=sqlstate):
         _drain(private_db, WorkerConfig())
     doc = _status(private_db, upload_id)
-    assert (doc["status"], doc["attempts"]) == ("queued", 0)
+    assert (doc.status, doc.attempts) == ("queued", 0)
     _drain(private_db, WorkerConfig())
-    assert _status(private_db, upload_id)["status"] == "done"
+    assert _status(private_db, upload_id).status == "done"
 
 
 def test_data_the_database_refuses_fails_at_once(private_db: str) -> None:
@@ -85,8 +85,8 @@ def test_data_the_database_refuses_fails_at_once(private_db: str) -> None:
     upload_id = queue_upload(private_db, junit_xml(5), job="refused")
     _drain(private_db, WorkerConfig())
     doc = _status(private_db, upload_id)
-    assert (doc["status"], doc["error_code"], doc["attempts"]) == ("failed", "store-rejected", 1)
-    assert "22023" in doc["error_detail"]
+    assert (doc.status, doc.error_code, doc.attempts) == ("failed", "store-rejected", 1)
+    assert "22023" in doc.error_detail
     assert fault_tries(sqlalchemy_to_dsn(private_db)) == 1
 
 
@@ -96,9 +96,9 @@ def test_give_up_detail_and_attempts_agree(private_db: str) -> None:
     upload_id = queue_upload(private_db, junit_xml(5), job="poison")
     _drain(private_db, WorkerConfig(max_attempts=3))
     doc = _status(private_db, upload_id)
-    assert (doc["status"], doc["error_code"]) == ("failed", "ingest-gave-up")
-    assert doc["error_detail"].startswith("gave up after 3 attempts; last error: RaiseException")
-    assert doc["attempts"] == 3
+    assert (doc.status, doc.error_code) == ("failed", "ingest-gave-up")
+    assert doc.error_detail.startswith("gave up after 3 attempts; last error: RaiseException")
+    assert doc.attempts == 3
     assert scalar(private_db, "SELECT attempts FROM upload WHERE id = %s", upload_id) == 3
     assert fault_tries(sqlalchemy_to_dsn(private_db)) == 3
 
@@ -159,7 +159,7 @@ def test_a_shortage_one_upload_keeps_causing_holds_no_queue_and_spends_nothing(
     worker.start()
     try:
         wait_for(
-            lambda: _status(private_db, healthy)["status"] == "done",
+            lambda: _status(private_db, healthy).status == "done",
             what="the healthy upload done behind the poison one",
         )
         wait_for(
@@ -171,7 +171,7 @@ def test_a_shortage_one_upload_keeps_causing_holds_no_queue_and_spends_nothing(
         worker.join(timeout=15)
     # Read once the worker has stopped: mid-try the upload is `processing`, its claim under way.
     queued = _status(private_db, poison)
-    assert (queued["status"], queued["attempts"], queued["error_code"]) == ("queued", 0, None)
+    assert (queued.status, queued.attempts, queued.error_code) == ("queued", 0, None)
     assert scalar(private_db, "SELECT count(*) FROM upload_attempt WHERE error IS NOT NULL") == 0
 
 
@@ -183,12 +183,12 @@ def test_processing_only_while_a_live_worker_holds_the_claim(private_db: str) ->
             "INSERT INTO upload_attempt (upload_id, worker) VALUES (%s, 'gone:1')", (upload_id,)
         )
         doc = _status(private_db, upload_id)
-        assert (doc["status"], doc["attempts"]) == ("queued", 1)
+        assert (doc.status, doc.attempts) == ("queued", 1)
         conn.execute(
             "INSERT INTO worker_heartbeat (name, host, pid, state, upload_id, seen_at) "
             "VALUES ('gone:1', 'h', 1, 'ingesting', %s, clock_timestamp() - interval '1 hour')",
             (upload_id,),
         )
-        assert _status(private_db, upload_id)["status"] == "queued"  # its heartbeat is stale
+        assert _status(private_db, upload_id).status == "queued"  # its heartbeat is stale
         conn.execute("UPDATE worker_heartbeat SET seen_at = clock_timestamp()")
-        assert _status(private_db, upload_id)["status"] == "processing"
+        assert _status(private_db, upload_id).status == "processing"

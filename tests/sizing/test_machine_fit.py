@@ -17,6 +17,7 @@ from analysis.sizing.machine_fit import (
     workers_on,
 )
 from analysis.split.plan import SplitOptions, plan_splits
+from app.schemas import sizing as answers
 from tests.sizing.factories import results_for, run_row, runs_frame
 
 CIRCLECI = shipped_catalogues()["circleci"]
@@ -166,7 +167,7 @@ def test_unknown_machine_is_reported_never_priced_at_zero() -> None:
     assert job.cost_per_run is None
     assert job.saving_per_run is None
     assert any("weird-box" in note for note in job.notes)
-    assert report.to_dict()["jobs"][0]["machine_known"] is False
+    assert report.jobs[0].current is None
 
 
 def test_monthly_cost_uses_the_observed_run_rate() -> None:
@@ -265,7 +266,11 @@ def test_user_catalogue_changes_the_answer() -> None:
 
 def test_report_is_json_ready() -> None:
     runs, results = parallel_history()
-    data = fit_machines(runs, results, CIRCLECI).to_dict()
+    data = json.loads(
+        answers.SizingReport.of(fit_machines(runs, results, CIRCLECI)).model_dump_json(
+            exclude_unset=True
+        )
+    )
     text = json.dumps(data)
     assert json.loads(text)["jobs"][0]["recommended"] == "large"
     assert data["unit"] == "USD"

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from analysis.sizing.catalogue import shipped_catalogues
 from analysis.sizing.machine_fit import fit_machines
 from app.cli.main import cli
+from app.schemas import sizing as answers
 from tests.sizing.factories import results_for, run_row, runs_frame
 
 
@@ -24,8 +25,8 @@ def test_per_test_peaks_size_the_job_and_the_job_peak_is_named_as_unused() -> No
     assert job.need_mib == 65.0 * 1.25
     assert job.memory_basis.startswith("largest per-test peak RSS of the test processes, 65 MiB")
     assert "job's peak of 4461 MiB is not used" in job.memory_basis
-    assert job.to_dict()["memory_basis"] == job.memory_basis
-    assert job.to_dict()["job_peak_rss_mib"] == 4461.0
+    assert answers.MachineFit.of(job).memory_basis == job.memory_basis
+    assert answers.MachineFit.of(job).job_peak_rss_mib == 4461.0
 
 
 def test_without_per_test_peaks_the_job_peak_is_used_and_said() -> None:

@@ -9,11 +9,14 @@ workers), three runs over two days. The model files hold 24,000 s of tests and p
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
 from analysis.sizing.catalogue import Catalogue, shipped_catalogues
 from analysis.sizing.machine_fit import JobSpec, fit_machines
+from app.schemas import sizing as answers
 from tests.sizing.factories import results_for, run_row, runs_frame
 
 MODEL_FILES = ("test/test_models.py", "test/test_backbone_utils.py")
@@ -97,7 +100,7 @@ def test_after_the_split_the_other_job_halves_its_price() -> None:
 
     # The wait does not grow: the model job stays the critical path.
     assert report.wait_after_s <= report.wait_s + 1e-9
-    data = report.to_dict()
+    data = json.loads(answers.SizingReport.of(report).model_dump_json(exclude_unset=True))
     assert data["saving_per_month"] > 0
 
 

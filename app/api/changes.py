@@ -1,0 +1,48 @@
+"""The changes endpoints: what got slower (or faster) on the default branch, since which commit."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+
+from app.http.deps import AdminProject, ConnDep, ReadProject
+from app.http.params import IsoDate, NodeidText, TextList, given
+from app.http.responses import PROJECT_ERRORS, answers
+from app.schemas.changes import ChangeList, ChangeState, ChangeStateRequest, ChangeStateSet
+from app.services.changes import ChangeQuery, change_list, set_state
+
+router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["changes"])
+
+
+@router.get("/changes", **answers(ChangeList, *PROJECT_ERRORS))
+def read_changes(
+    project: ReadProject,
+    conn: ConnDep,
+    state: ChangeState | None = None,
+    since: Annotated[IsoDate, Query(description="first run after the step on or after")] = None,
+    kind: Literal["test", "file", "job"] | None = None,
+    test: Annotated[NodeidText | None, Query(description="a test's nodeid")] = None,
+    file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
+    job: TextList = [],  # noqa: B006
+) -> dict[str, Any]:
+    """Lasting steps in test, file and job durations on the default branch, the most time
+    added per run first; each with its medians, spread, commit range and bisect list.
+    `file` and `job` are repeatable (any of them); an empty one is no filter."""
+    query = ChangeQuery(
+        state=state,
+        since=since,
+        kind=kind,
+        tests=(test,) if test else (),
+        files=given(file),
+        jobs=given(job),
+    )
+    return change_list(conn, project, query)
+
+
+@router.post("/changes/{change_id}/state", **answers(ChangeStateSet, *PROJECT_ERRORS))
+def change_state(
+    project: AdminProject, conn: ConnDep, change_id: int, body: ChangeStateRequest
+) -> dict[str, Any]:
+    """Set a change's state (admin token): open, acknowledged (expected) or resolved."""
+    return set_state(conn, project, change_id, body.state)

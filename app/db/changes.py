@@ -1,0 +1,99 @@
+"""Reads and state writes of the stored duration changes (docs/changes.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import pandas as pd
+from psycopg import sql
+from sqlalchemy import Connection, text
+
+from analysis.changes.attribution import pick_default_branch
+from app.db.copy_frames import read_frame
+
+CHANGE_STATES = ("open", "acknowledged", "resolved")
+# The most changes one answer lists (newest first before ranking).
+MAX_CHANGES = 500
+
+
+@dataclass(frozen=True)
+class ChangeQuery:
+    """Which changes to list: every field narrows (None: any)."""
+
+    state: str | None = None
+    since: date | None = None
+    kind: str | None = None
+    tests: tuple[str, ...] = ()  # any of these nodeids
+    files: tuple[str, ...] = ()  # any of these files (their file changes and tests' changes)
+    jobs: tuple[str, ...] = ()
+    change_id: int | None = None
+
+
+def load_changes(conn: Connection, project_id: int, query: ChangeQuery) -> pd.DataFrame:
+    """The project's changes with their cell, test and run names, newest first."""
+    where = [sql.SQL("d.project_id = %(project)s")]
+    params: dict[str, object] = {"project": project_id, "limit": MAX_CHANGES}
+    for name, clause in (
+        ("state", "d.state = %(state)s"),
+        ("since", "d.at_after >= %(since)s"),
+        ("kind", "d.kind = %(kind)s"),
+        ("tests", "d.kind = 'test' AND tc.nodeid = ANY(%(tests)s)"),
+        ("files", "(tc.file = ANY(%(files)s) OR (d.kind = 'file' AND d.key = ANY(%(files)s)))"),
+        ("jobs", "c.job = ANY(%(jobs)s)"),
+        ("change_id", "d.id = %(change_id)s"),
+    ):
+        value = getattr(query, name)
+        if isinstance(value, tuple):
+            value = list(value) or None
+        if value is not None:
+            where.append(sql.SQL(clause))  # type: ignore[arg-type]
+            params[name] = value
+    return read_frame(
+        conn,
+        sql.SQL(
+            """
+            SELECT d.id, d.kind, d.key, tc.nodeid, coalesce(tc.file, CASE WHEN d.kind = 'file'
+                THEN d.key END) AS file, c.job, c.machine, c.branch, c.labels_key,
+                d.commit_before, d.commit_after, d.at_before, d.at_after, d.runs_before,
+                d.runs_after, d.median_before_s, d.median_after_s, d.spread_before_s,
+                d.spread_after_s, d.noise, d.z, d.between_commits, d.between_complete,
+                d.state, d.state_at, d.detected_at, ra.pipeline AS pipeline_after,
+                ra.runner AS runner, ra.upload_id AS upload_after
+            FROM duration_change d
+            JOIN cell c ON c.id = d.cell_id
+            LEFT JOIN test_case tc ON tc.id = CASE WHEN d.kind = 'test' THEN d.key::bigint END
+            LEFT JOIN run ra ON ra.id = d.run_id_after
+            WHERE {}
+            ORDER BY d.at_after DESC, d.id DESC
+            LIMIT %(limit)s
+            """
+        ).format(sql.SQL(" AND ").join(where)),
+        params,
+    )
+
+
+def set_change_state(conn: Connection, project_id: int, change_id: int, state: str) -> bool:
+    """Set a change's state; False when the project has no such change."""
+    if state not in CHANGE_STATES:
+        raise ValueError(f"unknown state {state!r}")
+    done = conn.execute(
+        text(
+            "UPDATE duration_change SET state = :state, state_at = now() "
+            "WHERE id = :id AND project_id = :project"
+        ),
+        {"state": state, "id": change_id, "project": project_id},
+    )
+    return done.rowcount == 1
+
+
+def project_default_branch(conn: Connection, project_id: int) -> str | None:
+    """The branch whose runs are watched: the project's override, else detected."""
+    override = conn.execute(
+        text("SELECT default_branch FROM project WHERE id = :p"), {"p": project_id}
+    ).scalar()
+    cells = conn.execute(
+        text("SELECT branch, count(*) FROM cell WHERE project_id = :p GROUP BY branch"),
+        {"p": project_id},
+    ).all()
+    return pick_default_branch(override, [(str(b), int(n)) for b, n in cells])

@@ -1,0 +1,79 @@
+"""The changes answer models (docs/changes.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from app.schemas.base import ApiModel
+
+ChangeState = Literal["open", "acknowledged", "resolved"]
+
+
+class BisectStepModel(ApiModel):
+    """Check out `commit` and run `command` (shell words quoted) to see whether it is slower."""
+
+    commit: str
+    command: str
+
+
+class ChangeModel(ApiModel):
+    """A lasting step in a duration series of the default branch, with its commit range."""
+
+    id: int
+    kind: Literal["test", "file", "job"]
+    name: str = Field(description="the test nodeid, file path or job name")
+    test: str | None
+    file: str | None
+    job: str
+    machine: str
+    branch: str
+    labels_key: str
+    state: ChangeState
+    state_at: datetime | None
+    commit_before: str | None = Field(description="the last run's commit before the step")
+    commit_after: str | None = Field(description="the first run's commit after the step")
+    at_before: datetime
+    at_after: datetime
+    pipeline_after: str | None
+    runs_before: int
+    runs_after: int
+    median_before_s: float
+    median_after_s: float
+    spread_before_s: float = Field(description="interquartile range / 1.349 before")
+    spread_after_s: float
+    delta_s: float = Field(description="seconds added per run (negative: saved)")
+    relative: float = Field(description="the change as a share of the time before")
+    sigmas: float = Field(description="the change in units of the series' own noise")
+    z: float = Field(description="the rank statistic at the step (+: slower after)")
+    between: list[str] | None = Field(
+        description="commits strictly between commit_before and commit_after, oldest first, "
+        "from the client's first-parent history; null: not known"
+    )
+    between_complete: bool = Field(description="the history reached commit_before")
+    bisect: list[BisectStepModel] = Field(
+        description="where commits lie between: what to run at each candidate commit"
+    )
+    detected_at: datetime
+
+
+class ChangeList(ApiModel):
+    """The project's changes, the most time added per run first."""
+
+    default_branch: str | None
+    changes: list[ChangeModel]
+
+
+class ChangeStateRequest(BaseModel):
+    """A change's new state."""
+
+    state: ChangeState
+
+
+class ChangeStateSet(ApiModel):
+    """The change whose state was set."""
+
+    id: int
+    state: ChangeState
