@@ -4,8 +4,14 @@
 
 Baseline: the same rows, already formatted as CSV, COPYed into an unindexed (logged) table;
 a TEMP table, which writes no WAL, is printed for reference. Measured:
-`store_run` (staging COPY, test dictionary upsert, results insert with its index, both daily
-rollups), committed. Reports rows/s of each and their ratio.
+`store_run` (test dictionary upsert, results COPY with its index, the five rollups), committed;
+the rollups alone, and their arithmetic alone (the same sums from the same array parameters,
+nothing written). Reports rows/s of each and their ratio to the bare COPY.
+
+Before (the figures README.md quotes; tests/test_before_figures.py checks them):
+- `0.08-0.10x`: whole store_run over the bare COPY at 200,000 results (a cell that ran that day,
+  then the first run of a cell-day), the code at commit 35487e62a792 (the parent of
+  the array-parameter store), `python -m bench.bench_store --results 200000`.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import psycopg
 from bench.common import scratch_database
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo, results_frame
+from ingest.pg_arrays import Float8Array, Int4Array, Int8Array
 from ingest.store import KnownTests, RunMetadata, store_run
 
 
@@ -119,6 +126,37 @@ def full_store(dsn: str, frame: pd.DataFrame, project_id: int, day: datetime) ->
         return time.perf_counter() - start
 
 
+def rollups_alone(
+    dsn: str, frame: pd.DataFrame, project_id: int, day: datetime, *, write: bool
+) -> float:
+    """Seconds for the rollups of one run on a fresh cell-day, committed (`write`), or for the
+    same per-test and per-file sums computed from the same array parameters and thrown away:
+    what the rollup arithmetic costs without a row written."""
+    from ingest import store
+
+    ids = store.compute_test_ids(project_id, frame["nodeid"])
+    with psycopg.connect(dsn) as conn:
+        cell_id = store._cell_id(conn, project_id, RunMetadata(job=f"alone-{time.time_ns()}"), "")
+        conn.commit()
+        start = time.perf_counter()
+        if write:
+            store._store_rollups(
+                conn, project_id=project_id, day=day.date(), cell_id=cell_id, results=frame, ids=ids
+            )
+        else:
+            conn.execute(
+                "SELECT count(*), sum(d), max(d), count(DISTINCT f) FROM unnest(%b, %b, %b) "
+                "AS u(t, d, f)",
+                (
+                    Int8Array(np.sort(ids)),
+                    Float8Array(frame["duration_s"].to_numpy()),
+                    Int4Array(pd.factorize(frame["file"])[0].astype(np.int32)),
+                ),
+            ).fetchone()
+        conn.commit()
+        return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--results", type=int, default=200_000)
@@ -135,12 +173,16 @@ def main() -> None:
         # Warm-up: creates the partition and the test dictionary (a suite's first upload).
         first = full_store(dsn, frame, project_id, base_day)
         copies, temp_copies, stores, paths, same_day = [], [], [], [], []
+        rollups, sums = [], []
         for r in range(args.rounds):
             copies.append(bare_copy(dsn, frame))
             temp_copies.append(bare_copy(dsn, frame, temporary=True))
             paths.append(results_path(dsn, frame, project_id, base_day))
             stores.append(full_store(dsn, frame, project_id, base_day + timedelta(days=r + 1)))
             same_day.append(full_store(dsn, frame, project_id, base_day + timedelta(days=r + 1)))
+            # A day of the same week: the weekly rows exist, as for every run after a week's first.
+            rollups.append(rollups_alone(dsn, frame, project_id, base_day, write=True))
+            sums.append(rollups_alone(dsn, frame, project_id, base_day, write=False))
     n = len(frame)
     copy_rate = n / statistics.median(copies)
     path_rate = n / statistics.median(paths)
@@ -163,6 +205,16 @@ def main() -> None:
         f"ratio {same_rate / copy_rate:.2f}x (rollups upserted)"
     )
     print(f"whole store_run, a suite's first upload:    {n / first:>9,.0f} rows/s (every test new)")
+    rollup_rate = n / statistics.median(rollups)
+    print(
+        f"the rollups alone (5 tables, a new cell-day): {rollup_rate:>9,.0f} rows/s  "
+        f"ratio {rollup_rate / copy_rate:.2f}x"
+    )
+    sum_rate = n / statistics.median(sums)
+    print(
+        f"  their arithmetic alone (nothing written):  {sum_rate:>9,.0f} rows/s  "
+        f"ratio {sum_rate / copy_rate:.2f}x"
+    )
     print(f"medians of {args.rounds} rounds")
 
 

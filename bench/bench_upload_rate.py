@@ -8,6 +8,11 @@ embedded Postgres. Each phase uses a fresh project: `--clients` threads (httpx) 
 uploads per second while the clients send, p50/p95 upload latency, and the drain time (last
 acknowledgement to every upload `done`). Baseline, same run: the API with no worker running,
 so the ratios say what ingesting alongside costs the uploaders, and what 3 workers buy over 1.
+
+Before (the figures README.md quotes; tests/test_before_figures.py checks them):
+- `5.7 uploads/s`: end to end with 1 worker and with 3 workers, load average 10-12, the code at
+  commit 35487e62a792 (the parent of the array-parameter store), run back to back
+  with the new code, `python -m bench.bench_upload_rate --uploads 20 --tests 1000`.
 """
 
 from __future__ import annotations

@@ -62,8 +62,11 @@ def merge_reports(reports: list[ParsedReport]) -> MergedRun:
     else:
         merged = _fill_phases(base, timings)
     before = len(merged)
-    measured = _measures_by_nodeid(merged)
-    merged = merged.drop_duplicates(subset="nodeid", keep="first").reset_index(drop=True)
+    # Distinct nodeids (one report, the usual case) have nothing to merge or drop.
+    measured = None if merged["nodeid"].is_unique else _measures_by_nodeid(merged)
+    if measured is not None or len(merged) > merged["nodeid"].nunique():
+        merged = merged.drop_duplicates(subset="nodeid", keep="first")
+    merged = merged.reset_index(drop=True)
     if measured is not None:
         # The JUnit row kept for a test the laptime JSON also reported still gets the
         # plugin's CPU, order and heap measures: only the plugin measures them.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -138,6 +139,12 @@ class ReportParseError(Exception):
 
 def empty_results() -> pd.DataFrame:
     """A results frame with the contract's columns and no rows."""
+    # Built once: building it costs milliseconds, and every merge of one report asked for it.
+    return _empty_results_once().copy()
+
+
+@functools.cache
+def _empty_results_once() -> pd.DataFrame:
     return results_frame({c: [] for c in RESULT_COLUMNS})
 
 

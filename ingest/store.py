@@ -1,4 +1,5 @@
-"""Write one merged run into Postgres: COPY into a staging table, then set-based SQL.
+"""Write one merged run into Postgres: results by binary COPY, the test dictionary and the
+rollups each by one statement over array parameters (no staging table, nothing read back).
 
 Everything happens on the caller's connection inside the caller's transaction (the worker
 owns it), so a run is stored completely or not at all.
@@ -23,35 +24,11 @@ from pandas.util import hash_array
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
 from ingest.parsers.row_checks import durations_in_range
+from ingest.pg_arrays import Float4Array, Float8Array, Int4Array, Int8Array
 from ingest.run_time import RunStart, run_start
-from model.frames import fact_values, labels_key, named_results, sum_fact_values
+from model.frames import labels_key, named_results
 from pgcodec.binary_copy import PgType, encode_binary_copy
 from pgcodec.text_values import MAX_NAME_BYTES, cut_name, cut_names, storable_column, storable_text
-
-_TEST_CASE_COLUMNS = (
-    "id",
-    "nodeid",
-    "file",
-    "classname",
-    "function",
-    "params",
-    "param_values",
-    "markers",
-)
-
-_STAGE_TESTS_DDL = """
-CREATE TEMP TABLE IF NOT EXISTS stage_test (
-    id bigint, nodeid text, file text, classname text, function text, params text,
-    param_values jsonb, markers text[]
-) ON COMMIT DELETE ROWS
-"""
-
-_STAGE_ROLLUP_DDL = """
-CREATE TEMP TABLE IF NOT EXISTS stage_rollup (
-    test_id bigint, runs integer, known integer, total_s float8, max_s float8, setup_s float8,
-    call_s float8, teardown_s float8, failures integer, flaky integer, peak_rss_mib real
-) ON COMMIT DELETE ROWS
-"""
 
 _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
     ("project_id", "int8"),
@@ -74,20 +51,6 @@ _RESULT_SPEC: tuple[tuple[str, PgType], ...] = (
     ("heap_objects", "int8"),
     ("cpu_wait_s", "float8"),
     ("worker", "text"),
-)
-
-_ROLLUP_SPEC: tuple[tuple[str, PgType], ...] = (
-    ("test_id", "int8"),
-    ("runs", "int4"),
-    ("known", "int4"),
-    ("total_s", "float8"),
-    ("max_s", "float8"),
-    ("setup_s", "float8"),
-    ("call_s", "float8"),
-    ("teardown_s", "float8"),
-    ("failures", "int4"),
-    ("flaky", "int4"),
-    ("peak_rss_mib", "float4"),
 )
 
 
@@ -499,13 +462,6 @@ def _pg_array(values: pd.Series) -> pd.Series:
     return keys.map(rendered)
 
 
-def _fresh_stage(conn: psycopg.Connection[Any], ddl: str, table: str) -> None:
-    """Create a staging table if needed and empty it: ON COMMIT only empties it at the end of
-    a transaction, and a caller may store several runs in one."""
-    conn.execute(ddl)
-    conn.execute(f"TRUNCATE {table}")
-
-
 def _copy_rows(conn: psycopg.Connection[Any], table: str, frame: pd.DataFrame) -> None:
     """COPY a frame with free text: psycopg escapes every value for the text format, so "" stays
     "", missing (None/NaN) becomes NULL, and backslashes, tabs and newlines round-trip."""
@@ -513,6 +469,35 @@ def _copy_rows(conn: psycopg.Connection[Any], table: str, frame: pd.DataFrame) -
     with conn.cursor().copy(f"COPY {table} ({', '.join(frame.columns)}) FROM STDIN") as copy:
         for row in cells.itertuples(index=False, name=None):
             copy.write_row(row)
+
+
+_UPSERT_TEST_CASES = """
+WITH ins AS (
+    INSERT INTO test_case AS t (project_id, first_seen, id, nodeid, file, classname, function,
+        params, param_values, markers)
+    SELECT %(project)s, %(day)s, s.id, s.nodeid, s.file, s.classname, s.function, s.params,
+        s.param_values::jsonb, s.markers::text[]
+    FROM unnest(%(ids)b, %(nodeid)b::text[], %(file)b::text[], %(classname)b::text[],
+        %(function)b::text[], %(params)b::text[], %(param_values)b::text[], %(markers)b::text[])
+        AS s(id, nodeid, file, classname, function, params, param_values, markers)
+    ORDER BY s.id
+    ON CONFLICT (id) DO UPDATE SET
+        first_seen = least(t.first_seen, excluded.first_seen),
+        markers = coalesce(excluded.markers, t.markers),
+        param_values = coalesce(excluded.param_values, t.param_values),
+        file = coalesce(t.file, excluded.file)
+    WHERE t.first_seen > excluded.first_seen
+       OR (excluded.markers IS NOT NULL AND t.markers IS DISTINCT FROM excluded.markers)
+       OR (excluded.param_values IS NOT NULL AND t.param_values IS NULL)
+    RETURNING (xmax = 0) AS inserted
+)
+SELECT count(*) FILTER (WHERE inserted) FROM ins
+"""
+
+
+def _text_list(values: Any) -> list[str | None]:
+    """A text column as the list psycopg sends as text[] (missing values as NULL)."""
+    return [None if v is None or v != v else v for v in values]
 
 
 def _upsert_test_cases(
@@ -533,43 +518,25 @@ def _upsert_test_cases(
     if not todo.any():
         return 0
     subset = results.loc[todo]
-    _fresh_stage(conn, _STAGE_TESTS_DDL, "stage_test")
-    _copy_rows(
-        conn,
-        "stage_test",
-        pd.DataFrame(
-            {
-                "id": ids[todo],
-                "nodeid": subset["nodeid"].to_numpy(),
-                "file": subset["file"].to_numpy(),
-                "classname": subset["classname"].to_numpy(),
-                "function": subset["function"].to_numpy(),
-                "params": subset["params"].to_numpy(),
-                "param_values": subset["param_values"].map(_param_json).to_numpy(),
-                "markers": markers.loc[todo].to_numpy(),
-            }
-        ),
-    )
-    cur = conn.execute(
-        f"""
-        INSERT INTO test_case AS t (project_id, first_seen, {", ".join(_TEST_CASE_COLUMNS)})
-        SELECT %(project)s, %(day)s, {", ".join(_TEST_CASE_COLUMNS)}
-        FROM stage_test ORDER BY id
-        ON CONFLICT (id) DO UPDATE SET
-            first_seen = least(t.first_seen, excluded.first_seen),
-            markers = coalesce(excluded.markers, t.markers),
-            param_values = coalesce(excluded.param_values, t.param_values),
-            file = coalesce(t.file, excluded.file)
-        WHERE t.first_seen > excluded.first_seen
-           OR (excluded.markers IS NOT NULL AND t.markers IS DISTINCT FROM excluded.markers)
-           OR (excluded.param_values IS NOT NULL AND t.param_values IS NULL)
-        RETURNING (xmax = 0) AS inserted
-        """,
-        {"project": project_id, "day": day},
-    )
-    inserted = sum(1 for (flag,) in cur.fetchall() if flag)
+    # One statement: the new rows travel as array parameters (no staging table to create,
+    # empty and truncate again at commit).
+    row = conn.execute(
+        _UPSERT_TEST_CASES,
+        {
+            "project": project_id,
+            "day": day,
+            "ids": Int8Array(ids[todo]),
+            **{
+                column: _text_list(subset[column].to_numpy())
+                for column in ("nodeid", "file", "classname", "function", "params")
+            },
+            "param_values": _text_list(subset["param_values"].map(_param_json).to_numpy()),
+            "markers": _text_list(markers.loc[todo].to_numpy()),
+        },
+    ).fetchone()
+    assert row is not None
     known_tests.remember(project_id, ids[todo], attrs[todo])
-    return inserted
+    return int(row[0])
 
 
 def _copy_results(
@@ -631,12 +598,6 @@ def _integer_column(values: pd.Series) -> Any:
     return pd.to_numeric(values, errors="coerce").round().astype("Int64").array
 
 
-def _rollup_rows(results: pd.DataFrame, ids: np.ndarray) -> pd.DataFrame:
-    values = fact_values(results).reset_index(drop=True)
-    values.insert(0, "test_id", ids)
-    return values
-
-
 _ROLLUP_VALUES = (
     "runs, known, total_s, max_s, setup_s, call_s, teardown_s, failures, flaky, peak_rss_mib"
 )
@@ -657,6 +618,64 @@ _ROLLUP_MERGE = """
     peak_rss_mib = greatest(r.peak_rss_mib, excluded.peak_rss_mib)
 """
 
+# Every rollup of one run in one statement. The run's results arrive as array parameters;
+# each becomes one row of fact values (model.frames.fact_values: runs 1, a missing duration
+# unknown and 0 s), which the per-test tables add as they are and the per-file tables add up
+# per file (as sum_fact_values: a phase no row reported stays NULL). Nothing is staged in a
+# table and nothing is read back.
+_STORE_ROLLUPS = """
+WITH v AS NOT MATERIALIZED (
+    -- NaN is how an unknown float travels (pgcodec.binary_array); NULL from here on. The
+    -- arrays come sorted by test id, so every insert meets the rows in index order; each
+    -- reader unnests them again, which costs less than keeping a copy (a tuplestore that
+    -- spills to disk at 200,000 rows).
+    SELECT u.test_id, 1 AS runs, (u.duration_s <> 'NaN')::int AS known,
+        CASE WHEN u.duration_s <> 'NaN' THEN u.duration_s ELSE 0 END AS total_s,
+        nullif(u.duration_s, 'NaN') AS max_s, nullif(u.setup_s, 'NaN') AS setup_s,
+        nullif(u.call_s, 'NaN') AS call_s, nullif(u.teardown_s, 'NaN') AS teardown_s,
+        u.failures, u.flaky, nullif(u.peak_rss_mib, 'NaN') AS peak_rss_mib, u.file_code
+    FROM unnest(%(test_id)b, %(duration_s)b, %(setup_s)b, %(call_s)b, %(teardown_s)b,
+        %(failures)b, %(flaky)b, %(peak_rss_mib)b, %(file_code)b)
+        AS u(test_id, duration_s, setup_s, call_s, teardown_s, failures, flaky, peak_rss_mib,
+            file_code)
+), daily AS (
+    INSERT INTO rollup_daily AS r (project_id, day, cell_id, test_id, {values})
+    SELECT %(project)s, %(day)s, %(cell)s, test_id, {values} FROM v
+    {daily_conflict}
+), cell_weekly AS (
+    INSERT INTO rollup_cell_weekly AS r (project_id, week, cell_id, test_id, {values})
+    SELECT %(project)s, %(week)s, %(cell)s, test_id, {values} FROM v
+    ON CONFLICT (project_id, week, cell_id, test_id) DO UPDATE SET {merge}
+), test_weekly AS (
+    INSERT INTO rollup_test_weekly AS r (project_id, week, test_id, {values})
+    SELECT %(project)s, %(week)s, test_id, {values} FROM v
+    ON CONFLICT (project_id, week, test_id) DO UPDATE SET {merge}
+), files AS MATERIALIZED (
+    SELECT (%(files)b::text[])[file_code + 1] AS file, count(*) AS tests, count(*) AS runs,
+        sum(known) AS known, sum(total_s) AS total_s, max(max_s) AS max_s,
+        sum(setup_s) AS setup_s, sum(call_s) AS call_s, sum(teardown_s) AS teardown_s,
+        sum(failures) AS failures, sum(flaky) AS flaky, max(peak_rss_mib) AS peak_rss_mib
+    FROM v GROUP BY file_code ORDER BY 1
+), file_daily AS (
+    INSERT INTO rollup_file_daily AS r (project_id, day, cell_id, file, tests, {values})
+    SELECT %(project)s, %(day)s, %(cell)s, file, tests, {values} FROM files
+    ON CONFLICT (project_id, day, cell_id, file) DO UPDATE SET
+        tests = greatest(r.tests, excluded.tests), {merge}
+)
+INSERT INTO rollup_file_weekly AS r (project_id, week, cell_id, file, tests, {values})
+SELECT %(project)s, %(week)s, %(cell)s, file, tests, {values} FROM files
+ON CONFLICT (project_id, week, cell_id, file) DO UPDATE SET
+    tests = greatest(r.tests, excluded.tests), {merge}
+"""
+_ROLLUPS_FIRST = _STORE_ROLLUPS.format(
+    values=_ROLLUP_VALUES, merge=_ROLLUP_MERGE, daily_conflict=""
+)
+_ROLLUPS_AGAIN = _STORE_ROLLUPS.format(
+    values=_ROLLUP_VALUES,
+    merge=_ROLLUP_MERGE,
+    daily_conflict="ON CONFLICT (project_id, day, cell_id, test_id) DO UPDATE SET " + _ROLLUP_MERGE,
+)
+
 
 def _store_rollups(
     conn: psycopg.Connection[Any],
@@ -667,96 +686,49 @@ def _store_rollups(
     results: pd.DataFrame,
     ids: np.ndarray,
 ) -> None:
-    rows = _rollup_rows(results, ids)
-    cell_day = {"project": project_id, "day": day, "cell": cell_id}
-    # One ingest per (cell, day) at a time: the first run of a cell on a day can then COPY its
-    # rollup rows straight in, and later ones upsert without deadlocking each other.
-    conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 727003))",
-        (f"{project_id}:{day}:{cell_id}",),
-    )
-    exists = conn.execute(
-        "SELECT 1 FROM rollup_daily WHERE project_id = %(project)s AND day = %(day)s "
-        "AND cell_id = %(cell)s LIMIT 1",
-        cell_day,
+    week = day - timedelta(days=day.weekday())
+    # One ingest per (cell, day) at a time: the first run of a cell on a day can then insert
+    # its daily rows without the upsert's conflict checks. Every cell of a week adds to the
+    # same per-test rows (and every day of a cell to the same per-(cell, test) rows): a lock
+    # per (project, week) makes concurrent workers queue instead of deadlocking on those rows.
+    # Both locks and the check are one round trip.
+    row = conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended(%(cell_day)s, 727003)), "
+        "pg_advisory_xact_lock(hashtextextended(%(week_key)s, 727004)), "
+        "EXISTS (SELECT 1 FROM rollup_daily WHERE project_id = %(project)s AND day = %(day)s "
+        "AND cell_id = %(cell)s)",
+        {
+            "cell_day": f"{project_id}:{day}:{cell_id}",
+            "week_key": f"{project_id}:{week}",
+            "project": project_id,
+            "day": day,
+            "cell": cell_id,
+        },
     ).fetchone()
-    values = ", ".join(name for name, _ in _ROLLUP_SPEC)
-    _fresh_stage(conn, _STAGE_ROLLUP_DDL, "stage_rollup")
-    with conn.cursor().copy(f"COPY stage_rollup ({values}) FROM STDIN (FORMAT binary)") as cp:
-        cp.write(encode_binary_copy(rows, _ROLLUP_SPEC))
-    if exists is None:
-        conn.execute(
-            f"""
-            INSERT INTO rollup_daily (project_id, day, cell_id, test_id, {_ROLLUP_VALUES})
-            SELECT %(project)s, %(day)s, %(cell)s, test_id, {_ROLLUP_VALUES} FROM stage_rollup
-            ORDER BY test_id
-            """,
-            cell_day,
-        )
-    else:
-        _merge_staged_rollups(conn, "rollup_daily", ("day", "cell_id"), cell_day)
-    cell_day["week"] = day - timedelta(days=day.weekday())
-    # Every cell of a week adds to the same per-test rows (and every day of a cell to the same
-    # per-(cell, test) rows): take a lock per (project, week) so concurrent workers queue here
-    # instead of deadlocking on each other's rows.
+    assert row is not None
+    order = np.argsort(ids, kind="stable")
+    sorted_results = results.iloc[order]
+    file_codes, file_names = pd.factorize(sorted_results["file"].fillna("(unknown)"), sort=False)
+
+    def floats(column: str) -> Float8Array:
+        return Float8Array(_float_column(sorted_results[column]))
+
     conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%s, 727004))",
-        (f"{project_id}:{cell_day['week']}",),
+        _ROLLUPS_AGAIN if row[2] else _ROLLUPS_FIRST,
+        {
+            "project": project_id,
+            "day": day,
+            "week": week,
+            "cell": cell_id,
+            "test_id": Int8Array(ids[order]),
+            "duration_s": floats("duration_s"),
+            "setup_s": floats("setup_s"),
+            "call_s": floats("call_s"),
+            "teardown_s": floats("teardown_s"),
+            "failures": Int4Array(sorted_results["outcome"].isin(("failed", "error")).to_numpy()),
+            "flaky": Int4Array(sorted_results["flaky"].to_numpy().astype(np.int32)),
+            "peak_rss_mib": Float4Array(_float_column(sorted_results["peak_rss_mib"])),
+            "file_code": Int4Array(file_codes.astype(np.int32)),
+            "files": [str(name) for name in file_names],
+        },
     )
-    _merge_staged_rollups(conn, "rollup_cell_weekly", ("week", "cell_id"), cell_day)
-    _merge_staged_rollups(conn, "rollup_test_weekly", ("week",), cell_day)
-    _store_file_rollups(
-        conn, cell_day, rows.assign(file=results["file"].fillna("(unknown)").to_numpy())
-    )
-
-
-# The parameter holding each key column's value.
-_KEY_PARAMS = {"day": "%(day)s", "week": "%(week)s", "cell_id": "%(cell)s"}
-
-
-def _merge_staged_rollups(
-    conn: psycopg.Connection[Any], table: str, keys: tuple[str, ...], params: dict[str, Any]
-) -> None:
-    """Add stage_rollup's rows to `table`, keyed by project, `keys` and test."""
-    columns = ", ".join(("project_id", *keys, "test_id"))
-    values = ", ".join(("%(project)s", *(_KEY_PARAMS[k] for k in keys), "test_id"))
-    conn.execute(
-        f"""
-        INSERT INTO {table} AS r ({columns}, {_ROLLUP_VALUES})
-        SELECT {values}, {_ROLLUP_VALUES} FROM stage_rollup ORDER BY test_id
-        ON CONFLICT ({columns}) DO UPDATE SET {_ROLLUP_MERGE}
-        """,
-        params,
-    )
-
-
-def _store_file_rollups(
-    conn: psycopg.Connection[Any], cell_day: dict[str, Any], rows: pd.DataFrame
-) -> None:
-    # One row per result, so a file's row count in this run is its number of tests.
-    files = sum_fact_values(rows.drop(columns=["test_id"]), ["file"]).sort_values("file")
-    files.insert(1, "tests", files["runs"])
-    _fresh_stage(
-        conn,
-        "CREATE TEMP TABLE IF NOT EXISTS stage_file_rollup (file text, tests integer, "
-        "runs integer, known integer, total_s float8, max_s float8, setup_s float8, call_s float8, "
-        "teardown_s float8, failures integer, flaky integer, peak_rss_mib real) "
-        "ON COMMIT DELETE ROWS",
-        "stage_file_rollup",
-    )
-    _copy_rows(conn, "stage_file_rollup", files)
-    for table, period, value in (
-        ("rollup_file_daily", "day", "%(day)s"),
-        ("rollup_file_weekly", "week", "%(week)s"),
-    ):
-        conn.execute(
-            f"""
-            INSERT INTO {table} AS r (project_id, {period}, cell_id, file, tests,
-                {_ROLLUP_VALUES})
-            SELECT %(project)s, {value}, %(cell)s, file, tests, {_ROLLUP_VALUES}
-            FROM stage_file_rollup ORDER BY file
-            ON CONFLICT (project_id, {period}, cell_id, file) DO UPDATE SET
-                tests = greatest(r.tests, excluded.tests), {_ROLLUP_MERGE}
-            """,
-            cell_day,
-        )

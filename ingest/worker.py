@@ -432,7 +432,9 @@ def drain(
     return processed
 
 
-def _connect(dsn: str, name: str, *, autocommit: bool = False) -> psycopg.Connection[Any]:
+def _connect(
+    dsn: str, name: str, *, autocommit: bool = False, **options: Any
+) -> psycopg.Connection[Any]:
     # application_name shows the worker in pg_stat_activity; keepalives notice a dead server.
     return psycopg.connect(
         dsn,
@@ -441,7 +443,30 @@ def _connect(dsn: str, name: str, *, autocommit: bool = False) -> psycopg.Connec
         application_name=application_name(name),
         keepalives=1,
         keepalives_idle=30,
+        **options,
     )
+
+
+def ingest_connection(dsn: str, name: str) -> psycopg.Connection[Any]:
+    """The connection whose transactions claim, store and finish uploads.
+
+    It commits without waiting for the WAL flush (synchronous_commit off): a database crash
+    then loses a just-committed ingest whole (rows, rollups and the `done` mark together), and
+    the upload, which the API committed synchronously, is still queued and is ingested again.
+    Nobody is answered on this commit, and the flush was the largest share of a small upload's
+    ingest on a busy disk (bench/profile_ingest.py).
+    """
+    return _connect(dsn, name, options="-c synchronous_commit=off")
+
+
+def side_connection(dsn: str, name: str) -> psycopg.Connection[Any]:
+    """An autocommit connection for the claims' attempt rows, outside the ingest transaction so
+    that they outlive a worker killed mid-ingest. It does not wait for the WAL flush either: a
+    synchronous commit here would wait for the previous ingest's WAL (bench/profile_ingest.py
+    measured that wait move here), and a row a database crash loses is an attempt that the
+    crash did not spend anyway: a worker that reconnects keeps its unerrored rows unspent
+    (ingest/attempts.py)."""
+    return _connect(dsn, name, autocommit=True, options="-c synchronous_commit=off")
 
 
 def run_worker(dsn: str, config: WorkerConfig, stop: threading.Event) -> None:
@@ -491,8 +516,8 @@ def _serve_queue(
     deferred: set[int],
 ) -> None:
     with (
-        _connect(dsn, name) as conn,
-        _connect(dsn, name, autocommit=True) as side,
+        ingest_connection(dsn, name) as conn,
+        side_connection(dsn, name) as side,
         _connect(dsn, name, autocommit=True) as listener,
     ):
         heartbeat.attach(conn)

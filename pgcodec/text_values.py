@@ -32,12 +32,8 @@ def storable_column(values: pd.Series) -> pd.Series:
     """storable_text over a column of str/None; returns the same object when nothing changes."""
     if not _holds_text(values):
         return values
-    present = values.dropna()
-    try:
-        # One scan of the joined column finds the (rare) columns that need work.
-        joined = "".join(present.tolist())
-    except TypeError:  # a non-str value: look at each
-        joined = "".join(v for v in present.tolist() if isinstance(v, str))
+    # One scan of the joined column finds the (rare) columns that need work.
+    joined = "".join([v for v in values.tolist() if isinstance(v, str)])
     if not _UNSTORABLE.search(joined):
         return values
     return values.map(lambda v: storable_text(v) if isinstance(v, str) else v)
