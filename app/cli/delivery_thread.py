@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import threading
 
+from sqlalchemy import Engine
+
 from app.db.engine import make_engine
+from app.services.change_notices import enqueue_new_changes
 from app.services.digest import enqueue_weekly_digests
 from app.services.webhooks import run_deliveries
 from app.settings import Settings
@@ -22,7 +25,7 @@ def start_deliveries(url: str, settings: Settings, stop: threading.Event) -> thr
                 settings.webhook_policy,
                 stop,
                 poll_s=settings.webhook_poll_s,
-                each_pass=enqueue_weekly_digests,
+                each_pass=_queue_events,
             )
         finally:
             engine.dispose()
@@ -30,3 +33,9 @@ def start_deliveries(url: str, settings: Settings, stop: threading.Event) -> thr
     thread = threading.Thread(target=deliver, name="laptime-webhooks", daemon=True)
     thread.start()
     return thread
+
+
+def _queue_events(engine: Engine) -> None:
+    """What each pass queues besides retries: the changes ingest stored, the weekly digest."""
+    enqueue_new_changes(engine)
+    enqueue_weekly_digests(engine)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 import pandas as pd
 from psycopg import sql
@@ -97,3 +97,27 @@ def project_default_branch(conn: Connection, project_id: int) -> str | None:
         {"p": project_id},
     ).all()
     return pick_default_branch(override, [(str(b), int(n)) for b, n in cells])
+
+
+def changes_untold(conn: Connection, project_id: int, event: str, *, since: datetime) -> list[int]:
+    """Ids of the project's changes detected since `since` that some webhook hearing `event`
+    has no delivery of yet (the delivery's dedupe key is "change:<id>")."""
+    rows = conn.execute(
+        text(
+            """
+            SELECT c.id FROM duration_change c
+            WHERE c.project_id = :project AND c.detected_at >= :since
+              AND EXISTS (
+                SELECT 1 FROM webhook w
+                WHERE w.project_id = c.project_id AND :event = ANY(w.events)
+                  AND NOT EXISTS (
+                    SELECT 1 FROM webhook_delivery d
+                    WHERE d.webhook_id = w.id AND d.dedupe_key = 'change:' || c.id
+                  )
+              )
+            ORDER BY c.id
+            """
+        ),
+        {"project": project_id, "event": event, "since": since},
+    ).all()
+    return [int(row.id) for row in rows]
