@@ -98,6 +98,7 @@ def _run(args: argparse.Namespace, echo: Echo) -> int:
             failed_batches += code != 0
             predicted = sum(batch.predicted_s.get(n, 0.0) for n in batch.nodeids)
             # What the process took beyond its tests' prediction: its start, measured.
+            clock.pace.add(predicted, max(wall - start_cost, 0.0))
             start_cost = 0.5 * start_cost + 0.5 * max(wall - predicted, 0.0)
             node.min_batch_s = start_cost * BATCH_STARTS
             outcome = "passed" if code == 0 else "failed"

@@ -84,6 +84,9 @@ class QueueRunner:
                     )
                     nextitem = firsts[0] if firsts else None
                 item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                self.clock.pace.add(
+                    batch.predicted_s.get(item.nodeid), self.seconds.get(item.nodeid)
+                )
                 if session.shouldfail or session.shouldstop:
                     break
             ran = [(n, self.seconds.get(n, 0.0), self.outcomes.get(n, "passed"))
@@ -106,8 +109,11 @@ class QueueRunner:
             return True
         if predicted * (1.0 + node.error) <= left:
             return True
+        pace = self.clock.pace.factor()
         node.summary.notes.append(
-            f"budget: {nodeid} ({predicted:.1f} s predicted) not started with {left:.1f} s left"
+            f"budget: {nodeid} ({predicted:.1f} s predicted, x{pace:.1f} at this node's pace) "
+            f"not started with {left * pace:.1f} s left before the "
+            f"{self.clock.reserve_s:.0f} s kept for the close"
         )
         return False
 
