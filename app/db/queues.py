@@ -270,11 +270,20 @@ def pending_totals(conn: Connection, queue_id: int, node: str) -> tuple[int, flo
     return int(row[0]), float(row[1])
 
 
-def pending_count(conn: Connection, queue_id: int) -> int:
-    """Items pending for anyone."""
+def pending_count(conn: Connection, queue_id: int, *, as_of_now: bool = False) -> int:
+    """Items pending for anyone (`as_of_now`: with those of lapsed leases, see load_claims)."""
+    lapsed = (
+        " OR (i.state = 'claimed' AND EXISTS (SELECT 1 FROM work_queue_claim c"
+        f" WHERE c.id = i.claim_id AND {_STATE_AS_OF_NOW} = 'expired'))"
+        if as_of_now
+        else ""
+    )
     return int(
         conn.execute(
-            text("SELECT count(*) FROM work_queue_item WHERE queue_id = :q AND state = 'pending'"),
+            text(
+                "SELECT count(*) FROM work_queue_item i"
+                f" WHERE i.queue_id = :q AND (i.state = 'pending'{lapsed})"
+            ),
             {"q": queue_id},
         ).scalar_one()
     )
@@ -357,11 +366,23 @@ class ClaimRecord:
     finished_s: float | None
 
 
-def load_claims(conn: Connection, queue_id: int, claim_id: int | None = None) -> list[ClaimRecord]:
-    """Every claim of the queue (or the one asked), oldest first."""
+# A read must not write (it may run on a read-only replica): a claim whose lease ran out but
+# that no claim or finish has marked expired yet reads as expired, its items as pending.
+_STATE_AS_OF_NOW = (
+    "CASE WHEN c.state = 'open' AND c.lease_until < clock_timestamp() THEN 'expired'"
+    " ELSE c.state END"
+)
+
+
+def load_claims(
+    conn: Connection, queue_id: int, claim_id: int | None = None, *, as_of_now: bool = False
+) -> list[ClaimRecord]:
+    """Every claim of the queue (or the one asked), oldest first; `as_of_now`: a lapsed lease
+    reads as expired (for reports, which write nothing)."""
+    state = _STATE_AS_OF_NOW if as_of_now else "c.state"
     rows = conn.execute(
         text(
-            "SELECT c.id, c.node, c.attempt, c.state, c.replay, c.positions, c.predicted_s,"
+            f"SELECT c.id, c.node, c.attempt, {state}, c.replay, c.positions, c.predicted_s,"
             " extract(epoch FROM c.claimed_at - q.created_at),"
             " extract(epoch FROM c.started_at - q.created_at),"
             " extract(epoch FROM c.finished_at - q.created_at)"

@@ -377,8 +377,7 @@ def release(
 def queue_status(conn: Connection, project: Project, queue_id: int) -> dict[str, Any]:
     """What ran where, twice or nowhere; each node's batches, budget stops, the idle tail."""
     queue = _queue_or_404(conn, project, queue_id)
-    store.expire_leases(conn, queue.id)
-    claims = store.load_claims(conn, queue.id)
+    claims = store.load_claims(conn, queue.id, as_of_now=True)
     sizes = {
         item.position: len(item.nodeids)
         for item in store.items_at(conn, queue.id, sorted({p for c in claims for p in c.positions}))
@@ -407,7 +406,11 @@ def queue_status(conn: Connection, project: Project, queue_id: int) -> dict[str,
     ]  # fmt: skip
     nodeids = [n for n, _ in store.queue_nodeids(conn, queue.id)]
     report = queue_report(
-        nodeids, rows, results, pending_items=store.pending_count(conn, queue.id), stops=stops
+        nodeids,
+        rows,
+        results,
+        pending_items=store.pending_count(conn, queue.id, as_of_now=True),
+        stops=stops,
     )
     return {
         "queue_id": queue.id,

@@ -24,6 +24,7 @@ class TwoProjects:
 
     a: ProjectFixture
     b: ProjectFixture
+    queue_id: int  # B's queue of pipeline p1
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,15 @@ def two(live_server: LiveServer, engine: Engine) -> TwoProjects:
         timeout=30,
     )
     assert declared.status_code == 200, declared.text
-    return TwoProjects(a, b)
+    # Pipeline p1's queue, so the queue reads answer from data.
+    opened = httpx.post(
+        f"{live_server.url}/api/v1/projects/{b.slug}/queues",
+        json={"node": "1", "pipeline": "p1", "collected": [f"{NODE_FILE}::test_one"]},
+        headers={"Authorization": f"Bearer {b.upload_token}"},
+        timeout=30,
+    )
+    assert opened.status_code == 200, opened.text
+    return TwoProjects(a, b, int(opened.json()["queue_id"]))
 
 
 def page_paths(slug: str) -> list[str]:
@@ -84,7 +93,7 @@ def page_paths(slug: str) -> list[str]:
 ADMIN_READS = ("/tokens", "/webhooks", "/webhook-deliveries")
 
 
-def api_read_paths(server: LiveServer, slug: str) -> list[str]:
+def api_read_paths(server: LiveServer, slug: str, queue_id: int) -> list[str]:
     """Every GET of the API under /projects/{slug} that a read token may call, from the
     OpenAPI document itself (a new read route is covered without touching this test)."""
     paths = httpx.get(f"{server.url}/openapi.json", timeout=30).json()["paths"]
@@ -98,8 +107,10 @@ def api_read_paths(server: LiveServer, slug: str) -> list[str]:
             "/shards": "?total=2&index=1",
             "/compare": "?pipeline=p1&base=main",
             "/export": "?runner=go",
+            "/pipeline": "?pipeline=p1",
         }.get(path[path.rindex("/") :], "")
-        reads.append(path.replace("{slug}", quote(slug)) + query)
+        filled = path.replace("{slug}", quote(slug)).replace("{queue_id}", str(queue_id))
+        reads.append(filled + query)
     return reads
 
 
@@ -122,7 +133,7 @@ def test_foreign_token_reads_public_api(
 ) -> None:
     token = getattr(two.a, f"{scope}_token")
     answers = {}
-    for path in api_read_paths(live_server, two.b.slug):
+    for path in api_read_paths(live_server, two.b.slug, two.queue_id):
         anonymous = httpx.get(f"{live_server.url}{path}", timeout=60)
         foreign = httpx.get(
             f"{live_server.url}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=60

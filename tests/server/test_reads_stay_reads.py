@@ -53,6 +53,14 @@ def seeded(live_server: LiveServer, engine: Engine) -> ProjectFixture:
         timeout=60,
     )
     assert tracked.status_code == 200, tracked.text
+    # Pipeline p1's queue, so the queue reads answer with content.
+    opened = httpx.post(
+        f"{live_server.url}/api/v1/projects/{project.slug}/queues",
+        json={"node": "1", "pipeline": "p1", "collected": ["tests/test_mod0.py::test_case_0"]},
+        headers={"Authorization": f"Bearer {project.upload_token}"},
+        timeout=60,
+    )
+    assert opened.status_code == 200, opened.text
     return project
 
 
@@ -83,12 +91,13 @@ def get_paths(app_routes: list[object]) -> list[tuple[str, dict[str, str]]]:
     return found
 
 
-def fill(path: str, project: ProjectFixture, upload_id: int) -> str:
+def fill(path: str, project: ProjectFixture, upload_id: int, queue_id: int) -> str:
     values = {
         "slug": project.slug,
         "upload_id": str(upload_id),
         "name": "laptime.css",
         "path": "tests/test_mod0.py",
+        "queue_id": str(queue_id),
     }
     return re.sub(r"\{(\w+)(:\w+)?\}", lambda m: values[m.group(1)], path)
 
@@ -108,6 +117,9 @@ def test_every_get_route_answers_from_a_read_only_database(
         upload_id = conn.execute(
             text("SELECT max(id) FROM upload WHERE project_id = :p"), {"p": seeded.id}
         ).scalar_one()
+        queue_id = conn.execute(
+            text("SELECT max(id) FROM work_queue WHERE project_id = :p"), {"p": seeded.id}
+        ).scalar_one()
         plans_before = conn.execute(
             text("SELECT count(*) FROM plan WHERE project_id = :p"), {"p": seeded.id}
         ).scalar_one()
@@ -118,7 +130,7 @@ def test_every_get_route_answers_from_a_read_only_database(
     with serve(app) as url:
         for path, query in paths:
             token = seeded.admin_token if path.endswith(ADMIN_READS) else seeded.read_token
-            target = fill(path, seeded, upload_id)
+            target = fill(path, seeded, upload_id, queue_id)
             answer = httpx.get(
                 url + target,
                 params=query,
