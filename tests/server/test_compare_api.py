@@ -17,6 +17,7 @@ from laptime_ci.cli import main as client_main
 from laptime_ci.compare_md import markdown
 from tests.conftest import Database, LiveServer, ProjectFixture
 from tests.factories import junit_total_seconds, junit_xml
+from tests.server.test_golden_answers import check, normalise
 from tests.uploads import upload_all
 
 
@@ -120,7 +121,9 @@ def test_compare_prices_the_change_and_says_the_split_plan_no_longer_fits(
     auth = {"Authorization": f"Bearer {project.read_token}"}
     url = f"{projects}/compare"
 
-    answer = httpx.get(url, params={"pipeline": "pr-9"}, headers=auth).json()
+    response = httpx.get(url, params={"pipeline": "pr-9"}, headers=auth)
+    check("api/compare.json", _golden(response, project))
+    answer = response.json()
     assert answer["plan_fit"] is None  # no split plan stored yet
     [slow] = answer["slower"]
     assert slow["nodeid"].endswith("test_case_0")
@@ -152,7 +155,9 @@ def test_compare_prices_the_change_and_says_the_split_plan_no_longer_fits(
     )
     with engine.begin() as conn:
         store_plan(conn, project.id, PlanRecord("plan-a", "split", "", jobs))
-    answer = httpx.get(url, params={"pipeline": "pr-9"}, headers=auth).json()
+    response = httpx.get(url, params={"pipeline": "pr-9"}, headers=auth)
+    check("api/compare-plan.json", _golden(response, project))
+    answer = response.json()
     fit = answer["plan_fit"]
     assert fit["plan_id"] == "plan-a"
     assert not fit["fits"]
@@ -185,3 +190,9 @@ def _nodeids(xml: bytes) -> list[str]:
         f"{m.group(1).decode().replace('.', '/')}.py::{m.group(2).decode()}"
         for m in re.finditer(rb'classname="([^"]+)" name="([^"]+)"', xml)
     ]
+
+
+def _golden(response: httpx.Response, project: ProjectFixture) -> bytes:
+    """The answer's bytes as a script reads them, with this run's slug in placeholders."""
+    body = normalise(response.content, {project.slug: "<slug>"})
+    return f"{response.status_code}\n".encode() + body
