@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Query
 
 from app.http.deps import ConnDep, ReadProject
@@ -20,6 +18,6 @@ def read_compare(
     conn: ConnDep,
     pipeline: str = Query(min_length=1, max_length=200),
     base: str = Query("main", min_length=1, max_length=200),
-) -> dict[str, Any]:
+) -> Compare:
     """A pipeline's wall, test time and tests against the base branch's recent runs."""
-    return compare_pipeline(conn, project, pipeline, base)
+    return Compare.of(compare_pipeline(conn, project, pipeline, base))

@@ -93,7 +93,7 @@ def compare(slug: str, pipeline: str, base: str, as_json: bool) -> None:
 
     def answer_of(conn: Connection, project: Project) -> Compare:
         try:
-            return Compare.model_validate(compare_pipeline(conn, project, pipeline, base))
+            return Compare.of(compare_pipeline(conn, project, pipeline, base))
         except (PipelineUnknown, AnswerError) as exc:
             raise click.ClickException(str(exc)) from exc
 

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import math
+
 from pydantic import Field
 
+from analysis.compare.cost import CostComparison
+from analysis.compare.plan_fit import PlanFit
+from analysis.compare.runs import Measure, TestMove
 from app.schemas.base import ApiModel
+from app.services.compare import CompareAnswer
+
+
+def _known(value: float) -> float | None:
+    """Unknown (NaN) travels as null, never as a number JSON cannot carry."""
+    return None if math.isnan(value) else value
 
 
 class MeasureModel(ApiModel):
@@ -15,6 +26,15 @@ class MeasureModel(ApiModel):
     base_median: float | None
     base_spread: float | None
 
+    @classmethod
+    def of(cls, measure: Measure) -> MeasureModel:
+        """The wire form of a measure."""
+        return cls(
+            here=_known(measure.here),
+            base_median=_known(measure.base_median),
+            base_spread=_known(measure.base_spread),
+        )
+
 
 class TestMoveModel(ApiModel):
     """A test that moved beyond its noise, or is new (no base median)."""
@@ -24,6 +44,16 @@ class TestMoveModel(ApiModel):
     base_median_s: float | None
     threshold_s: float | None
 
+    @classmethod
+    def of(cls, move: TestMove) -> TestMoveModel:
+        """The wire form of a moved test."""
+        return cls(
+            nodeid=move.nodeid,
+            here_s=move.here_s,
+            base_median_s=move.base_median_s,
+            threshold_s=move.threshold_s,
+        )
+
 
 class CostModel(MeasureModel):
     """Machine time priced from the project's machine catalogue: this pipeline, the base's
@@ -31,6 +61,20 @@ class CostModel(MeasureModel):
 
     delta: float | None
     unit: str = Field(description='"USD" or the catalogue\'s credit name')
+
+    @classmethod
+    def of_priced(cls, priced: CostComparison) -> CostModel | None:
+        """The priced side of a comparison (None when some machine has no price)."""
+        if priced.cost is None:
+            return None
+        cost = priced.cost
+        return cls(
+            here=_known(cost.here),
+            base_median=_known(cost.base_median),
+            base_spread=_known(cost.base_spread),
+            delta=_known(cost.delta),
+            unit=priced.unit or "",
+        )
 
 
 class JobOverrunModel(ApiModel):
@@ -54,6 +98,28 @@ class PlanFitModel(ApiModel):
     wait_s: float
     fits: bool
     overruns: list[JobOverrunModel]
+
+    @classmethod
+    def of(cls, fit: PlanFit) -> PlanFitModel:
+        """The wire form of a plan's fit."""
+        return cls(
+            plan_id=fit.plan_id,
+            cell=fit.cell,
+            target_wait_s=fit.target_wait_s,
+            wait_s=fit.wait_s,
+            fits=fit.fits,
+            overruns=[
+                JobOverrunModel(
+                    index=o.index,
+                    name=o.name,
+                    planned_wall_s=o.planned_wall_s,
+                    added_s=o.added_s,
+                    wall_s=o.wall_s,
+                    overrun_s=o.overrun_s,
+                )
+                for o in fit.overruns
+            ],
+        )
 
 
 class Compare(ApiModel):
@@ -83,3 +149,28 @@ class Compare(ApiModel):
     )
     unpriced_machines: list[str]
     plan_fit: PlanFitModel | None = Field(description="null when the project stored no split plan")
+
+    @classmethod
+    def of(cls, answer: CompareAnswer) -> Compare:
+        """The wire form of a comparison, built once for the API, the CLI and the PR client."""
+        comparison = answer.comparison
+        return cls(
+            pipeline=answer.pipeline,
+            base=answer.base,
+            cells=list(answer.cells),
+            base_runs=comparison.base_runs,
+            wall=MeasureModel.of(comparison.wall),
+            test_time=MeasureModel.of(comparison.test_time),
+            slower=[TestMoveModel.of(m) for m in comparison.slower],
+            faster=[TestMoveModel.of(m) for m in comparison.faster],
+            new_tests=[TestMoveModel.of(m) for m in comparison.new_tests],
+            removed_tests=list(comparison.removed_tests),
+            new_failures=list(comparison.new_failures),
+            flaky=list(comparison.flaky),
+            new_flaky=list(comparison.new_flaky),
+            quarantined_failures=list(comparison.quarantined_failures),
+            machine_time=MeasureModel.of(answer.priced.machine_time),
+            cost=CostModel.of_priced(answer.priced),
+            unpriced_machines=list(answer.priced.unpriced_machines),
+            plan_fit=None if answer.plan_fit is None else PlanFitModel.of(answer.plan_fit),
+        )

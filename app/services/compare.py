@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
+from dataclasses import dataclass
 
 import pandas as pd
 from sqlalchemy import Connection
 
-from analysis.compare.cost import compare_cost
+from analysis.compare.cost import CostComparison, compare_cost
 from analysis.compare.plan_fit import PlanFit, fit_plan, moved_seconds
 from analysis.compare.runs import Comparison, compare_runs
 from analysis.errors import AnswerError
@@ -41,9 +40,20 @@ def _named(conn: Connection, project: Project, run_ids: list[int]) -> pd.DataFra
     return frame[["run_id", "nodeid", "outcome", "duration_s", "flaky"]].fillna({"duration_s": 0.0})
 
 
-def compare_pipeline(
-    conn: Connection, project: Project, pipeline: str, base: str
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CompareAnswer:
+    """A pipeline against its base: the comparison, its machine time priced, the stored split
+    plan's fit (None without one); app.schemas.compare.Compare is its wire form."""
+
+    pipeline: str
+    base: str
+    cells: tuple[str, ...]
+    comparison: Comparison
+    priced: CostComparison
+    plan_fit: PlanFit | None
+
+
+def compare_pipeline(conn: Connection, project: Project, pipeline: str, base: str) -> CompareAnswer:
     """The pipeline's runs against `base`'s newest runs of the same job and labels."""
     runs = load_runs(conn, project.id, Filters())
     head = runs[runs["pipeline"] == pipeline]
@@ -67,24 +77,18 @@ def compare_pipeline(
         base_results,
         quarantined=quarantined_now(conn, project),
     )
-    answer = asdict(comparison)
-    answer.update(_priced(project, head, base_runs))
-    for name in ("wall", "test_time", "machine_time", "cost"):
-        # Unknown (NaN) travels as null, never as a number JSON cannot carry.
-        if answer[name] is not None:
-            answer[name] = {k: None if v != v else v for k, v in answer[name].items()}
-    fit = _plan_fit(conn, project, head, comparison, base_results)
-    answer.update(
+    return CompareAnswer(
         pipeline=pipeline,
         base=base,
-        cells=sorted(f"{job or ''}|{key or ''}" for job, key in cells),
-        plan_fit=None if fit is None else asdict(fit),
+        cells=tuple(sorted(f"{job or ''}|{key or ''}" for job, key in cells)),
+        comparison=comparison,
+        priced=_priced(project, head, base_runs),
+        plan_fit=_plan_fit(conn, project, head, comparison, base_results),
     )
-    return answer
 
 
-def _priced(project: Project, head: pd.DataFrame, base_runs: pd.DataFrame) -> dict[str, Any]:
-    """Machine time and its cost from the project's catalogue (cost null when unpriced)."""
+def _priced(project: Project, head: pd.DataFrame, base_runs: pd.DataFrame) -> CostComparison:
+    """Machine time and its cost from the project's catalogue (cost None when unpriced)."""
     machines = [*head["machine"].tolist(), *base_runs["machine"].tolist()]
     try:
         catalogue = project_catalogue(project, machines)
@@ -93,17 +97,7 @@ def _priced(project: Project, head: pd.DataFrame, base_runs: pd.DataFrame) -> di
         # the comparison still answers.
         catalogue = None
     prices = machine_prices(catalogue, machines) if catalogue is not None else None
-    priced = compare_cost(head, base_runs, prices, None if catalogue is None else catalogue.unit)
-    cost = (
-        None
-        if priced.cost is None
-        else {**asdict(priced.cost), "delta": priced.cost.delta, "unit": priced.unit}
-    )
-    return {
-        "machine_time": asdict(priced.machine_time),
-        "cost": cost,
-        "unpriced_machines": list(priced.unpriced_machines),
-    }
+    return compare_cost(head, base_runs, prices, None if catalogue is None else catalogue.unit)
 
 
 def _plan_fit(
