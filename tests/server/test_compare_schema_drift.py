@@ -6,23 +6,23 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
+from analysis.compare import runs  # its TestMove would look like a test class here
 from analysis.compare.cost import CostComparison
 from analysis.compare.plan_fit import JobOverrun, PlanFit
-from analysis.compare.runs import Comparison, Measure, TestMove
 from app.schemas import compare
 from tests.server.test_recommendation_schema_drift import _attributes
 
 # (answer model, domain class, domain attributes the answer leaves out, answer fields that
 #  come from elsewhere)
 PAIRS: list[tuple[type[BaseModel], type, set[str], set[str]]] = [
-    (compare.MeasureModel, Measure, {"delta"}, set()),
-    (compare.TestMoveModel, TestMove, set(), set()),
-    (compare.CostModel, Measure, set(), {"unit"}),
+    (compare.MeasureModel, runs.Measure, {"delta"}, set()),
+    (compare.TestMoveModel, runs.TestMove, set(), set()),
+    (compare.CostModel, runs.Measure, set(), {"unit"}),
     (compare.JobOverrunModel, JobOverrun, set(), set()),
     (compare.PlanFitModel, PlanFit, set(), set()),
     (
         compare.Compare,
-        Comparison,
+        runs.Comparison,
         set(),
         # The question, and what pricing and the stored plan add.
         {"pipeline", "base", "cells", "machine_time", "cost", "unpriced_machines", "plan_fit"},
