@@ -15,6 +15,7 @@ from app.cli.main import cli
 from tests.changes_history import SLOW, STEP_AT, commit_of, upload_step_history
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.pages.conftest import sign_in_form
+from tests.server.test_golden_answers import check, normalise
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +37,8 @@ def test_the_step_is_listed_with_its_commits(live_server: LiveServer, stepped: P
     response = _get(live_server, stepped)
     answer = response.json()
     assert response.status_code == 200, answer
+    body = normalise(response.content, {stepped.slug: "<slug>"})
+    check("api/changes.json", f"{response.status_code}\n".encode() + body)
     assert answer["default_branch"] == "main"
     named = {(c["kind"], c["name"]) for c in answer["changes"]}
     assert named == {("test", SLOW), ("file", "tests/test_a.py")}
