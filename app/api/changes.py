@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
@@ -25,7 +25,7 @@ def read_changes(
     test: Annotated[NodeidText | None, Query(description="a test's nodeid")] = None,
     file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
     job: TextList = [],  # noqa: B006
-) -> dict[str, Any]:
+) -> ChangeList:
     """Lasting steps in test, file and job durations on the default branch, the most time
     added per run first; each with its medians, spread, commit range and bisect list.
     `file` and `job` are repeatable (any of them); an empty one is no filter."""
@@ -37,7 +37,7 @@ def read_changes(
         files=given(file),
         jobs=given(job),
     )
-    return change_list(conn, project, query)
+    return ChangeList.of(change_list(conn, project, query))
 
 
 @router.post("/changes/{change_id}/state", **answers(ChangeStateSet, 400, *PROJECT_ERRORS))
@@ -46,6 +46,6 @@ def change_state(
     conn: ConnDep,
     change_id: Annotated[int, Path(ge=1, le=ROW_ID_MAX)],
     body: ChangeStateRequest,
-) -> dict[str, Any]:
+) -> ChangeStateSet:
     """Set a change's state (admin token): open, acknowledged (expected) or resolved."""
-    return set_state(conn, project, change_id, body.state)
+    return ChangeStateSet.of(set_state(conn, project, change_id, body.state))

@@ -68,7 +68,7 @@ def changes(
     )
 
     def answer_of(conn: Connection, project: Project) -> ChangeList:
-        return ChangeList.model_validate(change_list(conn, project, query))
+        return ChangeList.of(change_list(conn, project, query))
 
     answer = on_project(slug, answer_of)
     if as_json:
@@ -86,7 +86,7 @@ def change_state(slug: str, change_id: int, state: str) -> None:
 
     def set_it(conn: Connection, project: Project) -> ChangeStateSet:
         try:
-            return ChangeStateSet.model_validate(set_state(conn, project, change_id, state))
+            return ChangeStateSet.of(set_state(conn, project, change_id, state))
         except ChangeNotFound as exc:
             raise click.ClickException(str(exc)) from exc
 

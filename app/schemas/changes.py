@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from app.schemas.base import ApiModel
+from app.services.changes import ChangesAnswer, StateSet
 
 ChangeState = Literal["open", "acknowledged", "resolved"]
 
@@ -65,6 +66,14 @@ class ChangeList(ApiModel):
     default_branch: str | None
     changes: list[ChangeModel]
 
+    @classmethod
+    def of(cls, answer: ChangesAnswer) -> ChangeList:
+        """The wire form of the service's answer (each change read from its attributes)."""
+        return cls(
+            default_branch=answer.default_branch,
+            changes=[ChangeModel.model_validate(c, from_attributes=True) for c in answer.changes],
+        )
+
 
 class ChangeStateRequest(BaseModel):
     """A change's new state."""
@@ -77,3 +86,8 @@ class ChangeStateSet(ApiModel):
 
     id: int
     state: ChangeState
+
+    @classmethod
+    def of(cls, done: StateSet) -> ChangeStateSet:
+        """The wire form of a state set."""
+        return cls.model_validate(done, from_attributes=True)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
+from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
@@ -15,6 +14,8 @@ from app.project_records import Project
 __all__ = [
     "ChangeNotFound",
     "ChangeQuery",
+    "ChangesAnswer",
+    "StateSet",
     "change_list",
     "changes_of",
     "project_default_branch",
@@ -34,24 +35,32 @@ def changes_of(conn: Connection, project: Project, query: ChangeQuery) -> list[C
     return change_items(load_changes(conn, project.id, query))
 
 
-def change_list(conn: Connection, project: Project, query: ChangeQuery) -> dict[str, Any]:
-    """The REST answer (app.schemas.changes.ChangeList) of `query`."""
-    return {
-        "default_branch": project_default_branch(conn, project.id),
-        "changes": [item_dict(item) for item in changes_of(conn, project, query)],
-    }
+@dataclass(frozen=True)
+class ChangesAnswer:
+    """The project's default branch and its changes that match a query (most time first)."""
+
+    default_branch: str | None
+    changes: tuple[ChangeItem, ...]
 
 
-def item_dict(item: ChangeItem) -> dict[str, Any]:
-    """One change as its wire model's fields."""
-    answer = asdict(item)
-    answer["between"] = None if item.between is None else list(item.between)
-    answer["bisect"] = [asdict(step) for step in item.bisect]
-    return answer
+@dataclass(frozen=True)
+class StateSet:
+    """A change whose state was set."""
+
+    id: int
+    state: str
 
 
-def set_state(conn: Connection, project: Project, change_id: int, state: str) -> dict[str, Any]:
+def change_list(conn: Connection, project: Project, query: ChangeQuery) -> ChangesAnswer:
+    """The answer of `query` (app.schemas.changes.ChangeList is its wire form)."""
+    return ChangesAnswer(
+        default_branch=project_default_branch(conn, project.id),
+        changes=tuple(changes_of(conn, project, query)),
+    )
+
+
+def set_state(conn: Connection, project: Project, change_id: int, state: str) -> StateSet:
     """Set a change's state (open, acknowledged, resolved)."""
     if not set_change_state(conn, project.id, change_id, state):
         raise ChangeNotFound(f"no change {change_id} in project {project.slug!r}")
-    return {"id": change_id, "state": state}
+    return StateSet(id=change_id, state=state)

@@ -1,15 +1,18 @@
-"""The compare answer models against the domain objects they are built from: a field added,
-removed or renamed on either side fails here instead of drifting by hand."""
+"""The compare and changes answer models against the domain objects they are built from: a
+field added, removed or renamed on either side fails here instead of drifting by hand."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import BaseModel
 
+from analysis.changes.attribution import BisectStep
+from analysis.changes.listing import ChangeItem
 from analysis.compare import runs  # its TestMove would look like a test class here
 from analysis.compare.cost import CostComparison
 from analysis.compare.plan_fit import JobOverrun, PlanFit
-from app.schemas import compare
+from app.schemas import changes, compare
+from app.services.changes import ChangesAnswer, StateSet
 from tests.server.test_recommendation_schema_drift import _attributes
 
 # (answer model, domain class, domain attributes the answer leaves out, answer fields that
@@ -27,6 +30,10 @@ PAIRS: list[tuple[type[BaseModel], type, set[str], set[str]]] = [
         # The question, and what pricing and the stored plan add.
         {"pipeline", "base", "cells", "machine_time", "cost", "unpriced_machines", "plan_fit"},
     ),
+    (changes.ChangeModel, ChangeItem, {"slower"}, set()),
+    (changes.BisectStepModel, BisectStep, set(), set()),
+    (changes.ChangeList, ChangesAnswer, set(), set()),
+    (changes.ChangeStateSet, StateSet, set(), set()),
 ]
 
 
@@ -35,7 +42,7 @@ PAIRS: list[tuple[type[BaseModel], type, set[str], set[str]]] = [
     PAIRS,
     ids=[f"{m.__name__}-{c.__name__}" for m, c, *_ in PAIRS],
 )
-def test_compare_models_name_their_domain_fields(
+def test_answer_models_name_their_domain_fields(
     model: type[BaseModel], cls: type, left_out: set[str], derived: set[str]
 ) -> None:
     answer = {name for name in model.model_fields if name not in derived}
