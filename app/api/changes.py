@@ -9,8 +9,15 @@ from fastapi import APIRouter, Path, Query
 from app.http.deps import AdminProject, ConnDep, ReadProject
 from app.http.params import ROW_ID_MAX, IsoDate, NodeidText, TextList, given
 from app.http.responses import PROJECT_ERRORS, answers
-from app.schemas.changes import ChangeList, ChangeState, ChangeStateRequest, ChangeStateSet
-from app.services.changes import ChangeQuery, change_list, set_state
+from app.schemas.changes import (
+    ChangeList,
+    ChangeState,
+    ChangeStateRequest,
+    ChangeStateSet,
+    DefaultBranchRequest,
+    DefaultBranchSet,
+)
+from app.services.changes import ChangeQuery, change_list, set_default_branch, set_state
 
 router = APIRouter(prefix="/api/v1/projects/{slug}", tags=["changes"])
 
@@ -49,3 +56,12 @@ def change_state(
 ) -> ChangeStateSet:
     """Set a change's state (admin token): open, acknowledged (expected) or resolved."""
     return ChangeStateSet.of(set_state(conn, project, change_id, body.state))
+
+
+@router.put("/default-branch", **answers(DefaultBranchSet, 400, *PROJECT_ERRORS))
+def put_default_branch(
+    project: AdminProject, conn: ConnDep, body: DefaultBranchRequest
+) -> DefaultBranchSet:
+    """Name the branch whose runs are watched for changes (admin token); null detects it
+    again. Uploads from now on are watched on it; stored changes stay as they are."""
+    return DefaultBranchSet.of(set_default_branch(conn, project, body.branch))

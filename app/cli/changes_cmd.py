@@ -10,8 +10,15 @@ from sqlalchemy import Connection
 
 from app.cli.admin_cmds import on_project
 from app.project_records import Project
-from app.schemas.changes import ChangeList, ChangeModel, ChangeStateSet
-from app.services.changes import ChangeNotFound, ChangeQuery, change_list, set_state
+from app.schemas.changes import ChangeList, ChangeModel, ChangeStateSet, DefaultBranchSet
+from app.services.changes import (
+    ChangeNotFound,
+    ChangeQuery,
+    change_list,
+    default_branch,
+    set_default_branch,
+    set_state,
+)
 
 STATES = ("open", "acknowledged", "resolved")
 
@@ -92,3 +99,24 @@ def change_state(slug: str, change_id: int, state: str) -> None:
 
     done = on_project(slug, set_it)
     click.echo(f"change {done.id}: {done.state}")
+
+
+@click.command("default-branch")
+@click.option("--project", "slug", required=True, help="Project slug.")
+@click.argument("branch", required=False)
+@click.option("--clear", is_flag=True, help="Forget the name: detect the branch again.")
+def default_branch_cmd(slug: str, branch: str | None, clear: bool) -> None:
+    """Show or name the branch watched for changes (uploads from now on are watched on it)."""
+    if branch is not None and clear:
+        raise click.UsageError("name a branch or --clear, not both")
+    if branch is not None and not branch.strip():
+        raise click.UsageError("a branch name cannot be empty")
+
+    def act(conn: Connection, project: Project) -> DefaultBranchSet:
+        if branch is None and not clear:
+            return DefaultBranchSet.of(default_branch(conn, project))
+        return DefaultBranchSet.of(set_default_branch(conn, project, branch))
+
+    chosen = on_project(slug, act)
+    where = "set" if chosen.override is not None else "detected"
+    click.echo(f"{chosen.default_branch or '(none yet)'} ({where})")

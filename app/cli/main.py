@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "quarantine": ("app.cli.quarantine_cmd", "quarantine"),
     "changes": ("app.cli.changes_cmd", "changes"),
     "change-state": ("app.cli.changes_cmd", "change_state"),
+    "default-branch": ("app.cli.changes_cmd", "default_branch_cmd"),
     "shard": ("app.cli.shard_cmd", "shard"),
     "size": ("app.cli.size_cmd", "size"),
     "reduce": ("app.cli.reduce_cmd", "reduce"),

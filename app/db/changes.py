@@ -121,3 +121,19 @@ def changes_untold(conn: Connection, project_id: int, event: str, *, since: date
         {"project": project_id, "event": event, "since": since},
     ).all()
     return [int(row.id) for row in rows]
+
+
+def set_default_branch(conn: Connection, project_id: int, branch: str | None) -> None:
+    """Name the project's default branch (None: detect it again)."""
+    conn.execute(
+        text("UPDATE project SET default_branch = :b WHERE id = :p"),
+        {"b": branch, "p": project_id},
+    )
+
+
+def default_branch_override(conn: Connection, project_id: int) -> str | None:
+    """The branch the project's admins named, if any."""
+    value = conn.execute(
+        text("SELECT default_branch FROM project WHERE id = :p"), {"p": project_id}
+    ).scalar()
+    return None if value is None else str(value)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app.schemas.base import ApiModel
-from app.services.changes import ChangesAnswer, StateSet
+from app.services.changes import ChangesAnswer, DefaultBranch, StateSet
 
 ChangeState = Literal["open", "acknowledged", "resolved"]
 
@@ -91,3 +91,27 @@ class ChangeStateSet(ApiModel):
     def of(cls, done: StateSet) -> ChangeStateSet:
         """The wire form of a state set."""
         return cls.model_validate(done, from_attributes=True)
+
+
+class DefaultBranchRequest(BaseModel):
+    """The branch to watch; null detects it again (main, master, trunk, develop, else the
+    branch with the most cells)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    branch: (
+        Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
+        | None
+    )
+
+
+class DefaultBranchSet(ApiModel):
+    """The watched branch, and the admins' name for it (null: detected)."""
+
+    override: str | None
+    default_branch: str | None
+
+    @classmethod
+    def of(cls, chosen: DefaultBranch) -> DefaultBranchSet:
+        """The wire form of the watched branch."""
+        return cls.model_validate(chosen, from_attributes=True)

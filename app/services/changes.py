@@ -8,13 +8,21 @@ from sqlalchemy import Connection
 
 from analysis.changes.listing import ChangeItem, change_items
 from analysis.errors import AnswerError
-from app.db.changes import ChangeQuery, load_changes, project_default_branch, set_change_state
+from app.db.changes import (
+    ChangeQuery,
+    default_branch_override,
+    load_changes,
+    project_default_branch,
+    set_change_state,
+)
+from app.db.changes import set_default_branch as store_default_branch
 from app.project_records import Project
 
 __all__ = [
     "ChangeNotFound",
     "ChangeQuery",
     "ChangesAnswer",
+    "DefaultBranch",
     "StateSet",
     "change_list",
     "changes_of",
@@ -64,3 +72,26 @@ def set_state(conn: Connection, project: Project, change_id: int, state: str) ->
     if not set_change_state(conn, project.id, change_id, state):
         raise ChangeNotFound(f"no change {change_id} in project {project.slug!r}")
     return StateSet(id=change_id, state=state)
+
+
+@dataclass(frozen=True)
+class DefaultBranch:
+    """The branch whose runs are watched, and the admins' name for it (None: detected)."""
+
+    override: str | None
+    default_branch: str | None
+
+
+def default_branch(conn: Connection, project: Project) -> DefaultBranch:
+    """The project's watched branch and where it comes from."""
+    return DefaultBranch(
+        override=default_branch_override(conn, project.id),
+        default_branch=project_default_branch(conn, project.id),
+    )
+
+
+def set_default_branch(conn: Connection, project: Project, branch: str | None) -> DefaultBranch:
+    """Name the watched branch (None: detect it again). Runs already stored keep the series
+    they were pushed into; uploads from now on are watched on this branch."""
+    store_default_branch(conn, project.id, branch)
+    return default_branch(conn, project)

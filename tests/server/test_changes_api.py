@@ -203,3 +203,32 @@ def test_cli_answers_what_rest_answers(
     assert SLOW in text.output
     assert f"bisect: git checkout {commit_of(STEP_AT)} && pytest {SLOW}" in text.output
     assert "tests/test_a.py (" not in text.output
+
+
+def test_an_admin_names_the_default_branch(
+    live_server: LiveServer, stepped: ProjectFixture, database: Database
+) -> None:
+    url = f"{live_server.url}/api/v1/projects/{stepped.slug}/default-branch"
+
+    def put(token: str, branch: object) -> httpx.Response:
+        return httpx.put(url, json={"branch": branch}, headers={"Authorization": f"Bearer {token}"})
+
+    assert _get(live_server, stepped).json()["default_branch"] == "main"  # detected
+    assert put(stepped.read_token, "topic").status_code == 403
+    named = put(stepped.admin_token, "topic")
+    assert named.status_code == 200, named.text
+    assert named.json() == {"override": "topic", "default_branch": "topic"}
+    assert _get(live_server, stepped).json()["default_branch"] == "topic"
+    assert put(stepped.admin_token, "").status_code == 422  # an empty name is no branch
+    assert put(stepped.admin_token, "x" * 300).status_code == 422
+    # The CLI shows it and clears it: detection again.
+    env = {"DATABASE_URL": database.url}
+    runner = CliRunner()
+    shown = runner.invoke(cli, ["default-branch", "--project", stepped.slug], env=env)
+    assert shown.exit_code == 0, shown.output
+    assert "topic (set)" in shown.output
+    cleared = runner.invoke(cli, ["default-branch", "--project", stepped.slug, "--clear"], env=env)
+    assert cleared.exit_code == 0, cleared.output
+    assert "main (detected)" in cleared.output
+    assert _get(live_server, stepped).json()["default_branch"] == "main"
+    assert put(stepped.admin_token, None).json() == {"override": None, "default_branch": "main"}

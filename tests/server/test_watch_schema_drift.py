@@ -12,7 +12,7 @@ from analysis.compare import runs  # its TestMove would look like a test class h
 from analysis.compare.cost import CostComparison
 from analysis.compare.plan_fit import JobOverrun, PlanFit
 from app.schemas import changes, compare
-from app.services.changes import ChangesAnswer, StateSet
+from app.services.changes import ChangesAnswer, DefaultBranch, StateSet
 from tests.server.test_recommendation_schema_drift import _attributes
 
 # (answer model, domain class, domain attributes the answer leaves out, answer fields that
@@ -34,6 +34,7 @@ PAIRS: list[tuple[type[BaseModel], type, set[str], set[str]]] = [
     (changes.BisectStepModel, BisectStep, set(), set()),
     (changes.ChangeList, ChangesAnswer, set(), set()),
     (changes.ChangeStateSet, StateSet, set(), set()),
+    (changes.DefaultBranchSet, DefaultBranch, set(), set()),
 ]
 
 
