@@ -9,6 +9,7 @@ no shrinking (a failure is recorded with the request that caused it, not minimis
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from schemathesis.specs.openapi.checks import (
 )
 from sqlalchemy import Engine
 
+from app.db.changes import set_default_branch
+from app.db.projects import create_token, get_project
 from tests.changes_history import upload_step_history
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.server.test_rollup_api import junit
@@ -225,11 +228,25 @@ WARNINGS_SHOWN = [
 
 @pytest.mark.slow
 def test_schemathesis_cli_every_check_and_stateful_pass_clean(
-    live_server: LiveServer, rich: ProjectFixture, tmp_path: Path
+    live_server: LiveServer, rich: ProjectFixture, tmp_path: Path, engine: Engine
 ) -> None:
     config = tmp_path / "schemathesis.toml"
     # A lasting step in the rich project (another job, so the reads above keep their data):
     # the change-state route then meets a change of the project, not a 404 every time.
+    # The generated requests of the test above may have named another watched branch
+    # (PUT .../default-branch) and revoked the project's tokens (DELETE .../tokens/{id}):
+    # main again and fresh tokens, made in the database, so the step is watched and sent.
+    with engine.begin() as conn:
+        set_default_branch(conn, rich.id, "main")
+        found = get_project(conn, rich.slug)
+        assert found is not None
+        fresh = {s: create_token(conn, found, s) for s in ("upload", "read", "admin")}
+    rich = dataclasses.replace(
+        rich,
+        upload_token=fresh["upload"],
+        read_token=fresh["read"],
+        admin_token=fresh["admin"],
+    )
     upload_step_history(live_server, rich, job="steps")
     changes = httpx.get(
         f"{live_server.url}/api/v1/projects/{rich.slug}/changes",
