@@ -6,8 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from urllib.parse import quote, urlencode
 
 from laptime_ci.compare_md import markdown, summary_text
 from laptime_ci.pr_comment import CommentError, upsert_comment
+from laptime_ci.transport import Unreachable, get_json
 from laptime_ci.upload import metadata_from_env
 
 Echo = Callable[[str, bool], None]
@@ -36,20 +35,12 @@ def fetch_compare(url: str, project: str, pipeline: str, base: str, token: str |
     """The server's compare answer (the REST JSON)."""
     query = urlencode({"pipeline": pipeline, "base": base})
     address = f"{url.rstrip('/')}/api/v1/projects/{quote(project, safe='')}/compare?{query}"
-    request = urllib.request.Request(address)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = json.loads(exc.read()).get("detail")
-        except ValueError:
-            detail = exc.reason
-        raise CompareError(f"HTTP {exc.code}: {detail}") from exc
-    except (OSError, ValueError) as exc:
+        return get_json(address, token=token, timeout_s=60)
+    except Unreachable as exc:
         raise CompareError(f"no answer from {url}: {exc}") from exc
+    except RuntimeError as exc:
+        raise CompareError(str(exc)) from exc
 
 
 def add_parsers(commands: Any) -> None:

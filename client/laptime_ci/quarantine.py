@@ -8,12 +8,12 @@ import argparse
 import json
 import os
 import shlex
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
+
+from laptime_ci.transport import Unreachable, get_json
 
 FETCH_TIMEOUT_S = 20.0
 Echo = Callable[[str, bool], None]
@@ -35,20 +35,12 @@ def fetch_json(url: str, project: str, path: str, token: str | None, **query: st
     address = f"{url.rstrip('/')}/api/v1/projects/{quote(project, safe='')}/{path}"
     if query:
         address += f"?{urlencode(query)}"
-    request = urllib.request.Request(address)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=FETCH_TIMEOUT_S) as response:
-            return json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = json.loads(exc.read()).get("detail")
-        except ValueError:
-            detail = exc.reason
-        raise QuarantineError(f"HTTP {exc.code}: {detail}") from exc
-    except (OSError, ValueError) as exc:
+        return get_json(address, token=token, timeout_s=FETCH_TIMEOUT_S)
+    except Unreachable as exc:
         raise QuarantineError(f"no answer from {url}: {exc}") from exc
+    except RuntimeError as exc:
+        raise QuarantineError(str(exc)) from exc
 
 
 def fetch_quarantined(env: Mapping[str, str]) -> frozenset[str]:

@@ -74,6 +74,17 @@ def request(
         raise Unreachable(f"cannot reach {url}: {reason}") from exc
 
 
+def get_json(url: str, *, token: str | None, timeout_s: float) -> Any:
+    """GET `url`'s JSON; raises Unreachable without an answer, RuntimeError("HTTP <status>:
+    <the server's words>") for an error status."""
+    answer = request("GET", url, token=token, timeout_s=timeout_s)
+    if answer.status >= 400:
+        raise RuntimeError(f"HTTP {answer.status}: {answer.message()}")
+    if answer.body is None:
+        raise RuntimeError(f"no JSON answer from {url}")
+    return answer.body
+
+
 def _answer(status: int, raw: bytes, headers: Mapping[str, str]) -> Answer:
     text = raw.decode("utf-8", "replace")
     try:
