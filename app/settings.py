@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     # Workers write a heartbeat this often; a claim silent for worker_lease_s is taken over.
     worker_heartbeat_s: float = 5.0
     worker_lease_s: float = 60.0
+    # A worker ingests up to this many queued uploads of one project in one transaction
+    # (docs/operations.md); 1 ingests each alone.
+    worker_batch_uploads: int = Field(default=8, ge=1, le=64)
     # On SIGTERM a worker finishes its ingest if it can within this, else rolls it back.
     worker_stop_grace_s: float = 3.0
     # /readyz fails when no worker has beaten for this long.

@@ -236,6 +236,42 @@ def notify_data_changed(conn: psycopg.Connection[Any], project_id: int | None) -
     conn.execute("SELECT pg_notify(%s, %s)", (DATA_CHANNEL, payload))
 
 
+@dataclass(frozen=True)
+class PreparedRun:
+    """One run whose run row is written, with what its shared writes need (dictionary,
+    results and rollups): its storable results, their test ids, its day and cell."""
+
+    run_id: int
+    project_id: int
+    day: date
+    cell_id: int
+    branch: str | None
+    results: pd.DataFrame
+    ids: np.ndarray
+    warnings: list[str]
+    measures: dict[str, float | None]
+
+    def stored(self, new_tests: int) -> StoreResult:
+        """What storing it did, once its rows are written."""
+        if self.results.empty:
+            return StoreResult(
+                run_id=self.run_id, results=0, new_tests=0, missing_durations=0,
+                warnings=self.warnings, cell_id=self.cell_id, branch=self.branch,
+                measures=self.measures,
+            )  # fmt: skip
+        return StoreResult(
+            run_id=self.run_id,
+            results=len(self.results),
+            new_tests=new_tests,
+            missing_durations=int(self.results["duration_s"].isna().sum()),
+            warnings=self.warnings,
+            cell_id=self.cell_id,
+            branch=self.branch,
+            stored=self.results.assign(test_id=self.ids),
+            measures=self.measures,
+        )
+
+
 def store_run(
     conn: psycopg.Connection[Any],
     *,
@@ -248,6 +284,33 @@ def store_run(
     """Insert the run, its results, new test cases and the daily rollups. `known_tests` is the
     memo of this connection (cleared by the caller when its transaction rolls back); without
     one every test case is upserted."""
+    run = prepare_run(conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged)
+    if run.results.empty:
+        return run.stored(0)
+    memo = KnownTests() if known_tests is None else known_tests
+    new_tests = _upsert_test_cases(conn, project_id, run.day, run.results, run.ids, memo)
+    _copy_results(
+        conn, project_id=project_id, day=run.day, run_id=run.run_id, results=run.results,
+        ids=run.ids,
+    )  # fmt: skip
+    _store_rollups(
+        conn, project_id=project_id, day=run.day, cell_id=run.cell_id, results=run.results,
+        ids=run.ids,
+    )  # fmt: skip
+    return run.stored(new_tests)
+
+
+def prepare_run(
+    conn: psycopg.Connection[Any],
+    *,
+    project_id: int,
+    upload_id: int,
+    meta: RunMetadata,
+    merged: MergedRun,
+) -> PreparedRun:
+    """Write what is the run's own (its day's partition, its cell, its run row) and make its
+    results storable; the rows shared with other runs (dictionary, results, rollups) are
+    written by store_run, or for several runs at once by ingest.store_batch."""
     results, warnings = storable_results(merged.results)
     meta = storable_metadata(meta)
     if meta.received_at is None:
@@ -308,28 +371,15 @@ def store_run(
         "xdist_workers": run_values["workers"],
     }
     notify_data_changed(conn, project_id)
-    if results.empty:
-        return StoreResult(
-            run_id=run_id, results=0, new_tests=0, missing_durations=0, warnings=warnings,
-            cell_id=cell_id, branch=meta.branch, measures=measures,
-        )  # fmt: skip
-
-    ids = compute_test_ids(project_id, results["nodeid"])
-    memo = KnownTests() if known_tests is None else known_tests
-    new_tests = _upsert_test_cases(conn, project_id, day, results, ids, memo)
-    _copy_results(conn, project_id=project_id, day=day, run_id=run_id, results=results, ids=ids)
-    _store_rollups(conn, project_id=project_id, day=day, cell_id=cell_id, results=results, ids=ids)
-    return StoreResult(
-        run_id=run_id,
-        results=len(results),
-        new_tests=new_tests,
-        missing_durations=int(durations.isna().sum()),
-        warnings=warnings,
-        cell_id=cell_id,
-        branch=meta.branch,
-        stored=results.assign(test_id=ids),
-        measures=measures,
+    ids = (
+        compute_test_ids(project_id, results["nodeid"])
+        if len(results)
+        else np.empty(0, dtype=np.int64)
     )
+    return PreparedRun(
+        run_id=run_id, project_id=project_id, day=day, cell_id=cell_id, branch=meta.branch,
+        results=results, ids=ids, warnings=warnings, measures=measures,
+    )  # fmt: skip
 
 
 def _job_peak(meta: RunMetadata, session: SessionInfo) -> tuple[float | None, str | None]:
@@ -508,6 +558,27 @@ def _upsert_test_cases(
     ids: np.ndarray,
     known_tests: KnownTests,
 ) -> int:
+    rows = dictionary_rows(project_id, results, ids, known_tests)
+    if rows.empty:
+        return 0
+    # One statement: the new rows travel as array parameters (no staging table to create,
+    # empty and truncate again at commit).
+    row = conn.execute(
+        _UPSERT_TEST_CASES, {"project": project_id, "day": day, **dictionary_params(rows)}
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+DICTIONARY_TEXT = ("nodeid", "file", "classname", "function", "params", "param_values", "markers")
+
+
+def dictionary_rows(
+    project_id: int, results: pd.DataFrame, ids: np.ndarray, known_tests: KnownTests
+) -> pd.DataFrame:
+    """The run's test cases the dictionary must be sent (unknown to the memo, or with other
+    markers or parametrize values): `id` and DICTIONARY_TEXT, as the upsert sends them. The
+    memo remembers them as written (its owner clears it if the transaction rolls back)."""
     markers = _pg_array(results["markers"])
     has_values = results["param_values"].notna().to_numpy()
     attrs = hash_array(markers.astype(object).fillna("\0none").to_numpy(dtype=object)).astype(
@@ -516,27 +587,29 @@ def _upsert_test_cases(
     attrs = attrs ^ has_values.astype(np.int64)
     todo = known_tests.unknown_or_changed(project_id, ids, attrs)
     if not todo.any():
-        return 0
+        return pd.DataFrame(columns=["id", *DICTIONARY_TEXT])
     subset = results.loc[todo]
-    # One statement: the new rows travel as array parameters (no staging table to create,
-    # empty and truncate again at commit).
-    row = conn.execute(
-        _UPSERT_TEST_CASES,
+    rows = pd.DataFrame(
         {
-            "project": project_id,
-            "day": day,
-            "ids": Int8Array(ids[todo]),
+            "id": ids[todo],
             **{
-                column: _text_list(subset[column].to_numpy())
+                column: subset[column].to_numpy()
                 for column in ("nodeid", "file", "classname", "function", "params")
             },
-            "param_values": _text_list(subset["param_values"].map(_param_json).to_numpy()),
-            "markers": _text_list(markers.loc[todo].to_numpy()),
-        },
-    ).fetchone()
-    assert row is not None
+            "param_values": subset["param_values"].map(_param_json).to_numpy(),
+            "markers": markers.loc[todo].to_numpy(),
+        }
+    )
     known_tests.remember(project_id, ids[todo], attrs[todo])
-    return int(row[0])
+    return rows
+
+
+def dictionary_params(rows: pd.DataFrame) -> dict[str, Any]:
+    """The upsert's array parameters for dictionary rows."""
+    return {
+        "ids": Int8Array(rows["id"].to_numpy(np.int64)),
+        **{column: _text_list(rows[column].to_numpy()) for column in DICTIONARY_TEXT},
+    }
 
 
 def _copy_results(
@@ -548,7 +621,14 @@ def _copy_results(
     results: pd.DataFrame,
     ids: np.ndarray,
 ) -> None:
-    frame = pd.DataFrame(
+    copy_result_frame(conn, result_frame(project_id, day, run_id, results, ids))
+
+
+def result_frame(
+    project_id: int, day: date, run_id: int, results: pd.DataFrame, ids: np.ndarray
+) -> pd.DataFrame:
+    """One run's test_result rows, in the table's column names."""
+    return pd.DataFrame(
         {
             "project_id": project_id,
             "day": pd.Timestamp(day),
@@ -573,6 +653,10 @@ def _copy_results(
             "message": results["message"].to_numpy(),
         }
     )
+
+
+def copy_result_frame(conn: psycopg.Connection[Any], frame: pd.DataFrame) -> None:
+    """COPY test_result rows (of one run or several): binary, but for rows with a message."""
     # Messages are free text (failures, skips): those few rows go through psycopg's row
     # writer; every other row is encoded in binary by numpy.
     with_message = frame["message"].notna().to_numpy()

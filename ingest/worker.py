@@ -42,7 +42,7 @@ from ingest.claims import (
 )
 from ingest.failures import Backoff, describe, is_input_fault, is_transient
 from ingest.heartbeat import Heartbeat, take_over_stale_claims
-from ingest.merge import merge_reports
+from ingest.merge import MergedRun, merge_reports
 from ingest.model import ParsedReport, ReportParseError
 from ingest.parsers import parse_report
 from ingest.parsers.errors import ERROR_CODES
@@ -81,6 +81,9 @@ class WorkerConfig:
     lease_s: float = 60.0
     backoff_first_s: float = 0.5
     backoff_cap_s: float = 10.0
+    # Up to this many queued uploads of one project share one ingest transaction
+    # (ingest/batch.py); 1 ingests each alone.
+    batch_uploads: int = 1
 
 
 class ShutdownRequested(KeyboardInterrupt):
@@ -280,15 +283,7 @@ def _ingest(
             conn, upload_id, attempts, "no-report-files", "the upload holds no report files"
         )
         return Outcome("failed", code="no-report-files")
-    merged = merge_reports(reports)
-    groups = run_groups(reports)
-    if len(groups) > 1:
-        # The offline CLI would count these files as len(groups) runs: say how they differ.
-        merged.warnings.append(
-            f"the upload's {len(reports)} files hold {len(groups)} runs by laptime's rule "
-            "(files of one format are separate runs): stored as one run, a test they repeat "
-            "numbered as another execution"
-        )
+    merged = merge_upload(reports)
     meta = metadata_from_json(metadata, job or "default", received_at=received_at)
     stored = store_run(
         conn,
@@ -299,13 +294,7 @@ def _ingest(
         known_tests=known_tests,
     )
     _detect_changes(conn, project_id, stored)
-    counts = {
-        "results": stored.results,
-        "new_tests": stored.new_tests,
-        "missing_durations": stored.missing_durations,
-        "hidden_rows": merged.hidden_rows,
-        "files": len(reports),
-    }
+    counts = upload_counts(stored, merged, len(reports))
     # clock_timestamp(): now() would be the start of this (possibly long) transaction.
     conn.execute(
         """
@@ -323,6 +312,31 @@ def _ingest(
         ),
     )
     return Outcome("done", rows=stored.results)
+
+
+def merge_upload(reports: list[ParsedReport]) -> MergedRun:
+    """The upload's reports as one run, warned when laptime's rule sees several runs."""
+    merged = merge_reports(reports)
+    groups = run_groups(reports)
+    if len(groups) > 1:
+        # The offline CLI would count these files as len(groups) runs: say how they differ.
+        merged.warnings.append(
+            f"the upload's {len(reports)} files hold {len(groups)} runs by laptime's rule "
+            "(files of one format are separate runs): stored as one run, a test they repeat "
+            "numbered as another execution"
+        )
+    return merged
+
+
+def upload_counts(stored: StoreResult, merged: MergedRun, files: int) -> dict[str, int]:
+    """The counts a done upload shows."""
+    return {
+        "results": stored.results,
+        "new_tests": stored.new_tests,
+        "missing_durations": stored.missing_durations,
+        "hidden_rows": merged.hidden_rows,
+        "files": files,
+    }
 
 
 def _detect_changes(conn: psycopg.Connection[Any], project_id: int, stored: StoreResult) -> None:
@@ -346,6 +360,13 @@ def _parse_files(
         "SELECT filename, raw_gzip FROM upload_file WHERE upload_id = %s ORDER BY position",
         (upload_id,),
     ).fetchall()
+    return parse_upload_files(files, config, runner)
+
+
+def parse_upload_files(
+    files: list[tuple[str, bytes]], config: WorkerConfig, runner: str | None
+) -> list[ParsedReport]:
+    """Parse an upload's (filename, raw) files in order."""
     reports = []
     for filename, raw in files:
         kwargs: dict[str, Any] = {"filename": filename}
@@ -392,14 +413,23 @@ def drain(
     processed = 0
     while stop is None or not stop.is_set():
         try:
-            upload_id = process_next(
-                conn,
-                side,
-                config,
-                heartbeat=heartbeat,
-                known_tests=known,
-                deferred=frozenset(deferred or ()),
-            )
+            if config.batch_uploads > 1:
+                # Imported here: the batch builds on this module's steps.
+                from ingest.batch import process_batch
+
+                upload_ids = process_batch(
+                    conn, side, config, heartbeat=heartbeat, known_tests=known, deferred=deferred
+                )
+            else:
+                upload_id = process_next(
+                    conn,
+                    side,
+                    config,
+                    heartbeat=heartbeat,
+                    known_tests=known,
+                    deferred=frozenset(deferred or ()),
+                )
+                upload_ids = None if upload_id is None else [upload_id]
         except ClaimFailed as failed:
             exc = failed.__cause__ or failed
             known.clear()  # the rollback undid what it remembers
@@ -424,11 +454,11 @@ def drain(
             if is_transient(exc):
                 raise TransientFailure(describe(exc), []) from exc
             raise
-        if upload_id is None:
+        if upload_ids is None:
             return processed
         if deferred is not None:
-            deferred.discard(upload_id)
-        processed += 1
+            deferred.difference_update(upload_ids)
+        processed += len(upload_ids)
     return processed
 
 

@@ -30,6 +30,7 @@ def _worker_config(settings: Settings) -> WorkerConfig:
         poll_s=settings.worker_poll_s,
         heartbeat_s=settings.worker_heartbeat_s,
         lease_s=settings.worker_lease_s,
+        batch_uploads=settings.worker_batch_uploads,
         limits=ParseLimits(
             max_decompressed_bytes=settings.max_report_bytes,
         ),
