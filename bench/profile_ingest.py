@@ -86,8 +86,10 @@ def _statement_label(query: Any) -> str:
 
 def instrument(clock: PhaseClock) -> None:
     """Wrap the worker's and the store's named steps, psycopg's statements and COMMIT."""
+    import ingest.batch as batch
     import ingest.heartbeat as heartbeat
     import ingest.store as store
+    import ingest.store_batch as store_batch
     import ingest.worker as worker
 
     def timed(module: Any, name: str, label: str | None = None) -> None:
@@ -123,9 +125,21 @@ def instrument(clock: PhaseClock) -> None:
         "_upsert_test_cases",
         "_copy_results",
         "_store_rollups",
+        "prepare_run",
     ):
         if hasattr(store, name):
             timed(store, name)
+    # The batch's steps (ingest/batch.py, ingest/store_batch.py), named apart from the single
+    # path's, and the single path's steps as the batch module calls them.
+    for name in ("_record_attempts", "_ingest_batch", "prepare_run", "store_runs", "_parse"):
+        if hasattr(batch, name):
+            timed(batch, name, f"batch.{name}")
+    for name in ("parse_upload_files", "merge_upload", "_detect_changes", "report_outcome"):
+        if hasattr(batch, name):
+            timed(batch, name)
+    for name in ("_upsert_test_cases", "copy_result_frame", "_store_rollups", "dictionary_rows"):
+        if hasattr(store_batch, name):
+            timed(store_batch, name, f"store_batch.{name}")
     import ingest.parsers as parsers
 
     timed(worker, "parse_report", "parse_report (XML to frame)")
@@ -214,6 +228,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--uploads", type=int, default=60)
     parser.add_argument("--tests", type=int, default=1000)
+    parser.add_argument(
+        "--batch", type=int, default=1, help="uploads of one project per ingest transaction"
+    )
     args = parser.parse_args()
     from ingest.heartbeat import Heartbeat
     from ingest.store import KnownTests
@@ -224,7 +241,7 @@ def main() -> None:
         queue_uploads(url, args.uploads, args.tests)
         fsync_s = commit_cost(dsn)
         instrument(clock)
-        config = WorkerConfig(name="profile")
+        config = WorkerConfig(name="profile", batch_uploads=args.batch)
         heartbeat = Heartbeat(dsn, "profile", interval_s=5.0)
         heartbeat.start()
         try:
@@ -252,7 +269,10 @@ def main() -> None:
         key=lambda kv: -kv[1],
     )
     per = 1000 / done
-    print(f"{done} uploads of {args.tests} testcases, one worker in this process")
+    print(
+        f"{done} uploads of {args.tests} testcases, one worker in this process, up to "
+        f"{args.batch} per transaction"
+    )
     print(f"{'phase (self time)':<66} {'ms/upload':>9} {'share':>6}")
     for label, seconds in rows:
         print(f"{label[:66]:<66} {seconds * per:9.2f} {seconds / wall:6.1%}")

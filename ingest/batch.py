@@ -29,7 +29,7 @@ from ingest.failures import describe, is_input_fault, is_transient
 from ingest.heartbeat import Heartbeat
 from ingest.merge import MergedRun
 from ingest.model import ReportParseError
-from ingest.store import KnownTests, prepare_run
+from ingest.store import KnownTests, RunMetadata, prepare_run
 from ingest.store_batch import store_runs
 from ingest.worker import (
     Claim,
@@ -46,6 +46,7 @@ from ingest.worker import (
     upload_counts,
     worker_name,
 )
+from model.frames import labels_key
 
 log = logging.getLogger("laptime.worker")
 
@@ -176,12 +177,12 @@ def _record_attempts(
 ) -> list[int]:
     """One attempt row per upload, committed at once (they outlive a killed worker)."""
     ids = [u.upload_id for u in uploads]
-    rows = dict(
-        (int(upload), int(attempt))
+    rows = {
+        int(upload): int(attempt)
         for attempt, upload in side.execute(
             _RECORD_ATTEMPTS, {"worker": name, "uploads": ids}
         ).fetchall()
-    )
+    }
     return [rows[i] for i in ids]
 
 
@@ -205,6 +206,7 @@ def _ingest_batch(
         files[int(upload_id)].append((filename, raw))
     outcomes: list[Outcome | None] = [None] * len(uploads)
     parsed: list[tuple[int, MergedRun, int]] = []  # index, merged run, files
+    metas: dict[int, RunMetadata] = {}
     for i, upload in enumerate(uploads):
         try:
             merged = _parse(files[upload.upload_id], config, upload.metadata.get("runner"))
@@ -225,23 +227,26 @@ def _ingest_batch(
             outcomes[i] = Outcome("failed", code="no-report-files")
             continue
         parsed.append((i, merged, len(files[upload.upload_id])))
+        metas[i] = metadata_from_json(
+            upload.metadata, upload.job or "default", received_at=upload.received_at
+        )
     if not parsed:
         return outcomes
-    prepared = [
-        prepare_run(
+    # Cells are created in one order by every batch (two batches creating two new cells in
+    # opposite orders would deadlock); one cell's runs keep their upload order.
+    prepared = {
+        i: prepare_run(
             conn,
             project_id=project_id,
             upload_id=uploads[i].upload_id,
-            meta=metadata_from_json(
-                uploads[i].metadata,
-                uploads[i].job or "default",
-                received_at=uploads[i].received_at,
-            ),
+            meta=metas[i],
             merged=merged,
         )
-        for i, merged, _ in parsed
-    ]
-    stored = store_runs(conn, project_id=project_id, runs=prepared, known_tests=known_tests)
+        for i, merged, _ in sorted(parsed, key=lambda p: (_cell_key(metas[p[0]]), p[0]))
+    }
+    # The shared rows in upload order: a test's latest markers are the last upload's.
+    runs = [prepared[i] for i, _, _ in parsed]
+    stored = store_runs(conn, project_id=project_id, runs=runs, known_tests=known_tests)
     for result in stored:
         _detect_changes(conn, project_id, result)
     conn.execute(
@@ -262,6 +267,10 @@ def _ingest_batch(
     for (i, _, _), result in zip(parsed, stored, strict=True):
         outcomes[i] = Outcome("done", rows=result.results)
     return outcomes
+
+
+def _cell_key(meta: RunMetadata) -> tuple[str, str, str, str]:
+    return (meta.job, meta.machine or "", meta.branch or "", labels_key(meta.labels))
 
 
 def _parse(

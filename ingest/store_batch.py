@@ -82,18 +82,15 @@ WITH v AS NOT MATERIALIZED (
             teardown_s, failures, flaky, peak_rss_mib)
 ), daily AS (
     INSERT INTO rollup_daily AS r (project_id, day, cell_id, test_id, {values})
-    SELECT %(project)s, day, cell_id, test_id, {sums} FROM v
-    GROUP BY day, cell_id, test_id ORDER BY test_id
+    SELECT %(project)s, day, cell_id, test_id, {per_test} FROM v {daily_groups}
     ON CONFLICT (project_id, day, cell_id, test_id) DO UPDATE SET {merge}
 ), cell_weekly AS (
     INSERT INTO rollup_cell_weekly AS r (project_id, week, cell_id, test_id, {values})
-    SELECT %(project)s, week, cell_id, test_id, {sums} FROM v
-    GROUP BY week, cell_id, test_id ORDER BY test_id
+    SELECT %(project)s, week, cell_id, test_id, {per_test} FROM v {cell_weekly_groups}
     ON CONFLICT (project_id, week, cell_id, test_id) DO UPDATE SET {merge}
 ), test_weekly AS (
     INSERT INTO rollup_test_weekly AS r (project_id, week, test_id, {values})
-    SELECT %(project)s, week, test_id, {sums} FROM v
-    GROUP BY week, test_id ORDER BY test_id
+    SELECT %(project)s, week, test_id, {per_test} FROM v {test_weekly_groups}
     ON CONFLICT (project_id, week, test_id) DO UPDATE SET {merge}
 ), files AS MATERIALIZED (
     -- Per run and file first: a file's `tests` is the most any one run had.
@@ -114,7 +111,19 @@ SELECT %(project)s, week, cell_id, file, max(tests), {sums} FROM files
 GROUP BY week, cell_id, file ORDER BY file
 ON CONFLICT (project_id, week, cell_id, file) DO UPDATE SET
     tests = greatest(r.tests, excluded.tests), {merge}
-""".format(values=_ROLLUP_VALUES, sums=_SUMS, merge=_ROLLUP_MERGE)
+"""
+# Tests that no two runs of the batch share (the arrays come sorted by test id, so a plain
+# insert meets them in index order), and tests that some share: summed per key first.
+_ROLLUPS_DISTINCT = _STORE_ROLLUPS.format(
+    values=_ROLLUP_VALUES, sums=_SUMS, merge=_ROLLUP_MERGE, per_test=_ROLLUP_VALUES,
+    daily_groups="", cell_weekly_groups="", test_weekly_groups="",
+)  # fmt: skip
+_ROLLUPS_SHARED = _STORE_ROLLUPS.format(
+    values=_ROLLUP_VALUES, sums=_SUMS, merge=_ROLLUP_MERGE, per_test=_SUMS,
+    daily_groups="GROUP BY day, cell_id, test_id ORDER BY test_id",
+    cell_weekly_groups="GROUP BY week, cell_id, test_id ORDER BY test_id",
+    test_weekly_groups="GROUP BY week, test_id ORDER BY test_id",
+)  # fmt: skip
 
 # The advisory locks store_run takes per run (ingest.store._store_rollups), for every
 # (cell, day) and (project, week) of the batch: all (cell, day) keys first, then the weeks,
@@ -124,6 +133,12 @@ SELECT count(pg_advisory_xact_lock(hashtextextended(k.key, k.class)))
 FROM (SELECT * FROM unnest(%(keys)s::text[], %(classes)s::int8[]) AS u(key, class)
       ORDER BY class, key) AS k
 """
+
+
+# What the rollups read of each result.
+_FACT_COLUMNS = (
+    "file", "duration_s", "setup_s", "call_s", "teardown_s", "outcome", "flaky", "peak_rss_mib",
+)  # fmt: skip
 
 
 def store_runs(
@@ -233,30 +248,33 @@ def _store_rollups(
     )
     frame = pd.concat(
         [
-            runs[i].results[
-                ["file", "duration_s", "setup_s", "call_s", "teardown_s", "outcome", "flaky",
-                 "peak_rss_mib"]
-            ].assign(
-                test_id=runs[i].ids, run_code=i, day_code=day_code[runs[i].day],
+            runs[i]
+            .results[list(_FACT_COLUMNS)]
+            .assign(
+                test_id=runs[i].ids,
+                run_code=i,
+                day_code=day_code[runs[i].day],
                 cell_id=runs[i].cell_id,
-            )  # fmt: skip
+            )
             for i in codes
         ],
         ignore_index=True,
     )
     frame = frame.iloc[np.argsort(frame["test_id"].to_numpy(), kind="stable")]
     file_codes, file_names = pd.factorize(frame["file"].fillna("(unknown)"), sort=False)
+    test_ids = frame["test_id"].to_numpy(np.int64)
+    shared = bool((test_ids[1:] == test_ids[:-1]).any())
 
     def floats(column: str) -> Float8Array:
         return Float8Array(_float_column(frame[column]))
 
     conn.execute(
-        _STORE_ROLLUPS,
+        _ROLLUPS_SHARED if shared else _ROLLUPS_DISTINCT,
         {
             "project": project_id,
             "days": days,
             "weeks": weeks,
-            "test_id": Int8Array(frame["test_id"].to_numpy(np.int64)),
+            "test_id": Int8Array(test_ids),
             "day_code": Int4Array(frame["day_code"].to_numpy(np.int32)),
             "cell_id": Int8Array(frame["cell_id"].to_numpy(np.int64)),
             "run_code": Int4Array(frame["run_code"].to_numpy(np.int32)),

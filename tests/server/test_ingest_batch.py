@@ -79,6 +79,13 @@ BATCH = (
     ("c", "2020-03-09T10:00:00+00:00", junit_report(range(0, 6), speed=5)),
     ("b", "2020-03-09T10:00:00+00:00", laptime_report(range(0, 8), speed=5, unknown=(0, 1))),
 )
+# No test in two uploads of the batch (the rollups need no summing first), some in the history.
+DISTINCT = (
+    ("a", "2020-03-02T10:00:00+00:00", laptime_report(range(6, 14), speed=2, unknown=(13,))),
+    ("b", "2020-03-02T10:00:00+00:00", laptime_report(range(20, 28), speed=3)),
+    ("a", "2020-03-04T10:00:00+00:00", laptime_report(range(28, 36), speed=1, marked=(30,))),
+    ("c", "2020-03-09T10:00:00+00:00", junit_report(range(0, 6), speed=5)),
+)
 
 
 def queue(url: str, project_slug: str, uploads: tuple[tuple[str, str, bytes], ...]) -> list[int]:
@@ -134,25 +141,30 @@ def rows(url: str, sql: str, *params: object) -> list[tuple[Any, ...]]:
         return [tuple(r) for r in conn.execute(sql, params).fetchall()]  # type: ignore[arg-type]
 
 
-# Everything an ingest writes, keyed by what does not depend on the order of writing.
+# Everything an ingest writes, keyed by what does not depend on the order of writing (cell
+# ids do: a cell insert that finds its row spends a sequence number).
+CELL = (
+    "jsonb_build_object('cell', (SELECT concat_ws('/', c.job, c.machine, c.branch, "
+    "c.labels_key) FROM cell c WHERE c.id = {}.cell_id))"
+)
 STORED = {
     "upload": "SELECT id, status, counts, warnings, attempts, error_code, error_detail, "
-    "(SELECT to_jsonb(r) - 'id' - 'created_at' FROM run r WHERE r.id = u.run_id) "
-    "FROM upload u ORDER BY id",
-    "cell": "SELECT to_jsonb(c) - 'id' - 'created_at' FROM cell c ORDER BY id",
+    "(SELECT to_jsonb(r) - 'id' - 'cell_id' || " + CELL.format("r") + " FROM run r "
+    "WHERE r.id = u.run_id) FROM upload u ORDER BY id",
+    "cell": "SELECT to_jsonb(c) - 'id' FROM cell c ORDER BY job, machine, branch, labels_key",
     "test_case": "SELECT to_jsonb(t) FROM test_case t ORDER BY id",
     "test_result": "SELECT (SELECT upload_id FROM run WHERE run.id = t.run_id), "
     "to_jsonb(t) - 'run_id' FROM test_result t ORDER BY 1, test_id",
     **{
-        table: f"SELECT to_jsonb(r) FROM {table} r ORDER BY to_jsonb(r)::text"
+        table: f"SELECT to_jsonb(r) - 'cell_id' || {CELL.format('r')} FROM {table} r ORDER BY 1"
         for table in (
             "rollup_daily",
             "rollup_cell_weekly",
-            "rollup_test_weekly",
             "rollup_file_daily",
             "rollup_file_weekly",
         )
     },
+    "rollup_test_weekly": "SELECT to_jsonb(r) FROM rollup_test_weekly r ORDER BY 1",
 }
 
 FACTS = """count(*), count(r.duration_s), coalesce(sum(r.duration_s), 0), max(r.duration_s),
@@ -217,22 +229,29 @@ def one_transaction_each(url: str, upload_ids: list[int]) -> int:
                 upload_ids)[0][0]  # fmt: skip
 
 
-def test_a_batch_stores_what_separate_ingests_store(database: Database) -> None:
+@pytest.mark.parametrize(
+    ("batch", "most_runs"),
+    [(BATCH, (3, 5)), (DISTINCT, (2, 2))],
+    ids=["tests-shared-in-the-batch", "distinct-tests"],
+)
+def test_a_batch_stores_what_separate_ingests_store(
+    database: Database, batch: tuple[tuple[str, str, bytes], ...], most_runs: tuple[int, int]
+) -> None:
     separate, batched = make_private_db(database), make_private_db(database)
     for url in (separate, batched):
         assert new_project(url, "batch") == 1  # the same test ids in both databases
         queue(url, "batch", (HISTORY,))
         assert ingest_all(url, batch_uploads=1) == 1  # a history the batch adds to
-    ids = {url: queue(url, "batch", BATCH) for url in (separate, batched)}
+    ids = {url: queue(url, "batch", batch) for url in (separate, batched)}
     assert ids[separate] == ids[batched]
 
-    assert ingest_all(separate, batch_uploads=1) == len(BATCH)
-    assert ingest_all(batched, batch_uploads=8) == len(BATCH)
+    assert ingest_all(separate, batch_uploads=1) == len(batch)
+    assert ingest_all(batched, batch_uploads=8) == len(batch)
 
-    assert one_transaction_each(separate, ids[separate]) == len(BATCH)
+    assert one_transaction_each(separate, ids[separate]) == len(batch)
     assert one_transaction_each(batched, ids[batched]) == 1
     done = rows(batched, "SELECT count(*) FROM upload WHERE status = 'done'")[0][0]
-    assert done == len(BATCH) + 1
+    assert done == len(batch) + 1
     for what, sql in STORED.items():
         expected = rows(separate, sql)
         assert len(expected) >= 3, what
@@ -242,7 +261,7 @@ def test_a_batch_stores_what_separate_ingests_store(database: Database) -> None:
     # The batch added to rows the history had (a cell-day, a week) and to its own.
     daily_runs = rows(batched, "SELECT max(runs) FROM rollup_daily")[0][0]
     weekly_runs = rows(batched, "SELECT max(runs) FROM rollup_test_weekly")[0][0]
-    assert (daily_runs, weekly_runs) == (3, 5)
+    assert (daily_runs, weekly_runs) == most_runs
 
 
 def test_a_report_that_fails_to_parse_fails_alone_and_the_batch_lands(
@@ -265,8 +284,10 @@ def test_a_report_that_fails_to_parse_fails_alone_and_the_batch_lands(
                   "ORDER BY id")  # fmt: skip
     assert [s[1] for s in status] == ["done", "failed", "done", "done"]
     _, _, code, detail, attempts = status[1]
-    assert code is not None and code != "store-rejected"
-    assert "tests[0]" in detail and "nodeid" in detail
+    assert code is not None
+    assert code != "store-rejected"
+    assert "tests[0]" in detail
+    assert "nodeid" in detail
     assert attempts == 1
     assert rows(url, "SELECT count(*) FROM test_result")[0][0] == 24
     assert rows(url, "SELECT upload_id FROM run ORDER BY upload_id") == [
@@ -331,4 +352,3 @@ def test_a_worker_killed_mid_batch_leaves_it_queued_and_a_restart_ingests_each_o
     # The killed claim spent an attempt of each; the restart spent one more.
     assert rows(url, "SELECT attempts FROM upload ORDER BY id") == [(2,)] * 4
     assert_rollups_equal_recomputation(url)
-
