@@ -157,10 +157,63 @@ def rollups_alone(
         return time.perf_counter() - start
 
 
+def many_runs(
+    dsn: str, frame: pd.DataFrame, project_id: int, day: datetime, *, runs: int, batch: int
+) -> float:
+    """Seconds to store `runs` runs of the suite `frame` (12 jobs taking turns, one day, the
+    suite's tests known), `batch` runs per transaction: store_run and a commit per run, or
+    ingest.store_batch.store_runs over `batch` prepared runs and one commit."""
+    from ingest.store import prepare_run
+    from ingest.store_batch import store_runs
+
+    merged = MergedRun(results=frame, session=SessionInfo())
+    memo = KnownTests()
+    with psycopg.connect(dsn) as conn:
+        uploads = [
+            int(row[0])
+            for row in conn.execute(
+                "INSERT INTO upload (project_id, content_hash, status) SELECT %s, "
+                "convert_to(%s || g, 'UTF8'), 'done' FROM generate_series(1, %s) g RETURNING id",
+                (project_id, f"many-{time.time_ns()}-", runs),
+            ).fetchall()
+        ]
+        conn.commit()
+        # Warm-up, not timed: the suite's tests written and remembered, the day's partition.
+        store_run(
+            conn, project_id=project_id, upload_id=uploads[0], merged=merged,
+            meta=RunMetadata(job="many-warm", started_at=day), known_tests=memo,
+        )  # fmt: skip
+        conn.commit()
+        start = time.perf_counter()
+        for first in range(0, runs, batch):
+            metas = [
+                (u, RunMetadata(job=f"many-{k % 12}", started_at=day))
+                for k, u in enumerate(uploads[first : first + batch], start=first)
+            ]
+            if batch == 1:
+                ((upload_id, meta),) = metas
+                store_run(
+                    conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged,
+                    known_tests=memo,
+                )  # fmt: skip
+            else:
+                prepared = [
+                    prepare_run(conn, project_id=project_id, upload_id=u, meta=meta, merged=merged)
+                    for u, meta in metas
+                ]
+                store_runs(conn, project_id=project_id, runs=prepared, known_tests=memo)
+            conn.commit()
+        return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--results", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--suite", type=int, default=1000, help="tests per run of the many-runs comparison"
+    )
+    parser.add_argument("--batch", type=int, default=8, help="runs per batched transaction")
     args = parser.parse_args()
     frame = synthetic_results(args.results, seed=1)
     with scratch_database() as (_, dsn):
@@ -173,7 +226,9 @@ def main() -> None:
         # Warm-up: creates the partition and the test dictionary (a suite's first upload).
         first = full_store(dsn, frame, project_id, base_day)
         copies, temp_copies, stores, paths, same_day = [], [], [], [], []
-        rollups, sums = [], []
+        rollups, sums, singles, batches = [], [], [], []
+        suite = frame.iloc[: args.suite].reset_index(drop=True)
+        runs = args.results // args.suite
         for r in range(args.rounds):
             copies.append(bare_copy(dsn, frame))
             temp_copies.append(bare_copy(dsn, frame, temporary=True))
@@ -183,6 +238,10 @@ def main() -> None:
             # A day of the same week: the weekly rows exist, as for every run after a week's first.
             rollups.append(rollups_alone(dsn, frame, project_id, base_day, write=True))
             sums.append(rollups_alone(dsn, frame, project_id, base_day, write=False))
+            # The same number of results as runs of a known suite: one at a time, batched.
+            many_day = base_day + timedelta(days=10 + r)
+            singles.append(many_runs(dsn, suite, project_id, many_day, runs=runs, batch=1))
+            batches.append(many_runs(dsn, suite, project_id, many_day, runs=runs, batch=args.batch))
     n = len(frame)
     copy_rate = n / statistics.median(copies)
     path_rate = n / statistics.median(paths)
@@ -214,6 +273,16 @@ def main() -> None:
     print(
         f"  their arithmetic alone (nothing written):  {sum_rate:>9,.0f} rows/s  "
         f"ratio {sum_rate / copy_rate:.2f}x"
+    )
+    single_rate = n / statistics.median(singles) if singles else 0.0
+    batch_rate = n / statistics.median(batches) if batches else 0.0
+    print(
+        f"{runs} runs of a known {args.suite}-test suite, a commit each: "
+        f"{single_rate:>9,.0f} rows/s  ratio {single_rate / copy_rate:.2f}x"
+    )
+    print(
+        f"  the same, {args.batch} runs per transaction (store_runs): "
+        f"{batch_rate:>9,.0f} rows/s  ratio {batch_rate / copy_rate:.2f}x"
     )
     print(f"medians of {args.rounds} rounds")
 

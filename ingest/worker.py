@@ -342,6 +342,10 @@ def upload_counts(stored: StoreResult, merged: MergedRun, files: int) -> dict[st
 def _detect_changes(conn: psycopg.Connection[Any], project_id: int, stored: StoreResult) -> None:
     """Push the run into the series it touched (ingest/change_detection.py): a failure there
     queues the run for a retry and never fails the upload."""
+    if not stored.branch:
+        # Never the default branch's run (detect_at_ingest ignores it): its points, 5% of a
+        # 1,000-test upload's ingest, would be thrown away.
+        return
     run = RunToDetect(project_id, stored.cell_id, stored.run_id, stored.branch)
     try:
         points = run_points(
