@@ -29,7 +29,8 @@ The terms are defined in docs/planner.md#the-model.
   (listed missing), else 0. Part of it (EXIT_FIXED_SHARE) every process pays; the rest grows
   with what the session ran (objects to free, pools to stop), so a job pays that part in
   proportion to its share of the suite's tests. Each run's measured tail is first brought to
-  the whole suite's by the same rule, so runs of any size share one measure.
+  the whole suite's by the same rule, so runs of any size share one measure, and to a quiet
+  machine's by the run's CPU share (below): shutdown is interpreter work.
 - tests: the tests' estimates (median of recent results) after removing first-use costs and
   normalising to a quiet machine, divided by the xdist workers, plus per-test bookkeeping
   (session wall - collection - test time, per test) when collection time is known.
@@ -453,9 +454,13 @@ def fit_job_model(
     run_ids = runs["run_id"].to_numpy()
     suite_tests = float(n_tests.max()) if len(n_tests) else None
     run_tests = pd.Series(n_tests.reindex(run_ids).to_numpy(), index=runs.index, dtype="float64")
-    # Each run's tail as the whole suite's: a small job's tail says less of a full one's.
-    exits = numeric_column(runs, "exit_s").where(lambda v: v >= 0) / exit_scale_of(
-        run_tests, suite_tests
+    # Each run's tail as the whole suite's on a quiet machine: a small job's tail says less of
+    # a full one's, and a run that got a share s of its core exited 1/s slower (CPU work).
+    run_share = pd.Series(runs["run_id"].map(shares).to_numpy(), index=runs.index, dtype="float64")
+    exits = (
+        numeric_column(runs, "exit_s").where(lambda v: v >= 0)
+        * run_share.fillna(1.0).clip(lower=MIN_SHARE, upper=1.0)
+        / exit_scale_of(run_tests, suite_tests)
     )
     if exits.isna().all():
         missing.append("exit_s")

@@ -558,6 +558,16 @@ def test_the_exit_tail_follows_what_the_job_ran() -> None:
     assert again.exit_s == pytest.approx(0.5)
 
 
+def test_an_exit_tail_measured_on_a_busy_machine_is_taken_at_quiet_speed() -> None:
+    # The run got half a core (its tests waited as long as they ran): its exit, interpreter
+    # work too, took twice as long as a quiet machine's would.
+    busy = measured(1, PARTS, collect_by_file=COLLECT, exit_s=1.6, share=0.5)
+    model = fit_job_model(*busy)
+    assert model.exit_s == pytest.approx(0.8)
+    quiet = fit_job_model(*measured(1, PARTS, collect_by_file=COLLECT, exit_s=1.6))
+    assert quiet.exit_s == pytest.approx(1.6)
+
+
 # The full suite's history: a.py starts a worker pool, so b.py::pool finds it running (0.3 s).
 FULL: list[Test] = [
     ("a.py::t1", 0.0, 1.0, 1.0),
