@@ -12,6 +12,9 @@ suite, with no measured job anywhere (no server, no calibration):
 3. the plan's jobs run for real `--repeats` times, each a fresh `python -m pytest` process
    timed from spawn to exit, pinned one per core (`taskset -c K`) and run side by side, as
    many at once as there are cores (N above the core count: in waves of that many).
+4. pytest-split's N groups (`--splits N --group G`, its `least_duration` algorithm, durations
+   from the same two histories) run the same way right after each round of the plan's jobs,
+   so the two pipelines' waits are compared round by round on the same machine minute.
 The per-job error is (predicted - measured) / measured; the pipeline's wait is its longest job.
 Markdown and raw JSON go to VENV/plan_acceptance.md and .json (or `--out`). The machine is
 shared and noisy: each run is stamped with the load average and a reference loop's time.
@@ -36,6 +39,7 @@ from bench.bench_plan_accuracy import RAN_CODES, Run, error_pct, reference_loop_
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = ("pytest==9.2.0", "hypothesis==6.170.27", "pympler", "cloudpickle")
+PYTEST_SPLIT = "pytest-split==0.11.0"
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,7 @@ def install(venv: Path, suites: list[Suite]) -> tuple[Path, dict[str, Path]]:
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([*pip, *TOOLS, *(s.sdist for s in SUITES.values())], check=True)
+    subprocess.run([*pip, PYTEST_SPLIT], check=True)  # a no-op once installed
     subprocess.run([*pip, "--no-deps", str(REPO / "client")], check=True)
     sources = venv / "src"
     sources.mkdir(exist_ok=True)
@@ -177,6 +182,7 @@ def forced_plan(reports: list[Path], n: int) -> dict[str, Any]:
     from analysis.split.options import SplitOptions
     from analysis.split.plan import plan_splits
     from app.cli.local_reports import HISTORY_JOB, history_invocation, load_local, local_runner
+    from app.schemas import split as answers
 
     data = load_local(tuple(map(str, reports)), "auto")
     runs = data.runs.copy()
@@ -188,7 +194,11 @@ def forced_plan(reports: list[Path], n: int) -> dict[str, Any]:
         runner=local_runner(data),
         invocation=history_invocation(data, "auto", None),
     )
-    return plan_splits(data.results, runs, options).to_dict()
+    plan = answers.SplitPlan.of(plan_splits(data.results, runs, options))
+    forced: dict[str, Any] = plan.model_dump(
+        mode="json", exclude_unset=True, exclude=set(answers.SERVER_FIELDS)
+    )
+    return forced
 
 
 def measure_suite(
@@ -206,6 +216,7 @@ def measure_suite(
         history += run_processes([(f"{suite.name} history {i}", wrapped, report)], cwd, 1)[0]
     exits = [json.loads(r.read_text())["session"].get("exit_s") for r in reports]
     history_ids = set(history[0].nodeids)
+    durations = split_durations(reports, work / "test_durations.json")
     plans = []
     for n in counts:
         plan = laptime_plan(reports, n)
@@ -216,6 +227,7 @@ def measure_suite(
         print(f"{suite.name} N={n}: {plan['verdict']}{forced}, wait {plan['after']['wait_s']:.2f}s")
         jobs = plan["jobs"]
         rounds = []
+        split_rounds: list[list[Run]] = []
         round_waits: list[list[float | None]] = []
         for rep in range(1, repeats + 1):
             commands = [
@@ -229,8 +241,17 @@ def measure_suite(
             runs, waits = run_processes(commands, cwd, cores)
             rounds.append(runs)
             round_waits.append([waits.get(r.label) for r in runs])
+            groups = [
+                (
+                    f"{suite.name} N={n} pytest-split group {g} rep {rep}",
+                    _pytest(python, split_args(suite, n, g, durations), work / f"s{n}_{g}.json"),
+                    work / f"s{n}_{g}.json",
+                )
+                for g in range(1, n + 1)
+            ]
+            split_rounds.append(run_processes(groups, cwd, cores)[0])
         problems = []
-        for runs in rounds:
+        for runs in [*rounds, *split_rounds]:
             ran = [set(r.nodeids) for r in runs]
             union = set().union(*ran)
             if sum(len(s) for s in ran) != len(union):
@@ -264,6 +285,7 @@ def measure_suite(
                     for i, job in enumerate(jobs, start=1)
                 ],
                 "measured_wait_s": [max(r.wall_s for r in runs) for runs in rounds],
+                "pytest_split_wait_s": [max(r.wall_s for r in runs) for runs in split_rounds],
                 "problems": sorted(set(problems)),
             }
         )
@@ -273,6 +295,32 @@ def measure_suite(
         "history_exit_s": exits,
         "plans": plans,
     }
+
+
+def split_durations(reports: list[Path], path: Path) -> Path:
+    """pytest-split's durations file from the histories: each test's mean duration."""
+    seconds: dict[str, list[float]] = {}
+    for report in reports:
+        for test in json.loads(report.read_text())["tests"]:
+            if test.get("duration_s") is not None:
+                seconds.setdefault(test["nodeid"], []).append(float(test["duration_s"]))
+    path.write_text(json.dumps({k: statistics.fmean(v) for k, v in sorted(seconds.items())}))
+    return path
+
+
+def split_args(suite: Suite, n: int, group: int, durations: Path) -> list[str]:
+    """pytest-split's group `group` of `n`, with its best algorithm for a balanced wait."""
+    return [
+        suite.tests,
+        "--splits",
+        str(n),
+        "--group",
+        str(group),
+        "--durations-path",
+        str(durations),
+        "--splitting-algorithm",
+        "least_duration",
+    ]
 
 
 def summary(results: list[dict[str, Any]], key: str = "measured_wall_s") -> dict[str, Any]:
@@ -328,14 +376,21 @@ def markdown(results: list[dict[str, Any]], command: str) -> str:
                     f"{job['predicted_wall_s']:.2f} | {measured} | {errs} | {quiet} | "
                     f"{quiet_errs} |"
                 )
-        lines += ["", "| N | predicted wait s | measured wait s (reps) | error % | runs OK |"]
-        lines += ["|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| N | predicted wait s | measured wait s (reps) | error % | pytest-split wait s "
+            "(reps) | laptime / pytest-split (reps) | runs OK |",
+        ]
+        lines += ["|---|---|---|---|---|---|---|"]
         for plan in res["plans"]:
             waits = plan["measured_wait_s"]
+            split_waits = plan.get("pytest_split_wait_s") or []
             err = error_pct(plan["predicted_wait_s"], statistics.fmean(waits))
+            ratios = " / ".join(f"{a / b:.2f}" for a, b in zip(waits, split_waits, strict=False))
             lines.append(
                 f"| {plan['n']} | {plan['predicted_wait_s']:.2f} | "
                 f"{' / '.join(f'{w:.2f}' for w in waits)} | {err:+.1f} | "
+                f"{' / '.join(f'{w:.2f}' for w in split_waits)} | {ratios} | "
                 f"{'; '.join(plan['problems']) or 'yes'} |"
             )
         lines.append("")

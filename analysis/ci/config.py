@@ -17,6 +17,7 @@ import pandas as pd
 from analysis.ci import loop as ci_loop
 from analysis.ci.loop import LISTED_MAX_ARGS, MATRIX_LABELS_KEY
 from analysis.ci.plan_labels import LABELS_VAR, UNSTORED_NOTE, UNTRACKED_NOTE, plan_labels
+from analysis.ci.pytest_selection import exclusion_args
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,8 @@ def job_pytest_args(
         return [("-m", expr) for expr in split.expressions]
     home = default_job(members_per_job)
     others = [m for i in range(k) if i != home for m in members_per_job[i]]
-    deselect = tuple(arg for m in others for arg in ("--deselect", m))
-    return [deselect if i == home else tuple(members_per_job[i]) for i in range(k)]
+    rest = exclusion_args(others)
+    return [rest if i == home else tuple(members_per_job[i]) for i in range(k)]
 
 
 # Past this many pytest arguments in all, a snippet lets each job ask the server for its shard

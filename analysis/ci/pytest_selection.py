@@ -145,6 +145,15 @@ def _starting_with(ordered: Sequence[str], prefix: str) -> int:
     return bisect_left(ordered, prefix + "\U0010ffff") - bisect_left(ordered, prefix)
 
 
+def exclusion_args(members: Iterable[str]) -> tuple[str, ...]:
+    """pytest options leaving `members` out: a whole file by `--ignore`, which skips its
+    import and collection (`--deselect` still pays both), a part of one by `--deselect`."""
+    out: list[str] = []
+    for member in members:
+        out.extend(("--deselect", member) if "::" in member else ("--ignore", member))
+    return tuple(out)
+
+
 def job_args(
     all_nodeids: Sequence[str],
     nodeids_per_job: Sequence[Sequence[str]],
@@ -153,7 +162,7 @@ def job_args(
     home: int | None = None,
 ) -> list[tuple[str, ...]]:
     """Each job's pytest arguments. Job `home` (if any) runs everything but the other jobs'
-    tests (`--deselect`), so a test added after the plan still runs somewhere; under
+    tests (`exclusion_args`), so a test added after the plan still runs somewhere; under
     `--pyargs` it lists its members like the others (see Invocation.roots)."""
     out: list[tuple[str, ...]] = []
     for i, nodeids in enumerate(nodeids_per_job):
@@ -161,8 +170,7 @@ def job_args(
         if i == home and roots is not None:
             others = [n for j, ids in enumerate(nodeids_per_job) if j != home for n in ids]
             members = coarsest_members(all_nodeids, others, by_prefix=True)
-            deselect = tuple(a for m in members for a in ("--deselect", m))
-            out.append((*invocation.prefix_args(), *roots, *deselect))
+            out.append((*invocation.prefix_args(), *roots, *exclusion_args(members)))
             continue
         members = coarsest_members(all_nodeids, nodeids)
         args = tuple(invocation.member_arg(m) for m in members)

@@ -26,7 +26,11 @@ The terms are defined in docs/planner.md#the-model.
 - exit: the process's exit after its session (reports, interpreter shutdown, worker pools),
   which the plugin inside the process cannot time: the job's median `exit_s` measured by
   `laptime-ci run`, else the project's median, else EXIT_TAIL_DEFAULT_S for a plugin history
-  (listed missing), else 0.
+  (listed missing), else 0. Part of it (EXIT_FIXED_SHARE) every process pays; the rest grows
+  with what the session ran (objects to free, pools to stop), so a job pays that part in
+  proportion to its share of the suite's tests. Each run's measured tail is first brought to
+  the whole suite's by the same rule, so runs of any size share one measure, and to a quiet
+  machine's by the run's CPU share (below): shutdown is interpreter work.
 - tests: the tests' estimates (median of recent results) after removing first-use costs and
   normalising to a quiet machine, divided by the xdist workers, plus per-test bookkeeping
   (session wall - collection - test time, per test) when collection time is known.
@@ -146,6 +150,7 @@ class JobModel:
     # measured (`laptime-ci run`) per job, else the project's median, else EXIT_TAIL_DEFAULT_S.
     exit_s: float = 0.0
     exit_by_job: dict[str, float] = field(default_factory=dict)
+    exit_suite_tests: float | None = None  # the suite's size the exit tails are scaled to
     # nodeid -> seconds its call pays when it runs first in a process (see the module doc);
     # already in that test's estimate in `results`.
     call_first_use_s: dict[str, float] = field(default_factory=dict)
@@ -184,7 +189,9 @@ class JobModel:
         inherits from)."""
         measured_setup = self.ci_setup_by_job.get(job or "", self.ci_setup_s)
         startup = self.startup_by_job.get(job or "", self.startup_s)
-        exit_tail = self.exit_by_job.get(job or "", self.exit_s)
+        exit_tail = self.exit_by_job.get(job or "", self.exit_s) * exit_scale(
+            n_tests, self.exit_suite_tests
+        )
         missing = list(self.inputs_missing)
         unique = set(files)
         if overhead_given:
@@ -442,12 +449,21 @@ def fit_job_model(
         missing.append("heap_objects")
     if malloc_unknown(runs):
         missing.append("malloc")
-    exits = numeric_column(runs, "exit_s").where(lambda v: v >= 0)
-    if exits.isna().all():
-        missing.append("exit_s")
     test_sum = wall.groupby(results["run_id"]).sum()
     n_tests = results.groupby("run_id").size()
     run_ids = runs["run_id"].to_numpy()
+    suite_tests = float(n_tests.max()) if len(n_tests) else None
+    run_tests = pd.Series(n_tests.reindex(run_ids).to_numpy(), index=runs.index, dtype="float64")
+    # Each run's tail as the whole suite's on a quiet machine: a small job's tail says less of
+    # a full one's, and a run that got a share s of its core exited 1/s slower (CPU work).
+    run_share = pd.Series(runs["run_id"].map(shares).to_numpy(), index=runs.index, dtype="float64")
+    exits = (
+        numeric_column(runs, "exit_s").where(lambda v: v >= 0)
+        * run_share.fillna(1.0).clip(lower=MIN_SHARE, upper=1.0)
+        / exit_scale_of(run_tests, suite_tests)
+    )
+    if exits.isna().all():
+        missing.append("exit_s")
     workers = numeric_column(runs, "xdist_workers").fillna(1.0).clip(lower=1.0).to_numpy()
     bookkeeping = (
         run_wall.to_numpy() - collect.to_numpy() - test_sum.reindex(run_ids).to_numpy() / workers
@@ -470,8 +486,9 @@ def fit_job_model(
         setup_factor=setup_factor,
         test_factor=test_factor,
         heap=fit_heap_profile(results, runs, quiet_factor),
-        exit_s=exit_tail_s(runs),
+        exit_s=exit_tail_s(runs, exits),
         exit_by_job=_median_by(exits, job_names),
+        exit_suite_tests=suite_tests,
         call_first_use_s={str(k): float(v) for k, v in call_fu.items()},
     )
 
@@ -480,13 +497,36 @@ def fit_job_model(
 # library's worker pool stopped), measured on a scientific-Python suite: 0.5-1.2 s per job
 # run, 1.4 s in its histories. The default until a project's runs measure it.
 EXIT_TAIL_DEFAULT_S = 1.0
+# The part of a whole suite's exit tail that a process pays whatever it ran (pytest's and the
+# interpreter's own shutdown), measured on more-itertools 10.7: a job of 47 of its 671 tests
+# took 0.42 s to exit where the whole suite took 0.70 s; attrs 26.1 (0.08-0.19 s against
+# 0.20-0.23 s) puts it lower, so this errs towards charging a small job too much.
+EXIT_FIXED_SHARE = 0.6
 
 
-def exit_tail_s(runs: pd.DataFrame) -> float:
-    """The seconds a job process takes to exit after its session: the runs' median `exit_s`
-    when measured, else EXIT_TAIL_DEFAULT_S for a plugin history (its job wall is taken at
-    session end, before the exit), else 0 (a job wall taken by a later step includes it)."""
-    measured = numeric_column(runs, "exit_s").dropna()
+def exit_scale(n_tests: float, suite_tests: float | None) -> float:
+    """A job's exit tail as a fraction of the whole suite's (see the module doc)."""
+    if not suite_tests:
+        return 1.0
+    return EXIT_FIXED_SHARE + (1.0 - EXIT_FIXED_SHARE) * min(max(n_tests, 0.0) / suite_tests, 1.0)
+
+
+def exit_scale_of(n_tests: pd.Series, suite_tests: float | None) -> pd.Series:
+    """`exit_scale` of each run's test count (1 where the count is unknown)."""
+    if not suite_tests:
+        return pd.Series(1.0, index=n_tests.index)
+    share = (n_tests.clip(lower=0.0) / suite_tests).clip(upper=1.0).fillna(1.0)
+    return EXIT_FIXED_SHARE + (1.0 - EXIT_FIXED_SHARE) * share
+
+
+def exit_tail_s(runs: pd.DataFrame, whole_suite_exits: pd.Series | None = None) -> float:
+    """The seconds the whole suite's process takes to exit after its session: the runs'
+    median tail (brought to the whole suite's, `whole_suite_exits`) when measured, else
+    EXIT_TAIL_DEFAULT_S for a plugin history (its job wall is taken at session end, before the
+    exit), else 0 (a job wall taken by a later step includes it)."""
+    if whole_suite_exits is None:
+        whole_suite_exits = numeric_column(runs, "exit_s")
+    measured = whole_suite_exits.dropna()
     measured = measured[measured >= 0]
     if len(measured):
         return float(measured.median())

@@ -11,6 +11,7 @@ import pytest
 from analysis.sizing.catalogue import load_catalogue_text
 from analysis.sizing.machine_fit import fit_machines, platform_os_arch
 from analysis.split.job_model import (
+    EXIT_FIXED_SHARE,
     EXIT_TAIL_DEFAULT_S,
     MODEL_INPUTS,
     JobModel,
@@ -486,7 +487,7 @@ def test_the_measured_exit_tail_is_charged_per_job() -> None:
 
     def exit_of(job: str) -> float:
         parts = model.predict(
-            files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0, job=job
+            files=["a.py", "b.py"], n_tests=5, test_s=16.0, workers=1, overhead_s=0.0, job=job
         )
         assert parts.fixed_s == pytest.approx(
             parts.ci_setup_s + parts.startup_s + parts.collect_s + parts.first_use_s + parts.exit_s
@@ -501,7 +502,7 @@ def test_the_measured_exit_tail_is_charged_per_job() -> None:
 def test_a_job_without_a_measured_tail_takes_the_projects() -> None:
     model = _two_jobs(None, 1.5)
     parts = model.predict(
-        files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0, job="unit"
+        files=["a.py", "b.py"], n_tests=5, test_s=16.0, workers=1, overhead_s=0.0, job="unit"
     )
     assert parts.exit_s == pytest.approx(1.5)
     assert "exit_s" not in model.inputs_missing
@@ -509,7 +510,7 @@ def test_a_job_without_a_measured_tail_takes_the_projects() -> None:
 
 def test_an_unmeasured_exit_tail_is_the_stated_default() -> None:
     model = _two_jobs(None, None)
-    parts = model.predict(files=["a.py"], n_tests=3, test_s=6.0, workers=1, overhead_s=0.0)
+    parts = model.predict(files=["a.py", "b.py"], n_tests=5, test_s=16.0, workers=1, overhead_s=0.0)
     assert parts.exit_s == pytest.approx(EXIT_TAIL_DEFAULT_S)
     assert model.inputs_missing == ("exit_s",)
     note = missing_inputs_note(model.inputs_missing)
@@ -520,6 +521,51 @@ def test_an_unmeasured_exit_tail_is_the_stated_default() -> None:
     junit = fit_job_model(junit_results, junit_runs)
     assert junit.exit_s == 0.0
     assert "exit_s" in junit.inputs_missing
+
+
+def test_the_exit_tail_follows_what_the_job_ran() -> None:
+    # Two whole-suite runs measured a 0.8 s tail; part of it every process pays (interpreter
+    # and pytest shutdown), the rest grows with what the session ran.
+    model = _two_jobs(0.8, 0.8)
+    fixed = EXIT_FIXED_SHARE * 0.8
+
+    def exit_for(n_tests: int) -> float:
+        files = ["a.py", "b.py"][: 1 + (n_tests > 3)]
+        parts = model.predict(
+            files=files, n_tests=n_tests, test_s=1.0, workers=1, overhead_s=0.0, job="unit"
+        )
+        return parts.exit_s
+
+    assert exit_for(5) == pytest.approx(0.8)
+    assert exit_for(1) == pytest.approx(fixed + (0.8 - fixed) / 5)
+    assert fixed < exit_for(1) < exit_for(3) < exit_for(5)
+    # A job run that held 1 of the suite's 5 tests and took 0.5 s says the whole suite's tail
+    # is 0.5 / (its scale): runs of any size are brought to one measure before the median.
+    small_results, small_runs = measured(
+        3, PARTS[:1], collect_by_file={"a.py": 0.5}, exit_s=0.5, job="unit"
+    )
+    whole_results, whole_runs = measured(4, PARTS, collect_by_file=COLLECT, exit_s=None)
+    mixed = fit_job_model(
+        pd.concat([small_results, whole_results], ignore_index=True),
+        pd.concat([small_runs, whole_runs], ignore_index=True),
+    )
+    scale_one = EXIT_FIXED_SHARE + (1 - EXIT_FIXED_SHARE) / 5
+    suite_tail = 0.5 / scale_one
+    assert mixed.exit_by_job["unit"] == pytest.approx(suite_tail)
+    again = mixed.predict(
+        files=["a.py"], n_tests=1, test_s=1.0, workers=1, overhead_s=0.0, job="unit"
+    )
+    assert again.exit_s == pytest.approx(0.5)
+
+
+def test_an_exit_tail_measured_on_a_busy_machine_is_taken_at_quiet_speed() -> None:
+    # The run got half a core (its tests waited as long as they ran): its exit, interpreter
+    # work too, took twice as long as a quiet machine's would.
+    busy = measured(1, PARTS, collect_by_file=COLLECT, exit_s=1.6, share=0.5)
+    model = fit_job_model(*busy)
+    assert model.exit_s == pytest.approx(0.8)
+    quiet = fit_job_model(*measured(1, PARTS, collect_by_file=COLLECT, exit_s=1.6))
+    assert quiet.exit_s == pytest.approx(1.6)
 
 
 # The full suite's history: a.py starts a worker pool, so b.py::pool finds it running (0.3 s).

@@ -253,6 +253,33 @@ def test_members_are_the_coarsest_and_deselect_never_catches_a_neighbour() -> No
     assert coarsest_members(everything, [*job, "a.py::fx"]) == ["a.py"]
 
 
+def test_the_catch_all_job_never_collects_another_jobs_whole_file() -> None:
+    # `--deselect` still imports and collects a file; `--ignore` skips it, so the job that
+    # runs "everything else" pays only for its own files' collection, as the model prices it.
+    ids = ["a.py::t1", "a.py::t2", "b.py::T::t", "b.py::u", "c.py::v"]
+    args = job_args(
+        ids, [["a.py::t1", "a.py::t2", "b.py::T::t"], ["b.py::u", "c.py::v"]], Invocation(), home=0
+    )
+    assert args[0] == ("--deselect", "b.py::u", "--ignore", "c.py")
+    assert args[1] == ("b.py::u", "c.py")
+
+
+def test_the_catch_all_job_does_not_import_the_ignored_files(tmp_path: Path) -> None:
+    (tmp_path / "test_home.py").write_text("def test_1(): pass\ndef test_2(): pass\n")
+    # Importing this file leaves a trace: the catch-all job must not.
+    (tmp_path / "test_far.py").write_text(
+        "import pathlib\npathlib.Path('imported').write_text('x')\ndef test_far(): pass\n"
+    )
+    ids = ["test_home.py::test_1", "test_home.py::test_2", "test_far.py::test_far"]
+    home, far = job_args(ids, [ids[:2], ids[2:]], Invocation(), home=0)
+    ran = _pytest(tmp_path, tmp_path, *home, "--collect-only", "-q")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert read_collected(ran.stdout) == ids[:2]
+    assert not (tmp_path / "imported").exists()
+    other = _pytest(tmp_path, tmp_path, *far, "--collect-only", "-q")
+    assert read_collected(other.stdout) == ids[2:]
+
+
 def test_pyargs_members_are_modules_under_the_history_rootdir() -> None:
     replay = Invocation("pyargs", "/venv/lib/python3.11/site-packages/nx")
     ids = ["alg/tests/test_a.py::T::t", "alg/tests/test_a.py::u", "utils/test_b.py::v"]

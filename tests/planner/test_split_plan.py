@@ -33,7 +33,7 @@ def test_file_split_numbers() -> None:
     assert p.config["files"] == [list(job.members) for job in p.jobs]
     # The job with the most members runs everything else, so new files still run.
     home = next(job for job in p.jobs if job.members == ("b.py", "c.py"))
-    assert home.pytest_args == ("--deselect", "a.py")
+    assert home.pytest_args == ("--ignore", "a.py")
     assert p.config["test_durations"] == TESTS
 
 
