@@ -13,10 +13,10 @@ Before (the figures README.md quotes; tests/test_before_figures.py checks them):
 - `5.7 uploads/s`: end to end with 1 worker and with 3 workers, load average 10-12, the code at
   commit 35487e62a792 (the parent of the array-parameter store), run back to back
   with the new code, `python -m bench.bench_upload_rate --uploads 20 --tests 1000`.
-- `19.6-19.7 uploads/s`: end to end with 1 worker (24.3-25.9 with 3), load average 0.7-3.4,
-  the code at commit 6c9c2285f3d1 (the parent of the batched ingest), alternated with the
-  new code, `python -m bench.bench_upload_rate --uploads 20 --tests 1000`.
-- `101-110 / 137-158 ms`: upload p95 while 1 / 3 workers ingest, the same runs, the code at
+- `16.5-19.7 uploads/s`: end to end with 1 worker (17.9-25.9 with 3), four runs at load
+  average 0.7-4.4, the code at commit 6c9c2285f3d1 (the parent of the batched ingest),
+  alternated with the new code, `python -m bench.bench_upload_rate --uploads 20 --tests 1000`.
+- `101-156 / 119-158 ms`: upload p95 while 1 / 3 workers ingest, the same runs, the code at
   commit 6c9c2285f3d1, `python -m bench.bench_upload_rate --uploads 20 --tests 1000`.
 """
 
