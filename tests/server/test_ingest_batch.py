@@ -352,3 +352,55 @@ def test_a_worker_killed_mid_batch_leaves_it_queued_and_a_restart_ingests_each_o
     # The killed claim spent an attempt of each; the restart spent one more.
     assert rows(url, "SELECT attempts FROM upload ORDER BY id") == [(2,)] * 4
     assert_rollups_equal_recomputation(url)
+
+
+def fail_run_inserts_of_job(url: str, job: str, sqlstate: str) -> None:
+    """Make every insert of a run of `job` fail with `sqlstate`, mid-ingest (a trigger)."""
+    with psycopg.connect(sqlalchemy_to_dsn(url), autocommit=True) as conn:
+        conn.execute(
+            f"""
+            CREATE FUNCTION fault_job() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.job = '{job}' THEN
+                    RAISE EXCEPTION 'injected fault' USING ERRCODE = '{sqlstate}';
+                END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER fault_job BEFORE INSERT ON run
+                FOR EACH ROW EXECUTE FUNCTION fault_job();
+            """
+        )
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "code", "attempts"),
+    # Data the database refuses fails at its first ingest alone; a fault like a bug of ours
+    # spends every attempt the upload has.
+    [("22023", "store-rejected", 2), ("P0001", "ingest-gave-up", 3)],
+    ids=["refused-data", "poison"],
+)
+def test_an_upload_that_fails_the_batch_fails_alone_and_the_others_land(
+    database: Database, sqlstate: str, code: str, attempts: int
+) -> None:
+    url = make_private_db(database)
+    new_project(url, "faulty")
+    fail_run_inserts_of_job(url, "bad", sqlstate)
+    uploads = (*BATCH[:2], ("bad", BATCH[2][1], BATCH[2][2]), BATCH[3])
+    ids = queue(url, "faulty", uploads)
+    dsn = sqlalchemy_to_dsn(url)
+    config = WorkerConfig(name="batch-test", batch_uploads=8, max_attempts=3)
+    with ingest_connection(dsn, "batch-test") as conn, side_connection(dsn, "batch-test") as side:
+        # Each drain ends when the queue is empty; a bug-like fault leaves its upload queued.
+        for _ in range(3):
+            drain(conn, side, config, known_tests=KnownTests())
+
+    status = rows(url, "SELECT status, error_code, attempts FROM upload ORDER BY id")
+    # The batch failed once (an attempt of each), then each went alone.
+    assert status == [
+        ("done", None, 2), ("done", None, 2), ("failed", code, attempts), ("done", None, 2)
+    ]  # fmt: skip
+    assert rows(url, "SELECT upload_id FROM run ORDER BY upload_id") == [
+        (ids[0],), (ids[1],), (ids[3],)
+    ]  # fmt: skip
+    assert rows(url, "SELECT count(*) FROM test_result") == [(60,)]
+    assert_rollups_equal_recomputation(url)
