@@ -134,7 +134,7 @@ def instrument(clock: PhaseClock) -> None:
     for name in ("_record_attempts", "_ingest_batch", "prepare_run", "store_runs", "_parse"):
         if hasattr(batch, name):
             timed(batch, name, f"batch.{name}")
-    for name in ("parse_upload_files", "merge_upload", "_detect_changes", "report_outcome"):
+    for name in ("parse_upload_files", "merge_upload", "detect_changes", "report_outcome"):
         if hasattr(batch, name):
             timed(batch, name)
     for name in ("_upsert_test_cases", "copy_result_frame", "_store_rollups", "dictionary_rows"):

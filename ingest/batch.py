@@ -37,7 +37,7 @@ from ingest.worker import (
     ShutdownRequested,
     TransientFailure,
     WorkerConfig,
-    _detect_changes,
+    detect_changes,
     merge_upload,
     metadata_from_json,
     parse_upload_files,
@@ -248,7 +248,7 @@ def _ingest_batch(
     runs = [prepared[i] for i, _, _ in parsed]
     stored = store_runs(conn, project_id=project_id, runs=runs, known_tests=known_tests)
     for result in stored:
-        _detect_changes(conn, project_id, result)
+        detect_changes(conn, project_id, result)
     conn.execute(
         _MARK_DONE,
         {

@@ -643,12 +643,12 @@ def result_frame(
             "last_attempt_s": results["last_attempt_s"].to_numpy(),
             "flaky": results["flaky"].to_numpy(),
             "peak_rss_mib": results["peak_rss_mib"].to_numpy(),
-            "cpu_s": _float_column(results["cpu_s"]),
+            "cpu_s": float_column(results["cpu_s"]),
             "seq": _integer_column(results["seq"]),
-            "gc_s": _float_column(results["gc_s"]),
+            "gc_s": float_column(results["gc_s"]),
             "heap_scans": _integer_column(results["heap_scans"]),
             "heap_objects": _integer_column(results["heap_objects"]),
-            "cpu_wait_s": _float_column(results["cpu_wait_s"]),
+            "cpu_wait_s": float_column(results["cpu_wait_s"]),
             "worker": results["worker"].to_numpy(),
             "message": results["message"].to_numpy(),
         }
@@ -671,7 +671,7 @@ def copy_result_frame(conn: psycopg.Connection[Any], frame: pd.DataFrame) -> Non
         _copy_rows(conn, "test_result", frame.loc[with_message])
 
 
-def _float_column(values: pd.Series) -> np.ndarray:
+def float_column(values: pd.Series) -> np.ndarray:
     """A measure column as float64, NaN (NULL) where unknown."""
     return pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
 
@@ -682,11 +682,11 @@ def _integer_column(values: pd.Series) -> Any:
     return pd.to_numeric(values, errors="coerce").round().astype("Int64").array
 
 
-_ROLLUP_VALUES = (
+ROLLUP_VALUES = (
     "runs, known, total_s, max_s, setup_s, call_s, teardown_s, failures, flaky, peak_rss_mib"
 )
 
-_ROLLUP_MERGE = """
+ROLLUP_MERGE = """
     runs = r.runs + excluded.runs,
     known = r.known + excluded.known,
     total_s = r.total_s + excluded.total_s,
@@ -751,13 +751,11 @@ SELECT %(project)s, %(week)s, %(cell)s, file, tests, {values} FROM files
 ON CONFLICT (project_id, week, cell_id, file) DO UPDATE SET
     tests = greatest(r.tests, excluded.tests), {merge}
 """
-_ROLLUPS_FIRST = _STORE_ROLLUPS.format(
-    values=_ROLLUP_VALUES, merge=_ROLLUP_MERGE, daily_conflict=""
-)
+_ROLLUPS_FIRST = _STORE_ROLLUPS.format(values=ROLLUP_VALUES, merge=ROLLUP_MERGE, daily_conflict="")
 _ROLLUPS_AGAIN = _STORE_ROLLUPS.format(
-    values=_ROLLUP_VALUES,
-    merge=_ROLLUP_MERGE,
-    daily_conflict="ON CONFLICT (project_id, day, cell_id, test_id) DO UPDATE SET " + _ROLLUP_MERGE,
+    values=ROLLUP_VALUES,
+    merge=ROLLUP_MERGE,
+    daily_conflict="ON CONFLICT (project_id, day, cell_id, test_id) DO UPDATE SET " + ROLLUP_MERGE,
 )
 
 
@@ -795,7 +793,7 @@ def _store_rollups(
     file_codes, file_names = pd.factorize(sorted_results["file"].fillna("(unknown)"), sort=False)
 
     def floats(column: str) -> Float8Array:
-        return Float8Array(_float_column(sorted_results[column]))
+        return Float8Array(float_column(sorted_results[column]))
 
     conn.execute(
         _ROLLUPS_AGAIN if row[2] else _ROLLUPS_FIRST,
@@ -811,7 +809,7 @@ def _store_rollups(
             "teardown_s": floats("teardown_s"),
             "failures": Int4Array(sorted_results["outcome"].isin(("failed", "error")).to_numpy()),
             "flaky": Int4Array(sorted_results["flaky"].to_numpy().astype(np.int32)),
-            "peak_rss_mib": Float4Array(_float_column(sorted_results["peak_rss_mib"])),
+            "peak_rss_mib": Float4Array(float_column(sorted_results["peak_rss_mib"])),
             "file_code": Int4Array(file_codes.astype(np.int32)),
             "files": [str(name) for name in file_names],
         },

@@ -20,16 +20,16 @@ import psycopg
 
 from ingest.pg_arrays import Float4Array, Float8Array, Int4Array, Int8Array
 from ingest.store import (
-    _ROLLUP_MERGE,
-    _ROLLUP_VALUES,
     DICTIONARY_TEXT,
+    ROLLUP_MERGE,
+    ROLLUP_VALUES,
     KnownTests,
     PreparedRun,
     StoreResult,
-    _float_column,
     copy_result_frame,
     dictionary_params,
     dictionary_rows,
+    float_column,
     result_frame,
 )
 
@@ -61,7 +61,7 @@ SELECT s.run_code, count(*) FROM ins JOIN unnest(%(ids)b, %(run_code)b) AS s(id,
 WHERE ins.inserted GROUP BY s.run_code
 """
 
-# Sums of fact rows sharing a rollup key: what the upsert's merge (ingest.store._ROLLUP_MERGE)
+# Sums of fact rows sharing a rollup key: what the upsert's merge (ingest.store.ROLLUP_MERGE)
 # makes of them one at a time (sum() of no known phase is NULL, as the merge keeps it).
 _SUMS = """sum(runs), sum(known), sum(total_s), max(max_s), sum(setup_s), sum(call_s),
         sum(teardown_s), sum(failures), sum(flaky), max(peak_rss_mib)"""
@@ -115,11 +115,11 @@ ON CONFLICT (project_id, week, cell_id, file) DO UPDATE SET
 # Tests that no two runs of the batch share (the arrays come sorted by test id, so a plain
 # insert meets them in index order), and tests that some share: summed per key first.
 _ROLLUPS_DISTINCT = _STORE_ROLLUPS.format(
-    values=_ROLLUP_VALUES, sums=_SUMS, merge=_ROLLUP_MERGE, per_test=_ROLLUP_VALUES,
+    values=ROLLUP_VALUES, sums=_SUMS, merge=ROLLUP_MERGE, per_test=ROLLUP_VALUES,
     daily_groups="", cell_weekly_groups="", test_weekly_groups="",
 )  # fmt: skip
 _ROLLUPS_SHARED = _STORE_ROLLUPS.format(
-    values=_ROLLUP_VALUES, sums=_SUMS, merge=_ROLLUP_MERGE, per_test=_SUMS,
+    values=ROLLUP_VALUES, sums=_SUMS, merge=ROLLUP_MERGE, per_test=_SUMS,
     daily_groups="GROUP BY day, cell_id, test_id ORDER BY test_id",
     cell_weekly_groups="GROUP BY week, cell_id, test_id ORDER BY test_id",
     test_weekly_groups="GROUP BY week, test_id ORDER BY test_id",
@@ -266,7 +266,7 @@ def _store_rollups(
     shared = bool((test_ids[1:] == test_ids[:-1]).any())
 
     def floats(column: str) -> Float8Array:
-        return Float8Array(_float_column(frame[column]))
+        return Float8Array(float_column(frame[column]))
 
     conn.execute(
         _ROLLUPS_SHARED if shared else _ROLLUPS_DISTINCT,
@@ -286,6 +286,6 @@ def _store_rollups(
             "teardown_s": floats("teardown_s"),
             "failures": Int4Array(frame["outcome"].isin(("failed", "error")).to_numpy()),
             "flaky": Int4Array(frame["flaky"].to_numpy().astype(np.int32)),
-            "peak_rss_mib": Float4Array(_float_column(frame["peak_rss_mib"])),
+            "peak_rss_mib": Float4Array(float_column(frame["peak_rss_mib"])),
         },
     )

@@ -293,7 +293,7 @@ def _ingest(
         merged=merged,
         known_tests=known_tests,
     )
-    _detect_changes(conn, project_id, stored)
+    detect_changes(conn, project_id, stored)
     counts = upload_counts(stored, merged, len(reports))
     # clock_timestamp(): now() would be the start of this (possibly long) transaction.
     conn.execute(
@@ -339,7 +339,7 @@ def upload_counts(stored: StoreResult, merged: MergedRun, files: int) -> dict[st
     }
 
 
-def _detect_changes(conn: psycopg.Connection[Any], project_id: int, stored: StoreResult) -> None:
+def detect_changes(conn: psycopg.Connection[Any], project_id: int, stored: StoreResult) -> None:
     """Push the run into the series it touched (ingest/change_detection.py): a failure there
     queues the run for a retry and never fails the upload."""
     if not stored.branch:
