@@ -41,7 +41,7 @@ from ingest.worker import (
     merge_upload,
     metadata_from_json,
     parse_upload_files,
-    process_next,
+    process_one,
     report_outcome,
     upload_counts,
     worker_name,
@@ -151,15 +151,9 @@ def process_batch(
             heartbeat.set("idle", at_once=False)
     if not claims:
         # Alone (claimed before, or no mate queued): the single path, its own claim.
-        upload_id = process_next(
-            conn,
-            side,
-            config,
-            heartbeat=heartbeat,
-            known_tests=known_tests,
-            deferred=frozenset(deferred or ()),
+        return process_one(
+            conn, side, config, heartbeat=heartbeat, known_tests=known_tests, deferred=deferred
         )
-        return None if upload_id is None else [upload_id]
     for claim, outcome in zip(claims, outcomes, strict=True):
         if outcome is not None:
             report_outcome(claim, outcome)  # committed: only now does it count

@@ -521,7 +521,20 @@ def _copy_rows(conn: psycopg.Connection[Any], table: str, frame: pd.DataFrame) -
             copy.write_row(row)
 
 
-_UPSERT_TEST_CASES = """
+# How a test case already known takes a new sighting: the earliest day, the latest markers,
+# the first file and parametrize values known (one run's upsert and a batch's share it).
+TEST_CASE_CONFLICT = """    ON CONFLICT (id) DO UPDATE SET
+        first_seen = least(t.first_seen, excluded.first_seen),
+        markers = coalesce(excluded.markers, t.markers),
+        param_values = coalesce(excluded.param_values, t.param_values),
+        file = coalesce(t.file, excluded.file)
+    WHERE t.first_seen > excluded.first_seen
+       OR (excluded.markers IS NOT NULL AND t.markers IS DISTINCT FROM excluded.markers)
+       OR (excluded.param_values IS NOT NULL AND t.param_values IS NULL)
+"""
+
+_UPSERT_TEST_CASES = (
+    """
 WITH ins AS (
     INSERT INTO test_case AS t (project_id, first_seen, id, nodeid, file, classname, function,
         params, param_values, markers)
@@ -531,18 +544,13 @@ WITH ins AS (
         %(function)b::text[], %(params)b::text[], %(param_values)b::text[], %(markers)b::text[])
         AS s(id, nodeid, file, classname, function, params, param_values, markers)
     ORDER BY s.id
-    ON CONFLICT (id) DO UPDATE SET
-        first_seen = least(t.first_seen, excluded.first_seen),
-        markers = coalesce(excluded.markers, t.markers),
-        param_values = coalesce(excluded.param_values, t.param_values),
-        file = coalesce(t.file, excluded.file)
-    WHERE t.first_seen > excluded.first_seen
-       OR (excluded.markers IS NOT NULL AND t.markers IS DISTINCT FROM excluded.markers)
-       OR (excluded.param_values IS NOT NULL AND t.param_values IS NULL)
-    RETURNING (xmax = 0) AS inserted
+"""
+    + TEST_CASE_CONFLICT
+    + """    RETURNING (xmax = 0) AS inserted
 )
 SELECT count(*) FILTER (WHERE inserted) FROM ins
 """
+)
 
 
 def _text_list(values: Any) -> list[str | None]:

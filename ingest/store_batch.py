@@ -23,6 +23,7 @@ from ingest.store import (
     DICTIONARY_TEXT,
     ROLLUP_MERGE,
     ROLLUP_VALUES,
+    TEST_CASE_CONFLICT,
     KnownTests,
     PreparedRun,
     StoreResult,
@@ -35,7 +36,8 @@ from ingest.store import (
 
 # As ingest.store's dictionary upsert, with each row's first day; the inserted ids are
 # counted per run (the first run of the batch that named them), as separate ingests count.
-_UPSERT_TEST_CASES = """
+_UPSERT_TEST_CASES = (
+    """
 WITH ins AS (
     INSERT INTO test_case AS t (project_id, first_seen, id, nodeid, file, classname, function,
         params, param_values, markers)
@@ -46,20 +48,15 @@ WITH ins AS (
         %(param_values)b::text[], %(markers)b::text[])
         AS s(id, day_code, nodeid, file, classname, function, params, param_values, markers)
     ORDER BY s.id
-    ON CONFLICT (id) DO UPDATE SET
-        first_seen = least(t.first_seen, excluded.first_seen),
-        markers = coalesce(excluded.markers, t.markers),
-        param_values = coalesce(excluded.param_values, t.param_values),
-        file = coalesce(t.file, excluded.file)
-    WHERE t.first_seen > excluded.first_seen
-       OR (excluded.markers IS NOT NULL AND t.markers IS DISTINCT FROM excluded.markers)
-       OR (excluded.param_values IS NOT NULL AND t.param_values IS NULL)
-    RETURNING id, (xmax = 0) AS inserted
+"""
+    + TEST_CASE_CONFLICT
+    + """    RETURNING id, (xmax = 0) AS inserted
 )
 SELECT s.run_code, count(*) FROM ins JOIN unnest(%(ids)b, %(run_code)b) AS s(id, run_code)
     USING (id)
 WHERE ins.inserted GROUP BY s.run_code
 """
+)
 
 # Sums of fact rows sharing a rollup key: what the upsert's merge (ingest.store.ROLLUP_MERGE)
 # makes of them one at a time (sum() of no known phase is NULL, as the merge keeps it).

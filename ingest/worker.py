@@ -161,6 +161,27 @@ def metadata_from_json(
     )
 
 
+def process_one(
+    conn: psycopg.Connection[Any],
+    side: psycopg.Connection[Any],
+    config: WorkerConfig,
+    *,
+    heartbeat: Heartbeat | None,
+    known_tests: KnownTests,
+    deferred: set[int] | None,
+) -> list[int] | None:
+    """`process_next` as a batch of one: the upload it ingested, None when none was queued."""
+    upload_id = process_next(
+        conn,
+        side,
+        config,
+        heartbeat=heartbeat,
+        known_tests=known_tests,
+        deferred=frozenset(deferred or ()),
+    )
+    return None if upload_id is None else [upload_id]
+
+
 def process_next(
     conn: psycopg.Connection[Any],
     side: psycopg.Connection[Any],
@@ -425,15 +446,9 @@ def drain(
                     conn, side, config, heartbeat=heartbeat, known_tests=known, deferred=deferred
                 )
             else:
-                upload_id = process_next(
-                    conn,
-                    side,
-                    config,
-                    heartbeat=heartbeat,
-                    known_tests=known,
-                    deferred=frozenset(deferred or ()),
+                upload_ids = process_one(
+                    conn, side, config, heartbeat=heartbeat, known_tests=known, deferred=deferred
                 )
-                upload_ids = None if upload_id is None else [upload_id]
         except ClaimFailed as failed:
             exc = failed.__cause__ or failed
             known.clear()  # the rollback undid what it remembers
