@@ -543,7 +543,8 @@ def missing_inputs_note(inputs_missing: Sequence[str]) -> str:
     if len(rest) < len(inputs_missing):
         notes.append(
             "model: no history run measured its exit tail (session end to process exit), so "
-            f"{EXIT_TAIL_DEFAULT_S:g} s per job is charged for it; run the tests as "
+            f"{EXIT_TAIL_DEFAULT_S:g} s for the whole suite is charged for it (a job pays its "
+            "share); run the tests as "
             "`laptime-ci run -- pytest ...` to measure it (docs/planner.md)"
         )
     return "\n".join(notes)

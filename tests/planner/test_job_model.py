@@ -514,7 +514,7 @@ def test_an_unmeasured_exit_tail_is_the_stated_default() -> None:
     assert parts.exit_s == pytest.approx(EXIT_TAIL_DEFAULT_S)
     assert model.inputs_missing == ("exit_s",)
     note = missing_inputs_note(model.inputs_missing)
-    assert f"{EXIT_TAIL_DEFAULT_S:g} s per job is charged" in note
+    assert f"{EXIT_TAIL_DEFAULT_S:g} s for the whole suite is charged" in note
     assert "laptime-ci run -- pytest" in note
     # JUnit-only history: its wall says nothing of an exit, so nothing is charged.
     junit_results, junit_runs = one_job({"a.py::t": 3.0}, overhead_s=10.0)
