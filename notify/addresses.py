@@ -62,10 +62,13 @@ def resolve_public(
     allow_private: bool,
     resolve: Resolver = socket.getaddrinfo,
 ) -> list[str]:
-    """The addresses `host` names, when every one may be reached; else WebhookAddressError."""
+    """The addresses `host` names, when every one may be reached; else WebhookAddressError.
+    With `allow_private` nothing is refused and a name is not looked up ([]: connect by name)."""
     try:
         found = [ipaddress.ip_address(host.strip("[]"))]
     except ValueError:
+        if allow_private:
+            return []
         try:
             infos = resolve(host, port, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError) as exc:
