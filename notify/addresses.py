@@ -90,7 +90,9 @@ def resolve_public(
     return [str(address) for address in addresses]
 
 
-def check_address(url: str, *, allow_private: bool, resolve: Resolver = socket.getaddrinfo) -> list[str]:
+def check_address(
+    url: str, *, allow_private: bool, resolve: Resolver = socket.getaddrinfo
+) -> list[str]:
     """The addresses `url`'s host may be reached at (checked as above); the URL itself must
     already have passed notify.targets.check_url."""
     parts = urlsplit(url)

@@ -49,9 +49,7 @@ def test_the_operator_may_allow_private_addresses(url: str, kind: str) -> None:
 
 def test_public_addresses_pass_and_are_what_is_connected_to() -> None:
     assert resolve_public("93.184.216.34", 443, allow_private=False) == ["93.184.216.34"]
-    assert resolve_public("2606:2800:220:1::1", 80, allow_private=False) == [
-        "2606:2800:220:1::1"
-    ]
+    assert resolve_public("2606:2800:220:1::1", 80, allow_private=False) == ["2606:2800:220:1::1"]
 
 
 def test_every_address_a_name_resolves_to_is_checked() -> None:

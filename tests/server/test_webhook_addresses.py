@@ -21,8 +21,8 @@ from app.settings import Settings
 from notify.retry import RetryPolicy
 from tests.conftest import ProjectFixture, make_project
 from tests.server.app_server import serve
-from tests.server.webhook_receiver import receiver
 from tests.server.test_webhooks import CHANGE
+from tests.server.webhook_receiver import receiver
 
 STRICT = RetryPolicy(max_attempts=5, first_delay_s=0.0, timeout_s=2.0)
 

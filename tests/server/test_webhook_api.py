@@ -163,7 +163,9 @@ def test_the_weekly_digest_by_rest_cli_and_webhook_once_per_week(
         ).json()
         enqueue_weekly_digests(engine)
         enqueue_weekly_digests(engine)  # the same week again: nothing more
-        while deliver_due(engine, RetryPolicy(first_delay_s=0.0, timeout_s=2.0, allow_private=True)):
+        while deliver_due(
+            engine, RetryPolicy(first_delay_s=0.0, timeout_s=2.0, allow_private=True)
+        ):
             pass
         mine = [r for r in rx.received if json.loads(r.body)["project"] == project.slug]
     assert len(mine) == 1

@@ -158,7 +158,9 @@ def _due_in(engine: Engine, delivery_id: int) -> timedelta:
 
 def test_backoff_doubles_and_a_delivery_waits_until_due(db: Engine) -> None:
     project = _project(db)
-    policy = RetryPolicy(max_attempts=5, first_delay_s=60.0, max_delay_s=150.0, timeout_s=2.0, allow_private=True)
+    policy = RetryPolicy(
+        max_attempts=5, first_delay_s=60.0, max_delay_s=150.0, timeout_s=2.0, allow_private=True
+    )
     with receiver(500) as rx:
         _register(db, project, rx.url)
         [delivery_id] = _queue(db, project)
@@ -201,7 +203,13 @@ def test_redirects_are_not_followed_answers_are_bounded_and_a_silent_receiver_ti
     db: Engine,
 ) -> None:
     project = _project(db)
-    policy = RetryPolicy(max_attempts=5, first_delay_s=0.0, timeout_s=0.5, max_response_bytes=1000, allow_private=True)
+    policy = RetryPolicy(
+        max_attempts=5,
+        first_delay_s=0.0,
+        timeout_s=0.5,
+        max_response_bytes=1000,
+        allow_private=True,
+    )
     with receiver("redirect", 599, "hold") as rx:
         _register(db, project, rx.url)
         _queue(db, project)
