@@ -1,9 +1,10 @@
 """One run's new point in each series it touches: what an upload adds to the detector.
 
 A run of one job cell adds a point to the series of each test that passed in it (its time,
-executions averaged), each test function (its passed cases' sum), each file it ran (the sum of its tests' times, any outcome) and the
-cell's job wall. Where the run recorded CPU time, times are taken to a quiet machine with the
-job model's CPU share (docs/changes.md), as `series_points` does for a whole history.
+executions averaged), each parametrized function (its passed cases' sum), each file it ran
+(the sum of its tests' times, any outcome) and the cell's job wall. Where the run recorded
+CPU time, times are taken to a quiet machine with the job model's CPU share
+(docs/changes.md), as `series_points` does for a whole history.
 """
 
 from __future__ import annotations
