@@ -8,6 +8,7 @@ import random
 import httpx
 
 from tests.conftest import LiveServer, ProjectFixture, make_project
+from tests.pages.conftest import sign_in_form
 from tests.uploads import upload_all
 
 RUNS = 40
@@ -60,6 +61,21 @@ def test_cases_that_each_slow_a_little_are_one_function_change(
     assert named == [("file", "tests/test_p.py"), ("function", "tests/test_p.py::test_grid")]
     (change,) = [c for c in found if c["kind"] == "function"]
     assert change["commit_after"] == f"{STEP_AT:040x}"
+    only = httpx.get(
+        f"{live_server.url}/api/v1/projects/{project.slug}/changes",
+        params={"kind": "function"},
+        headers={"Authorization": f"Bearer {project.read_token}"},
+    ).json()["changes"]
+    assert [c["id"] for c in only] == [change["id"]]
+    with httpx.Client(base_url=live_server.url, timeout=60) as client:
+        fields = sign_in_form(client)
+        client.post("/signin", data={**fields, "token": project.read_token})
+        page = client.get(f"/p/{project.slug}/changes", params={"kind": "function"})
+    assert page.status_code == 200
+    row = page.text[page.text.index("<tbody") :]
+    assert "tests/test_p.py::test_grid" in row
+    assert "(its cases together)" in row
+    assert "job wall" not in row
 
 
 def test_a_flat_history_stays_silent(live_server: LiveServer, engine: object) -> None:
