@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     webhook_max_delay_s: float = Field(default=6 * 3600.0, ge=0)
     webhook_timeout_s: float = Field(default=10.0, gt=0, le=300)
     webhook_poll_s: float = Field(default=2.0, gt=0)
+    # Webhooks to loopback, private, link-local... addresses are refused (they would let an
+    # admin token reach the server's own network) unless the operator says they are wanted.
+    webhook_allow_private: bool = False
 
     @field_validator("log_level")
     @classmethod
@@ -93,6 +96,7 @@ class Settings(BaseSettings):
             first_delay_s=self.webhook_first_delay_s,
             max_delay_s=self.webhook_max_delay_s,
             timeout_s=self.webhook_timeout_s,
+            allow_private=self.webhook_allow_private,
         )
 
     @property

@@ -250,17 +250,18 @@ def _measures(values: list[Any]) -> Mapping[str, float | None]:
 def stored_results(conn: psycopg.Connection[Any], run: RunToDetect, day: date) -> pd.DataFrame:
     """A stored run's results as run_points reads them (its day names the partition)."""
     rows = conn.execute(
-        "SELECT tr.test_id, tc.file, tr.outcome, tr.duration_s, tr.setup_s, tr.call_s, "
+        "SELECT tr.test_id, tc.nodeid, tc.params, tc.file, tr.outcome, tr.duration_s, "
+        "tr.setup_s, tr.call_s, "
         "tr.teardown_s, tr.cpu_s, tr.cpu_wait_s FROM test_result tr "
         "JOIN test_case tc ON tc.id = tr.test_id "
         "WHERE tr.project_id = %s AND tr.day = %s AND tr.run_id = %s",
         (run.project_id, day, run.run_id),
     ).fetchall()
     columns = [
-        "test_id", "file", "outcome", "duration_s", "setup_s", "call_s", "teardown_s", "cpu_s",
-        "cpu_wait_s",
+        "test_id", "nodeid", "params", "file", "outcome", "duration_s", "setup_s", "call_s",
+        "teardown_s", "cpu_s", "cpu_wait_s",
     ]  # fmt: skip
     frame = pd.DataFrame(rows, columns=columns)
-    for name in columns[3:]:
+    for name in columns[5:]:
         frame[name] = pd.to_numeric(frame[name], errors="coerce").astype(float)
     return frame

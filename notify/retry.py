@@ -14,6 +14,8 @@ class RetryPolicy:
     max_delay_s: float = 6 * 3600.0
     timeout_s: float = 10.0  # connect, send, and the whole response, each attempt
     max_response_bytes: int = 64 * 1024  # read of the receiver's answer, for the record
+    # Private, loopback, link-local... receivers (notify/addresses.py): refused unless allowed.
+    allow_private: bool = False
 
     @property
     def lease_s(self) -> float:

@@ -18,7 +18,7 @@ class ChangeItem:
     """One stored change with what it is about and which commits it came with."""
 
     id: int
-    kind: str  # test, file or job
+    kind: str  # test, function, file or job
     name: str  # the nodeid, file path or job name
     test: str | None
     file: str | None
@@ -62,7 +62,12 @@ def change_items(frame: pd.DataFrame) -> list[ChangeItem]:
 
 def _item(row: dict[Hashable, Any]) -> ChangeItem:
     kind = str(row["kind"])
-    name = {"test": row.get("nodeid") or row["key"], "file": row["key"], "job": row["job"]}[kind]
+    name = {
+        "test": row.get("nodeid") or row["key"],
+        "function": row["key"],
+        "file": row["key"],
+        "job": row["job"],
+    }[kind]
     between = row.get("between_commits")
     commits = tuple(str(c) for c in between) if isinstance(between, list | tuple) else None
     candidates = (*(commits or ()), *((row["commit_after"],) if row.get("commit_after") else ()))

@@ -1,9 +1,10 @@
 """One run's new point in each series it touches: what an upload adds to the detector.
 
 A run of one job cell adds a point to the series of each test that passed in it (its time,
-executions averaged), each file it ran (the sum of its tests' times, any outcome) and the
-cell's job wall. Where the run recorded CPU time, times are taken to a quiet machine with the
-job model's CPU share (docs/changes.md), as `series_points` does for a whole history.
+executions averaged), each parametrized function (its passed cases' sum), each file it ran
+(the sum of its tests' times, any outcome) and the cell's job wall. Where the run recorded
+CPU time, times are taken to a quiet machine with the job model's CPU share
+(docs/changes.md), as `series_points` does for a whole history.
 """
 
 from __future__ import annotations
@@ -14,11 +15,17 @@ import numpy as np
 import pandas as pd
 
 from analysis.estimate import result_durations
+from analysis.rollups.shares import function_keys
 from analysis.split.job_model import quiet_wall, run_cpu_shares
 
 # Series kinds in the order their points are listed; each kind's key is named in KIND_KEYS.
-SERIES_KINDS = ("test", "file", "job")
-KIND_KEYS: Mapping[str, str] = {"test": "test id", "file": "file path", "job": "'' (the cell)"}
+SERIES_KINDS = ("test", "function", "file", "job")
+KIND_KEYS: Mapping[str, str] = {
+    "test": "test id",
+    "function": "function key (nodeid without its parametrize id, as rollups name it)",
+    "file": "file path",
+    "job": "'' (the cell)",
+}
 POINT_FRAME_COLUMNS = ("kind", "key", "duration_s")
 
 
@@ -39,6 +46,8 @@ def run_points(
         passed = known & (results["outcome"] == "passed")
         tests = quiet[passed].groupby(results.loc[passed, "test_id"]).mean()
         parts.append(_frame("test", tests.index.astype(str), tests.to_numpy()))
+        if "nodeid" in results.columns:
+            parts.append(_functions(results, quiet, passed))
         files = results["file"].where(results["file"].notna(), None)
         in_file = known & files.notna()
         by_file = quiet[in_file].groupby(files[in_file].astype(str)).sum()
@@ -51,6 +60,22 @@ def run_points(
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in POINT_FRAME_COLUMNS})
     return pd.concat(parts, ignore_index=True)
+
+
+def _functions(results: pd.DataFrame, quiet: pd.Series, passed: pd.Series) -> pd.DataFrame:
+    """A point per parametrized function: the sum of its passed cases' times. A step shared
+    by many cases, each below its own noise, adds up to one the function's series shows.
+    Unparametrized tests are left out: their function series would repeat their test series."""
+    params = (
+        results["params"]
+        if "params" in results.columns
+        else pd.Series(None, index=results.index, dtype=object)
+    )
+    keys = pd.Series(function_keys(results["nodeid"], params), index=results.index)
+    cases = passed & (keys != results["nodeid"])
+    per_case = quiet[cases].groupby([keys[cases], results.loc[cases, "test_id"]]).mean()
+    functions = per_case.groupby(level=0).sum()
+    return _frame("function", functions.index.astype(str), functions.to_numpy())
 
 
 def _quiet(results: pd.DataFrame, wall: pd.Series, run: Mapping[str, float | None]) -> pd.Series:

@@ -28,7 +28,7 @@ def read_changes(
     conn: ConnDep,
     state: ChangeState | None = None,
     since: Annotated[IsoDate, Query(description="first run after the step on or after")] = None,
-    kind: Literal["test", "file", "job"] | None = None,
+    kind: Literal["test", "function", "file", "job"] | None = None,
     test: Annotated[NodeidText | None, Query(description="a test's nodeid")] = None,
     file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
     job: TextList = [],  # noqa: B006

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
 
-from app.http.deps import AdminProject, ConnDep, ReadProject
+from app.http.deps import AdminProject, ConnDep, ReadProject, SettingsDep
 from app.http.params import DATE_MAX, DATE_MIN, ROW_ID_MAX, IsoDate, invalid
 from app.http.responses import PROJECT_ERRORS, answers
 from app.schemas.webhooks import (
@@ -45,11 +45,21 @@ class WebhookRequest(BaseModel):
 
 
 @router.post("/webhooks", status_code=201, **answers(NewWebhook, 400, *PROJECT_ERRORS))
-def create_webhook(project: AdminProject, conn: ConnDep, body: WebhookRequest) -> dict[str, Any]:
+def create_webhook(
+    project: AdminProject, conn: ConnDep, settings: SettingsDep, body: WebhookRequest
+) -> dict[str, Any]:
     """Register a webhook (admin token). The answer holds its secret, this once: every
-    delivery carries `X-Laptime-Signature: sha256=<HMAC-SHA256 of the body>` under it."""
+    delivery carries `X-Laptime-Signature: sha256=<HMAC-SHA256 of the body>` under it.
+    Hosts that are or resolve to private, loopback or link-local addresses are refused (422)
+    unless the server allows them."""
     info, secret = add_webhook(
-        conn, project, body.url, events=body.events, fmt=body.format, secret=body.secret
+        conn,
+        project,
+        body.url,
+        events=body.events,
+        fmt=body.format,
+        secret=body.secret,
+        allow_private=settings.webhook_allow_private,
     )
     return {**info, "secret": secret}
 

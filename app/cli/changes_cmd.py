@@ -53,7 +53,9 @@ def changes_text(answer: ChangeList) -> str:
 @click.option("--project", "slug", required=True, help="Project slug.")
 @click.option("--state", type=click.Choice(STATES), help="Only changes in this state.")
 @click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="First run after on or after.")
-@click.option("--kind", type=click.Choice(["test", "file", "job"]), help="Only this kind.")
+@click.option(
+    "--kind", type=click.Choice(["test", "function", "file", "job"]), help="Only this kind."
+)
 @click.option("--test", multiple=True, help="Only changes of this test (nodeid); repeatable.")
 @click.option("--file", "file_", multiple=True, help="Only this file or its tests; repeatable.")
 @click.option("--job", multiple=True, help="Only changes in this job; repeatable.")

@@ -47,7 +47,14 @@ def webhook_add(slug: str, url: str, events: tuple[str, ...], fmt: str) -> None:
 
     def add(conn: Connection, project: Project) -> tuple[dict[str, Any], str]:
         try:
-            return add_webhook(conn, project, url, events=events or None, fmt=fmt)
+            return add_webhook(
+                conn,
+                project,
+                url,
+                events=events or None,
+                fmt=fmt,
+                allow_private=Settings().webhook_allow_private,
+            )
         except AnswerError as exc:
             raise click.ClickException(str(exc)) from exc
 

@@ -54,7 +54,8 @@ def load_changes(conn: Connection, project_id: int, query: ChangeQuery) -> pd.Da
         sql.SQL(
             """
             SELECT d.id, d.kind, d.key, tc.nodeid, coalesce(tc.file, CASE WHEN d.kind = 'file'
-                THEN d.key END) AS file, c.job, c.machine, c.branch, c.labels_key,
+                THEN d.key WHEN d.kind = 'function' THEN split_part(d.key, '::', 1) END)
+                AS file, c.job, c.machine, c.branch, c.labels_key,
                 d.commit_before, d.commit_after, d.at_before, d.at_after, d.runs_before,
                 d.runs_after, d.median_before_s, d.median_after_s, d.spread_before_s,
                 d.spread_after_s, d.noise, d.z, d.between_commits, d.between_complete,

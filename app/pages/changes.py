@@ -41,7 +41,7 @@ def changes_page(
     project: PageProject,
     conn: ConnDep,
     state: ChangeState | None = None,
-    kind: Literal["test", "file", "job"] | None = None,
+    kind: Literal["test", "function", "file", "job"] | None = None,
     since: IsoDate = None,
     test: NodeidText | None = None,
     file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)

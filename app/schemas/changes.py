@@ -24,7 +24,7 @@ class ChangeModel(ApiModel):
     """A lasting step in a duration series of the default branch, with its commit range."""
 
     id: int
-    kind: Literal["test", "file", "job"]
+    kind: Literal["test", "function", "file", "job"]
     name: str = Field(description="the test nodeid, file path or job name")
     test: str | None
     file: str | None

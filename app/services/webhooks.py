@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import logging
 import secrets
+import socket
 import threading
 import time
 import uuid
@@ -36,6 +37,7 @@ from app.db.webhooks import (
     subscribers,
 )
 from app.project_records import Project
+from notify.addresses import WebhookAddressError, check_address
 from notify.events import EVENTS, FORMATS, EventError, check_event, delivery_body, envelope
 from notify.retry import RetryPolicy
 from notify.signing import SIGNATURE_HEADER, sign
@@ -66,9 +68,11 @@ def add_webhook(
     events: Sequence[str] | None = None,
     fmt: str = "json",
     secret: str | None = None,
+    allow_private: bool = False,
 ) -> tuple[dict[str, Any], str]:
     """Register `url` for `events` (default: all); the webhook and its secret (shown once)."""
     check_url(url)
+    check_address(url, allow_private=allow_private)
     chosen = sorted(set(events)) if events else sorted(EVENTS)
     unknown = [e for e in chosen if e not in EVENTS]
     if unknown:
@@ -153,6 +157,8 @@ class AttemptOutcome:
     delivered: bool
     status: int | None
     error: str | None
+    # No later try can do better (the address is refused): failed now, not retried.
+    final: bool = False
 
 
 def post_delivery(claimed: ClaimedDelivery, policy: RetryPolicy) -> AttemptOutcome:
@@ -160,6 +166,10 @@ def post_delivery(claimed: ClaimedDelivery, policy: RetryPolicy) -> AttemptOutco
     timeout, at most `max_response_bytes` of the answer read."""
     try:
         check_url(claimed.url)
+        # Checked again at each delivery: a name's addresses may have changed since.
+        addresses = check_address(claimed.url, allow_private=policy.allow_private)
+    except WebhookAddressError as exc:
+        return AttemptOutcome(False, None, f"refused: {exc}"[:MAX_ERROR_CHARS], final=True)
     except AnswerError as exc:
         return AttemptOutcome(False, None, str(exc))
     parts = urlsplit(claimed.url)
@@ -170,6 +180,8 @@ def post_delivery(claimed: ClaimedDelivery, policy: RetryPolicy) -> AttemptOutco
         else http.client.HTTPConnection
     )
     connection = kind(parts.hostname or "", parts.port, timeout=policy.timeout_s)
+    if addresses:
+        _pin(connection, addresses[0])
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     headers = {
         "Content-Type": "application/json",
@@ -197,6 +209,18 @@ def post_delivery(claimed: ClaimedDelivery, policy: RetryPolicy) -> AttemptOutco
     return AttemptOutcome(
         False, response.status, f"HTTP {response.status}: {detail}"[:MAX_ERROR_CHARS]
     )
+
+
+def _pin(connection: http.client.HTTPConnection, address: str) -> None:
+    """Connect to the `address` that was checked, not to a second lookup of the name (which
+    could answer differently); the Host header and TLS name stay the URL's host."""
+
+    def connect(
+        target: tuple[str, int], timeout: float | None, source: tuple[str, int] | None = None
+    ) -> socket.socket:
+        return socket.create_connection((address, target[1]), timeout, source)
+
+    connection._create_connection = connect  # type: ignore[attr-defined]
 
 
 def _shorten(connection: http.client.HTTPConnection, deadline: float, policy: RetryPolicy) -> None:
@@ -239,7 +263,7 @@ def deliver_due(
     for delivery in claimed:
         outcome = send(delivery, policy)
         retry = None
-        if not outcome.delivered and not policy.gives_up(delivery.attempts):
+        if not (outcome.delivered or outcome.final or policy.gives_up(delivery.attempts)):
             retry = policy.delay_s(delivery.attempts)
         with engine.begin() as conn:
             record_attempt(

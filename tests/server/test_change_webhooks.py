@@ -20,7 +20,7 @@ from tests.changes_history import upload_step_history
 from tests.conftest import LiveServer, make_project
 from tests.server.webhook_receiver import receiver
 
-NOW = RetryPolicy(max_attempts=3, first_delay_s=0.0, timeout_s=2.0)
+NOW = RetryPolicy(max_attempts=3, first_delay_s=0.0, timeout_s=2.0, allow_private=True)
 
 
 def test_each_stored_change_reaches_a_hearing_webhook_once(
@@ -32,7 +32,13 @@ def test_each_stored_change_reaches_a_hearing_webhook_once(
     assert project is not None
     with receiver(200) as rx:
         with engine.begin() as conn:
-            add_webhook(conn, project, f"{rx.url}/changes", events=["change.detected"])
+            add_webhook(
+                conn,
+                project,
+                f"{rx.url}/changes",
+                events=["change.detected"],
+                allow_private=True,
+            )
         upload_step_history(live_server, made)
         listed = httpx.get(
             f"{live_server.url}/api/v1/projects/{made.slug}/changes",
@@ -65,6 +71,12 @@ def test_a_project_without_a_hearing_webhook_queues_nothing(
     assert project is not None
     with engine.begin() as conn:
         # Hears only the digest.
-        add_webhook(conn, project, "http://127.0.0.1:9/digest", events=["digest.weekly"])
+        add_webhook(
+            conn,
+            project,
+            "http://127.0.0.1:9/digest",
+            events=["digest.weekly"],
+            allow_private=True,
+        )
     upload_step_history(live_server, made)
     assert enqueue_new_changes(engine, projects=[project.id]) == 0

@@ -42,7 +42,7 @@ CHANGE = {
     "runs_before": 12,
     "url": "https://laptime.example/p/changes/41",
 }
-NOW = RetryPolicy(max_attempts=5, first_delay_s=0.0, timeout_s=2.0)
+NOW = RetryPolicy(max_attempts=5, first_delay_s=0.0, timeout_s=2.0, allow_private=True)
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def _project(engine: Engine) -> Project:
 
 def _register(engine: Engine, project: Project, url: str, **kw: Any) -> tuple[int, str]:
     with engine.begin() as conn:
-        info, secret = add_webhook(conn, project, url, **kw)
+        info, secret = add_webhook(conn, project, url, **{"allow_private": True, **kw})
     return int(info["id"]), secret
 
 
@@ -158,7 +158,9 @@ def _due_in(engine: Engine, delivery_id: int) -> timedelta:
 
 def test_backoff_doubles_and_a_delivery_waits_until_due(db: Engine) -> None:
     project = _project(db)
-    policy = RetryPolicy(max_attempts=5, first_delay_s=60.0, max_delay_s=150.0, timeout_s=2.0)
+    policy = RetryPolicy(
+        max_attempts=5, first_delay_s=60.0, max_delay_s=150.0, timeout_s=2.0, allow_private=True
+    )
     with receiver(500) as rx:
         _register(db, project, rx.url)
         [delivery_id] = _queue(db, project)
@@ -180,7 +182,7 @@ def test_backoff_doubles_and_a_delivery_waits_until_due(db: Engine) -> None:
 
 def test_gives_up_after_the_last_attempt_and_says_why(db: Engine) -> None:
     project = _project(db)
-    policy = RetryPolicy(max_attempts=3, first_delay_s=0.0, timeout_s=2.0)
+    policy = RetryPolicy(max_attempts=3, first_delay_s=0.0, timeout_s=2.0, allow_private=True)
     with receiver(500) as rx:
         _register(db, project, rx.url)
         _queue(db, project)
@@ -201,7 +203,13 @@ def test_redirects_are_not_followed_answers_are_bounded_and_a_silent_receiver_ti
     db: Engine,
 ) -> None:
     project = _project(db)
-    policy = RetryPolicy(max_attempts=5, first_delay_s=0.0, timeout_s=0.5, max_response_bytes=1000)
+    policy = RetryPolicy(
+        max_attempts=5,
+        first_delay_s=0.0,
+        timeout_s=0.5,
+        max_response_bytes=1000,
+        allow_private=True,
+    )
     with receiver("redirect", 599, "hold") as rx:
         _register(db, project, rx.url)
         _queue(db, project)
@@ -249,6 +257,7 @@ def test_a_sender_killed_mid_retry_loses_nothing(db: Engine, private_db: str) ->
         ("LAPTIME_WEBHOOK_FIRST_DELAY_S", "0"),
         ("LAPTIME_WEBHOOK_TIMEOUT_S", "0.5"),
         ("LAPTIME_WEBHOOK_POLL_S", "0.1"),
+        ("LAPTIME_WEBHOOK_ALLOW_PRIVATE", "true"),  # the receiver is on loopback
     )
     with receiver(500, "hold", 200) as rx:
         # Only the change: a worker also queues the week's digest for every webhook hearing it.

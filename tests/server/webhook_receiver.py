@@ -21,7 +21,8 @@ class Received:
 
 @dataclass
 class Receiver:
-    """The script (statuses, "hold" to keep the request open, "redirect") and the record."""
+    """The script (statuses, "hold" to keep the request open, "redirect" or "redirect:URL")
+    and the record."""
 
     script: list[int | str]
     url: str = ""
@@ -48,9 +49,11 @@ def receiver(*script: int | str) -> Iterator[Receiver]:
             if step == "hold":
                 state.release.wait(60)
                 return
-            if step == "redirect":
+            if isinstance(step, str) and step.startswith("redirect"):
                 self.send_response(302)
-                self.send_header("Location", f"{state.url}/elsewhere")
+                # "redirect" goes back to this receiver; "redirect:URL" to URL.
+                target = step.partition(":")[2] or f"{state.url}/elsewhere"
+                self.send_header("Location", target)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
