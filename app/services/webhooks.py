@@ -26,6 +26,8 @@ from sqlalchemy.exc import DBAPIError
 from analysis.errors import AnswerError
 from app.db.webhooks import (
     ClaimedDelivery,
+    DeliveryInfo,
+    WebhookInfo,
     claim_due,
     delete_webhook,
     insert_delivery,
@@ -40,6 +42,22 @@ from notify.events import EVENTS, FORMATS, EventError, check_event, delivery_bod
 from notify.retry import RetryPolicy
 from notify.signing import SIGNATURE_HEADER, sign
 from notify.targets import check_url
+
+__all__ = [
+    "STATES",
+    "AttemptOutcome",
+    "DeliveryInfo",
+    "WebhookInfo",
+    "WebhookNotFound",
+    "add_webhook",
+    "deliver_due",
+    "enqueue_event",
+    "list_deliveries",
+    "list_webhooks",
+    "post_delivery",
+    "remove_webhook",
+    "run_deliveries",
+]
 
 log = logging.getLogger("laptime.webhooks")
 
@@ -66,7 +84,7 @@ def add_webhook(
     events: Sequence[str] | None = None,
     fmt: str = "json",
     secret: str | None = None,
-) -> tuple[dict[str, Any], str]:
+) -> tuple[WebhookInfo, str]:
     """Register `url` for `events` (default: all); the webhook and its secret (shown once)."""
     check_url(url)
     chosen = sorted(set(events)) if events else sorted(EVENTS)
@@ -77,12 +95,12 @@ def add_webhook(
         raise EventError(f"format must be one of {', '.join(FORMATS)}")
     secret = secret or secrets.token_urlsafe(32)
     info = insert_webhook(conn, project.id, url=url, secret=secret, fmt=fmt, events=chosen)
-    return info.to_dict(), secret
+    return info, secret
 
 
-def list_webhooks(conn: Connection, project: Project) -> list[dict[str, Any]]:
+def list_webhooks(conn: Connection, project: Project) -> list[WebhookInfo]:
     """The project's webhooks, secrets left out."""
-    return [w.to_dict() for w in select_webhooks(conn, project.id)]
+    return select_webhooks(conn, project.id)
 
 
 def remove_webhook(conn: Connection, project: Project, webhook_id: int) -> None:
@@ -98,12 +116,11 @@ def list_deliveries(
     webhook_id: int | None = None,
     state: str | None = None,
     limit: int = 100,
-) -> list[dict[str, Any]]:
+) -> list[DeliveryInfo]:
     """The newest deliveries with their state, attempts and last answer."""
     if state is not None and state not in STATES:
         raise AnswerError(f"state must be one of {', '.join(STATES)}")
-    found = select_deliveries(conn, project.id, webhook_id=webhook_id, state=state, limit=limit)
-    return [d.to_dict() for d in found]
+    return select_deliveries(conn, project.id, webhook_id=webhook_id, state=state, limit=limit)
 
 
 def enqueue_event(
