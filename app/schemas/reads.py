@@ -140,7 +140,20 @@ class TokenInfo(ApiModel):
     @classmethod
     def of(cls, info: TokenRecord) -> TokenInfo:
         """The wire form of a token's facts (timestamps in ISO 8601, as Python writes them)."""
-        return cls(**_token_fields(info))
+
+        def iso(at: datetime | None) -> str | None:
+            return None if at is None else at.isoformat()
+
+        return cls(
+            id=info.id,
+            project=info.project,
+            scope=info.scope,  # type: ignore[arg-type]
+            prefix=info.prefix,
+            created_at=info.created_at.isoformat(),
+            expires_at=iso(info.expires_at),
+            revoked_at=iso(info.revoked_at),
+            active=info.active,
+        )
 
 
 class NewToken(TokenInfo):
@@ -151,23 +164,7 @@ class NewToken(TokenInfo):
     @classmethod
     def of_new(cls, info: TokenRecord, token: str) -> NewToken:
         """The wire form of a token just issued, and its secret."""
-        return cls(**_token_fields(info), token=token)
-
-
-def _token_fields(info: TokenRecord) -> dict[str, object]:
-    def iso(at: datetime | None) -> str | None:
-        return None if at is None else at.isoformat()
-
-    return {
-        "id": info.id,
-        "project": info.project,
-        "scope": info.scope,
-        "prefix": info.prefix,
-        "created_at": info.created_at.isoformat(),
-        "expires_at": iso(info.expires_at),
-        "revoked_at": iso(info.revoked_at),
-        "active": info.active,
-    }
+        return cls(**TokenInfo.of(info).model_dump(), token=token)
 
 
 class TokenList(ApiModel):

@@ -14,10 +14,9 @@ import secrets
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import Connection, Engine
@@ -38,7 +37,16 @@ from app.db.webhooks import (
     subscribers,
 )
 from app.project_records import Project
-from notify.events import EVENTS, FORMATS, EventError, check_event, delivery_body, envelope
+from notify.events import (
+    EVENTS,
+    FORMATS,
+    EventData,
+    EventError,
+    check_event,
+    delivery_body,
+    envelope,
+    event_fields,
+)
 from notify.retry import RetryPolicy
 from notify.signing import SIGNATURE_HEADER, sign
 from notify.targets import check_url
@@ -127,23 +135,24 @@ def enqueue_event(
     conn: Connection,
     project: Project,
     event: str,
-    payload: Mapping[str, Any],
+    data: EventData,
     *,
     dedupe_key: str | None = None,
     now: datetime | None = None,
 ) -> list[int]:
     """Queue `event` for every webhook of the project that hears it; the delivery ids.
 
-    `payload` is the event's `data` (notify/events.py says its fields). A change is sent once:
+    `data` is the event's data (notify/events.py says its fields). A change is sent once:
     "change.detected" defaults its dedupe key to the change id, and a key a webhook has had
     already queues nothing for it."""
-    check_event(event, payload)
+    fields = event_fields(data)
+    check_event(event, fields)
     if dedupe_key is None and event == "change.detected":
-        dedupe_key = f"change:{payload['change_id']}"
+        dedupe_key = f"change:{fields['change_id']}"
     message = envelope(
         event,
         project.slug,
-        payload,
+        fields,
         event_id=uuid.uuid4().hex,
         created_at=now or datetime.now(UTC),
     )
