@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 SCOPES = ("upload", "read", "admin")
 # What each scope may do: an admin token can do everything, an upload token may also read
@@ -61,16 +60,9 @@ class TokenInfo:
     expires_at: datetime | None
     revoked_at: datetime | None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready fields (timestamps in ISO 8601)."""
-        return {
-            "id": self.id,
-            "project": self.project,
-            "scope": self.scope,
-            "prefix": self.prefix,
-            "created_at": self.created_at.isoformat(),
-            "expires_at": self.expires_at.isoformat() if self.expires_at else None,
-            "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None,
-            "active": self.revoked_at is None
-            and (self.expires_at is None or self.expires_at > datetime.now(self.created_at.tzinfo)),
-        }
+    @property
+    def active(self) -> bool:
+        """Neither revoked nor expired, now."""
+        return self.revoked_at is None and (
+            self.expires_at is None or self.expires_at > datetime.now(self.created_at.tzinfo)
+        )

@@ -3,10 +3,9 @@ coloured by what became of it; the idle tail is shaded from the first node done 
 
 from __future__ import annotations
 
-from typing import Any
-
 import plotly.graph_objects as go
 
+from analysis.queue import QueueReport
 from figures.plot_text import plot_text
 from figures.theme import SETUP_COLOUR, TEST_COLOUR, empty_figure, styled
 
@@ -14,30 +13,28 @@ STATE_COLOURS = {"finished": TEST_COLOUR, "open": SETUP_COLOUR, "expired": "#c03
                  "released": "#7f8c8d"}  # fmt: skip
 
 
-def queue_timeline_figure(report: dict[str, Any]) -> go.Figure:
-    """Gantt of a queue report (the status answer): batches per node over seconds since the
-    queue opened."""
-    nodes = report.get("nodes") or []
-    if not any(n["batches"] for n in nodes):
+def queue_timeline_figure(report: QueueReport) -> go.Figure:
+    """Gantt of a queue report: batches per node over seconds since the queue opened."""
+    if not any(n.batches for n in report.nodes):
         return empty_figure("No batch has been claimed yet")
     fig = go.Figure()
     for state, colour in STATE_COLOURS.items():
         rows, starts, lengths, texts = [], [], [], []
-        for node in nodes:
-            for batch in node["batches"]:
-                if batch["state"] != state:
+        for node in report.nodes:
+            for batch in node.batches:
+                if batch.state != state:
                     continue
-                begin = float(batch["claimed_s"] or 0.0)
-                end = batch["finished_s"]
-                end = float(end) if end is not None else begin + float(batch["predicted_s"] or 0)
-                rows.append(plot_text(f"node {node['node']} "))
+                begin = batch.claimed_s
+                end = (
+                    batch.finished_s if batch.finished_s is not None else begin + batch.predicted_s
+                )
+                rows.append(plot_text(f"node {node.node} "))
                 starts.append(begin)
                 lengths.append(max(end - begin, 0.0))
-                replay = " replay" if batch["replay"] else ""
+                replay = " replay" if batch.replay else ""
                 texts.append(
                     plot_text(
-                        f"#{batch['claim_id']} attempt {batch['attempt']}{replay}: "
-                        f"{batch['tests']} tests"
+                        f"#{batch.claim_id} attempt {batch.attempt}{replay}: {batch.tests} tests"
                     )
                 )
         if rows:
@@ -47,7 +44,7 @@ def queue_timeline_figure(report: dict[str, Any]) -> go.Figure:
                     marker_color=colour, hovertext=texts, hoverinfo="text+x",
                 )
             )  # fmt: skip
-    finishes = [float(n["finish_s"]) for n in nodes if n.get("finish_s") is not None]
+    finishes = [n.finish_s for n in report.nodes if n.finish_s is not None]
     if len(finishes) > 1:
         fig.add_vrect(
             x0=min(finishes), x1=max(finishes), fillcolor="#f1c40f", opacity=0.2, line_width=0,

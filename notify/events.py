@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -36,6 +36,33 @@ class EventKind:
     description: str
     required: Mapping[str, tuple[type, ...]]
     text: Callable[[str, Mapping[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class ChangeNotice:
+    """The data of a "change.detected" event: one stored change (EVENTS names the fields a
+    receiver can count on; `runs_before` and `job` come too)."""
+
+    change_id: int
+    kind: str
+    subject: str  # the nodeid, file, job or pipeline it is about
+    cell: str  # the matrix cell (labels key), "" for none
+    median_before_s: float
+    median_after_s: float
+    delta_s: float  # seconds added per run (negative: saved)
+    commit_before: str | None
+    commit_after: str | None
+    runs_before: int
+    job: str
+
+
+# An event's data: a notice, or the fields themselves (what a digest or a test sends).
+EventData = ChangeNotice | Mapping[str, Any]
+
+
+def event_fields(data: EventData) -> Mapping[str, Any]:
+    """The fields of an event's data, as its envelope carries them."""
+    return asdict(data) if isinstance(data, ChangeNotice) else data
 
 
 def slack_escape(value: object) -> str:

@@ -7,13 +7,15 @@
 """
 
 from analysis.queue.batches import BatchPick, Candidate, batch_target_s, fits_budget, pick_batch
-from analysis.queue.report import QueueReport, queue_report
+from analysis.queue.report import NodeRun, QueueReport, RanTwice, queue_report
 from analysis.queue.work_items import WorkItem, queue_work_items
 
 __all__ = [
     "BatchPick",
     "Candidate",
+    "NodeRun",
     "QueueReport",
+    "RanTwice",
     "WorkItem",
     "batch_target_s",
     "fits_budget",

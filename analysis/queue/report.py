@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -45,75 +44,59 @@ class StopRow:
     attempt: int
     at_s: float
     remaining_s: float | None
-    unfit: tuple[str, ...]
+    not_run: tuple[str, ...]  # the items that did not fit
+
+
+@dataclass(frozen=True)
+class NodeRun:
+    """One node's batches in claim order, and when its last one finished."""
+
+    node: str
+    finish_s: float | None
+    batches: tuple[ClaimRow, ...]
+
+
+@dataclass(frozen=True)
+class RanTwice:
+    """A test run more than once, and where: "node@attempt" of each run."""
+
+    nodeid: str
+    runs: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class QueueReport:
-    """The answer of a queue's status."""
+    """The answer of a queue's status; seconds kept to the millisecond."""
 
     tests: int
     pending_items: int
     open_claims: int
     done: bool  # nothing pending, nothing claimed
-    nodes: dict[str, list[ClaimRow]]
-    ran_twice: dict[str, list[str]]  # nodeid -> "node@attempt" of each run
-    rerun_by_retry: int  # of ran_twice: run again by a retried job (replay, by design)
-    never_ran: tuple[str, ...]
     wait_s: float | None
     idle_tail_s: float | None
-    node_finish_s: dict[str, float]
-    stops: tuple[StopRow, ...] = field(default=())
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "tests": self.tests,
-            "pending_items": self.pending_items,
-            "open_claims": self.open_claims,
-            "done": self.done,
-            "wait_s": _round(self.wait_s),
-            "idle_tail_s": _round(self.idle_tail_s),
-            "nodes": [
-                {
-                    "node": node,
-                    "finish_s": _round(self.node_finish_s.get(node)),
-                    "batches": [
-                        {
-                            "claim_id": c.claim_id,
-                            "attempt": c.attempt,
-                            "state": c.state,
-                            "replay": c.replay,
-                            "claimed_s": _round(c.claimed_s),
-                            "started_s": _round(c.started_s),
-                            "finished_s": _round(c.finished_s),
-                            "predicted_s": _round(c.predicted_s),
-                            "items": c.items,
-                            "tests": c.tests,
-                        }
-                        for c in claims
-                    ],
-                }
-                for node, claims in sorted(self.nodes.items())
-            ],
-            "budget_stops": [
-                {
-                    "node": s.node,
-                    "attempt": s.attempt,
-                    "at_s": _round(s.at_s),
-                    "remaining_s": _round(s.remaining_s),
-                    "not_run": list(s.unfit),
-                }
-                for s in self.stops
-            ],
-            "ran_twice": [{"nodeid": k, "runs": v} for k, v in sorted(self.ran_twice.items())],
-            "rerun_by_retry": self.rerun_by_retry,
-            "never_ran": list(self.never_ran),
-        }
+    nodes: tuple[NodeRun, ...]  # by node name
+    budget_stops: tuple[StopRow, ...]
+    ran_twice: tuple[RanTwice, ...]  # by nodeid
+    rerun_by_retry: int  # of ran_twice: run again by a retried job (replay, by design)
+    never_ran: tuple[str, ...]
 
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
+
+
+def _ms(value: float) -> float:
+    return round(value, 3)
+
+
+def _claim_ms(claim: ClaimRow) -> ClaimRow:
+    return replace(
+        claim,
+        claimed_s=_ms(claim.claimed_s),
+        started_s=_round(claim.started_s),
+        finished_s=_round(claim.finished_s),
+        predicted_s=_ms(claim.predicted_s),
+    )
 
 
 def queue_report(
@@ -154,12 +137,16 @@ def queue_report(
         pending_items=pending_items,
         open_claims=open_claims,
         done=done,
-        nodes=dict(by_node),
-        ran_twice=twice,
+        wait_s=_round(wait),
+        idle_tail_s=_round(tail),
+        nodes=tuple(
+            NodeRun(node, _round(finish.get(node)), tuple(_claim_ms(c) for c in rows))
+            for node, rows in sorted(by_node.items())
+        ),
+        budget_stops=tuple(
+            replace(s, at_s=_ms(s.at_s), remaining_s=_round(s.remaining_s)) for s in stops
+        ),
+        ran_twice=tuple(RanTwice(n, tuple(r)) for n, r in sorted(twice.items())),
         rerun_by_retry=by_retry,
         never_ran=never,
-        wait_s=wait,
-        idle_tail_s=tail,
-        node_finish_s=finish,
-        stops=tuple(stops),
     )

@@ -143,28 +143,28 @@ class TokenRequest(BaseModel):
 
 
 @router.get("/tokens", **answers(TokenList, *PROJECT_ERRORS))
-def tokens(project: AdminProject, conn: ConnDep) -> dict[str, Any]:
+def tokens(project: AdminProject, conn: ConnDep) -> TokenList:
     """The project's tokens (admin token): id, scope, first characters, expiry, revocation.
     Never the secrets: only their hashes are stored."""
-    return {"tokens": [t.to_dict() for t in list_tokens(conn, project)]}
+    return TokenList.of(list_tokens(conn, project))
 
 
 @router.post("/tokens", status_code=201, **answers(NewToken, 400, *PROJECT_ERRORS))
-def create_token(project: AdminProject, conn: ConnDep, body: TokenRequest) -> dict[str, Any]:
+def create_token(project: AdminProject, conn: ConnDep, body: TokenRequest) -> NewToken:
     """Create a token (admin token). The answer holds the secret, this once."""
     assert body.scope in SCOPES
     expires_at = (
         datetime.now(UTC) + timedelta(days=body.expires_in_days) if body.expires_in_days else None
     )
     info, secret = issue_token(conn, project, body.scope, expires_at=expires_at)
-    return {**info.to_dict(), "token": secret}
+    return NewToken.of_new(info, secret)
 
 
 @router.delete("/tokens/{token_id}", **answers(Revoked, *PROJECT_ERRORS))
 def revoke(
     project: AdminProject, conn: ConnDep, token_id: Annotated[int, Path(ge=1, le=ROW_ID_MAX)]
-) -> dict[str, Any]:
+) -> Revoked:
     """Revoke a token by id (admin token): it answers 401 from the next request on."""
     if not revoke_token(conn, project, token_id):
         raise ApiError(404, "token-not-found", f"no active token {token_id} in this project")
-    return {"revoked": token_id}
+    return Revoked(revoked=token_id)

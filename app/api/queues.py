@@ -3,7 +3,7 @@ their budget, beat, finish and release; anyone who may read sees what ran where.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 
@@ -44,12 +44,12 @@ CiProject = Annotated[Project, Depends(upload_project)]
 
 
 @router.post("", **answers(QueueOpened, 400, 409, *PROJECT_ERRORS))
-def open_queue(project: CiProject, conn: ConnDep, body: OpenQueueRequest) -> dict[str, Any]:
+def open_queue(project: CiProject, conn: ConnDep, body: OpenQueueRequest) -> QueueOpened:
     """Open the pipeline's queue of the collected tests, or join it (idempotent).
 
     409 `queue-collected-mismatch` when this node collected other tests than the queue holds.
     A node with a later `attempt` than the queue's is a retried job: it replays what it ran."""
-    return service.open_queue(
+    joined = service.open_queue(
         conn,
         project,
         pipeline=body.pipeline,
@@ -59,15 +59,14 @@ def open_queue(project: CiProject, conn: ConnDep, body: OpenQueueRequest) -> dic
         runner=body.runner,
         budget_s=body.budget_s,
     )
+    return QueueOpened.of(joined)
 
 
 @router.post("/{queue_id}/claims", **answers(QueueClaim, 400, *PROJECT_ERRORS))
-def claim(
-    project: CiProject, conn: ConnDep, queue_id: QueueId, body: ClaimRequest
-) -> dict[str, Any]:
+def claim(project: CiProject, conn: ConnDep, queue_id: QueueId, body: ClaimRequest) -> QueueClaim:
     """The next leased batch that fits `remaining_s` with the prediction's error as margin;
     else `state` says `budget` (stop and release), `wait` (ask again) or `done`."""
-    return service.claim_batch(
+    claimed = service.claim_batch(
         conn,
         project,
         queue_id,
@@ -76,60 +75,63 @@ def claim(
         min_batch_s=body.min_batch_s,
         lease_s=body.lease_s,
     )
+    return QueueClaim.of(claimed)
 
 
 @router.post("/{queue_id}/heartbeat", **answers(QueueHeartbeat, 400, *PROJECT_ERRORS))
 def heartbeat(
     project: CiProject, conn: ConnDep, queue_id: QueueId, body: HeartbeatRequest
-) -> dict[str, Any]:
+) -> QueueHeartbeat:
     """Extend the node's leases: a node that stops beating loses its batch to the others."""
-    return service.heartbeat(
-        conn, project, queue_id, who=NodeRef(body.node, body.attempt), lease_s=body.lease_s
+    who = NodeRef(body.node, body.attempt)
+    return QueueHeartbeat.of(
+        service.heartbeat(conn, project, queue_id, who=who, lease_s=body.lease_s)
     )
 
 
 @router.post("/{queue_id}/claims/{claim_id}/start", **answers(QueueBatchStarted, *PROJECT_ERRORS))
-def start(project: CiProject, conn: ConnDep, queue_id: QueueId, claim_id: ClaimId) -> Any:
+def start(
+    project: CiProject, conn: ConnDep, queue_id: QueueId, claim_id: ClaimId
+) -> QueueBatchStarted:
     """The node began running the batch."""
-    return service.start_claim(conn, project, queue_id, claim_id)
+    return QueueBatchStarted.of(service.start_claim(conn, project, queue_id, claim_id))
 
 
 @router.post("/{queue_id}/claims/{claim_id}/finish", **answers(QueueFinished, 400, *PROJECT_ERRORS))
 def finish(
     project: CiProject, conn: ConnDep, queue_id: QueueId, claim_id: ClaimId, body: FinishRequest
-) -> dict[str, Any]:
+) -> QueueFinished:
     """The batch's measured durations; a late finish (lease lost) still counts."""
     results = [(r.nodeid, r.duration_s, r.outcome) for r in body.results]
-    return service.finish_claim(conn, project, queue_id, claim_id, results)
+    return QueueFinished.of(service.finish_claim(conn, project, queue_id, claim_id, results))
 
 
 @router.post("/{queue_id}/release", **answers(QueueReleased, 400, *PROJECT_ERRORS))
 def release(
     project: CiProject, conn: ConnDep, queue_id: QueueId, body: ReleaseRequest
-) -> dict[str, Any]:
+) -> QueueReleased:
     """Hand the node's open claims back (a budget stop); what is left, by name."""
-    return service.release(
-        conn, project, queue_id, who=NodeRef(body.node, body.attempt), reason=body.reason
-    )
+    who = NodeRef(body.node, body.attempt)
+    return QueueReleased.of(service.release(conn, project, queue_id, who=who, reason=body.reason))
 
 
 @router.get("", **answers(list[QueueSummary], *PROJECT_ERRORS))
 def queues(
     project: ReadProject, conn: ConnDep, limit: Annotated[int, Query(ge=1, le=200)] = 50
-) -> list[dict[str, Any]]:
+) -> list[QueueSummary]:
     """The project's newest queues (at most `limit`)."""
-    return service.list_queues(conn, project, limit=limit)
+    return [QueueSummary.of(q) for q in service.list_queues(conn, project, limit=limit)]
 
 
 @router.get("/pipeline", **answers(QueueStatus, *PROJECT_ERRORS))
 def pipeline_queue(
     project: ReadProject, conn: ConnDep, pipeline: Annotated[Text, Query(max_length=200)]
-) -> dict[str, Any]:
+) -> QueueStatus:
     """The status of a pipeline's queue."""
-    return service.pipeline_queue_status(conn, project, pipeline)
+    return QueueStatus.of(service.pipeline_queue_status(conn, project, pipeline))
 
 
 @router.get("/{queue_id}", **answers(QueueStatus, *PROJECT_ERRORS))
-def status(project: ReadProject, conn: ConnDep, queue_id: QueueId) -> dict[str, Any]:
+def status(project: ReadProject, conn: ConnDep, queue_id: QueueId) -> QueueStatus:
     """What ran where, what ran twice, what never ran; each node's batches and idle tail."""
-    return service.queue_status(conn, project, queue_id)
+    return QueueStatus.of(service.queue_status(conn, project, queue_id))

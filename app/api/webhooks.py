@@ -3,7 +3,7 @@ weekly digest (read token)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 from pydantic import BaseModel, Field
@@ -47,7 +47,7 @@ class WebhookRequest(BaseModel):
 @router.post("/webhooks", status_code=201, **answers(NewWebhook, 400, *PROJECT_ERRORS))
 def create_webhook(
     project: AdminProject, conn: ConnDep, settings: SettingsDep, body: WebhookRequest
-) -> dict[str, Any]:
+) -> NewWebhook:
     """Register a webhook (admin token). The answer holds its secret, this once: every
     delivery carries `X-Laptime-Signature: sha256=<HMAC-SHA256 of the body>` under it.
     Hosts that are or resolve to private, loopback or link-local addresses are refused (422)
@@ -61,13 +61,13 @@ def create_webhook(
         secret=body.secret,
         allow_private=settings.webhook_allow_private,
     )
-    return {**info, "secret": secret}
+    return NewWebhook.of_new(info, secret)
 
 
 @router.get("/webhooks", **answers(WebhookList, *PROJECT_ERRORS))
-def read_webhooks(project: AdminProject, conn: ConnDep) -> dict[str, Any]:
+def read_webhooks(project: AdminProject, conn: ConnDep) -> WebhookList:
     """The project's webhooks (admin token), secrets left out."""
-    return {"webhooks": list_webhooks(conn, project)}
+    return WebhookList.of(list_webhooks(conn, project))
 
 
 @router.delete("/webhooks/{webhook_id}", **answers(WebhookRemoved, *PROJECT_ERRORS))
@@ -75,10 +75,10 @@ def delete_webhook(
     project: AdminProject,
     conn: ConnDep,
     webhook_id: Annotated[int, Path(ge=1, le=ROW_ID_MAX)],
-) -> dict[str, Any]:
+) -> WebhookRemoved:
     """Remove a webhook and its deliveries (admin token)."""
     remove_webhook(conn, project, webhook_id)
-    return {"removed": webhook_id}
+    return WebhookRemoved(removed=webhook_id)
 
 
 @router.get("/webhook-deliveries", **answers(DeliveryList, *PROJECT_ERRORS))
@@ -88,10 +88,10 @@ def read_deliveries(
     webhook: Annotated[int | None, Query(ge=1, le=ROW_ID_MAX)] = None,
     state: Literal["pending", "delivered", "failed"] | None = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-) -> dict[str, Any]:
+) -> DeliveryList:
     """The newest deliveries (admin token): state, attempts, the receiver's last answer."""
     found = list_deliveries(conn, project, webhook_id=webhook, state=state, limit=limit)
-    return {"deliveries": found}
+    return DeliveryList.of(found)
 
 
 @router.get("/digest", **answers(Digest, *PROJECT_ERRORS))
@@ -105,9 +105,9 @@ def read_digest(
             "last week that has ended)"
         ),
     ] = None,
-) -> dict[str, Any]:
+) -> Digest:
     """The weekly digest: CI test time against the week before, the tests and files that
     grew most per run, and the same as markdown."""
     if week is not None and not DATE_MIN <= week <= DATE_MAX:
         raise invalid("week", f"must be between {DATE_MIN} and {DATE_MAX}", week.isoformat())
-    return digest_answer(conn, project, week)
+    return Digest.of(digest_answer(conn, project, week))

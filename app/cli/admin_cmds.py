@@ -91,7 +91,7 @@ def token_list(slug: str) -> None:
     tokens = on_project(slug, list_tokens)
     click.echo(f"{'id':>6}  {'scope':<7} {'prefix':<13} {'created':<17} {'expires':<17} state")
     for t in tokens:
-        state = "revoked" if t.revoked_at else "active" if t.to_dict()["active"] else "expired"
+        state = "revoked" if t.revoked_at else "active" if t.active else "expired"
         click.echo(
             f"{t.id:>6}  {t.scope:<7} {t.prefix:<13} {_when(t.created_at):<17} "
             f"{_when(t.expires_at):<17} {state}"

@@ -8,6 +8,7 @@ from datetime import datetime
 import click
 
 from app.cli.admin_cmds import on_project
+from app.schemas.webhooks import Digest
 from app.services.digest import digest_answer
 
 
@@ -26,6 +27,6 @@ def digest(slug: str, week: datetime | None, as_json: bool) -> None:
         slug, lambda conn, project: digest_answer(conn, project, week.date() if week else None)
     )
     if as_json:
-        click.echo(json.dumps(answer, indent=2))
+        click.echo(json.dumps(Digest.of(answer).model_dump(mode="json"), indent=2))
     else:
-        click.echo(answer["text"], nl=False)
+        click.echo(answer.text, nl=False)

@@ -4,7 +4,7 @@ send what is due now."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from dataclasses import asdict
 
 import click
 from sqlalchemy import Connection
@@ -16,6 +16,7 @@ from app.db.engine import make_engine
 from app.project_records import Project
 from app.services.webhooks import (
     STATES,
+    WebhookInfo,
     add_webhook,
     deliver_due,
     list_deliveries,
@@ -45,7 +46,7 @@ def webhook() -> None:
 def webhook_add(slug: str, url: str, events: tuple[str, ...], fmt: str) -> None:
     """Register URL; prints the webhook and its signing secret, once, alone on the last line."""
 
-    def add(conn: Connection, project: Project) -> tuple[dict[str, Any], str]:
+    def add(conn: Connection, project: Project) -> tuple[WebhookInfo, str]:
         try:
             return add_webhook(
                 conn,
@@ -59,9 +60,7 @@ def webhook_add(slug: str, url: str, events: tuple[str, ...], fmt: str) -> None:
             raise click.ClickException(str(exc)) from exc
 
     info, secret = on_project(slug, add)
-    click.echo(
-        f"webhook {info['id']}: {info['url']} ({info['format']}: {', '.join(info['events'])})"
-    )
+    click.echo(f"webhook {info.id}: {info.url} ({info.format}: {', '.join(info.events)})")
     click.echo("signing secret (shown once; the receiver checks X-Laptime-Signature with it):")
     click.echo(secret)
 
@@ -73,13 +72,10 @@ def webhook_list(slug: str, as_json: bool) -> None:
     """The project's webhooks (secrets shown by their first characters only)."""
     found = on_project(slug, list_webhooks)
     if as_json:
-        click.echo(json.dumps(found, indent=2, default=str))
+        click.echo(json.dumps([asdict(w) for w in found], indent=2, default=str))
         return
     for w in found:
-        click.echo(
-            f"{w['id']}\t{w['url']}\t{w['format']}\t{','.join(w['events'])}\t"
-            f"secret {w['secret_prefix']}…"
-        )
+        click.echo(f"{w.id}\t{w.url}\t{w.format}\t{','.join(w.events)}\tsecret {w.secret_prefix}…")
 
 
 @webhook.command("remove")
@@ -115,13 +111,12 @@ def webhook_deliveries(
         ),
     )
     if as_json:
-        click.echo(json.dumps(found, indent=2, default=str))
+        click.echo(json.dumps([asdict(d) for d in found], indent=2, default=str))
         return
     for d in found:
-        last = d["last_error"] or (f"HTTP {d['last_status']}" if d["last_status"] else "")
+        last = d.last_error or (f"HTTP {d.last_status}" if d.last_status else "")
         click.echo(
-            f"{d['id']}\twebhook {d['webhook_id']}\t{d['event']}\t{d['state']}\t"
-            f"attempts {d['attempts']}\t{last}"
+            f"{d.id}\twebhook {d.webhook_id}\t{d.event}\t{d.state}\tattempts {d.attempts}\t{last}"
         )
 
 

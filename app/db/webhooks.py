@@ -24,10 +24,6 @@ class WebhookInfo:
     secret_prefix: str
     created_at: datetime
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {**self.__dict__, "events": list(self.events)}
-
 
 @dataclass(frozen=True)
 class DeliveryInfo:
@@ -45,10 +41,6 @@ class DeliveryInfo:
     last_error: str | None
     created_at: datetime
     delivered_at: datetime | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return dict(self.__dict__)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from fastapi.responses import HTMLResponse
 
 from app.http.deps import ConnDep
 from app.pages.common import PageError, PageProject, project_context, render
+from app.services.queue_answers import QueueState
 from app.services.queues import QueueNotFound, list_queues, pipeline_queue_status
 from figures.queue_timeline import queue_timeline_figure
 from figures.theme import figure_html
@@ -25,16 +26,23 @@ def queues_page(
     if pipeline is not None and (len(pipeline) > 200 or "\x00" in pipeline):
         raise PageError(422, "pipeline: not a pipeline id")
     queues = list_queues(conn, project)
-    chosen = pipeline or (queues[0]["pipeline"] if queues else None)
-    report: dict[str, Any] | None = None
+    chosen = pipeline or (queues[0].pipeline if queues else None)
+    state: QueueState | None = None
     figure = ""
     if chosen is not None:
         try:
-            report = pipeline_queue_status(conn, project, chosen)
+            state = pipeline_queue_status(conn, project, chosen)
         except QueueNotFound as exc:
             raise PageError(404, str(exc)) from exc
-        figure = figure_html(queue_timeline_figure(report), "fig-queue")
+        figure = figure_html(queue_timeline_figure(state.report), "fig-queue")
     context = project_context(
-        request, conn, project, "recommendations", queues=queues, report=report, figure=figure
+        request,
+        conn,
+        project,
+        "recommendations",
+        queues=queues,
+        queue=state,
+        report=state.report if state else None,
+        figure=figure,
     )
     return render(request, "queues.html", context)

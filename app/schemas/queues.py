@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app.schemas.base import ApiModel
+from app.services.queue_answers import (
+    BatchClaim,
+    BatchFinished,
+    BatchStarted,
+    ClaimsReleased,
+    LeaseExtended,
+    QueuedItem,
+    QueueJoin,
+    QueueListing,
+    QueueState,
+)
 
 # Most nodeids one queue holds (a big monorepo collects ~100k tests).
 MAX_COLLECTED = 200_000
@@ -83,6 +94,11 @@ class QueueItem(ApiModel):
     predicted_s: float
     estimated: list[str] = Field(description="its nodeids without history, placed by estimate")
 
+    @classmethod
+    def of(cls, item: QueuedItem) -> QueueItem:
+        """The wire form of a queued item."""
+        return cls.model_validate(item, from_attributes=True)
+
 
 class QueueOpened(ApiModel):
     """The queue a node opened or joined."""
@@ -98,6 +114,19 @@ class QueueOpened(ApiModel):
     replay_items: int = Field(description="items a retried job replays (what it ran before)")
     estimated: list[str]
 
+    @classmethod
+    def of(cls, joined: QueueJoin) -> QueueOpened:
+        """The wire form of an open or join."""
+        return cls.model_validate(joined, from_attributes=True)
+
+
+class QueueSelection(ApiModel):
+    """A batch in its runner's words: the arguments, and a full shell command."""
+
+    runner: str
+    args: list[str]
+    command: str = Field(description='"" when laptime knows no command for the runner')
+
 
 class QueueClaim(ApiModel):
     """The next batch, or why there is none."""
@@ -112,8 +141,33 @@ class QueueClaim(ApiModel):
     error: float
     lease_s: float
     retry_after_s: float | None
-    selection: dict[str, Any] | None = Field(description="the batch in its runner's words")
+    selection: QueueSelection | None = Field(description="the batch in its runner's words")
     not_fit: list[QueueItem] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, claim: BatchClaim) -> QueueClaim:
+        """The wire form of a claim: `replay` said of a batch, `not_fit` of a budget stop."""
+        said: dict[str, object] = {}
+        if claim.replay is not None:
+            said["replay"] = claim.replay
+        if claim.not_fit is not None:
+            said["not_fit"] = [QueueItem.of(i) for i in claim.not_fit]
+        selection = claim.selection
+        return cls(
+            queue_id=claim.queue_id,
+            state=claim.state,
+            claim_id=claim.claim_id,
+            items=[QueueItem.of(i) for i in claim.items],
+            predicted_s=claim.predicted_s,
+            pending_items=claim.pending_items,
+            error=claim.error,
+            lease_s=claim.lease_s,
+            retry_after_s=claim.retry_after_s,
+            selection=None
+            if selection is None
+            else QueueSelection.model_validate(selection, from_attributes=True),
+            **said,  # type: ignore[arg-type]
+        )
 
 
 class QueueHeartbeat(ApiModel):
@@ -122,12 +176,22 @@ class QueueHeartbeat(ApiModel):
     claims: int
     lease_s: float
 
+    @classmethod
+    def of(cls, extended: LeaseExtended) -> QueueHeartbeat:
+        """The wire form of a heartbeat."""
+        return cls.model_validate(extended, from_attributes=True)
+
 
 class QueueBatchStarted(ApiModel):
     """A claim after start."""
 
     claim_id: int
     state: str
+
+    @classmethod
+    def of(cls, started: BatchStarted) -> QueueBatchStarted:
+        """The wire form of a start."""
+        return cls.model_validate(started, from_attributes=True)
 
 
 class QueueFinished(ApiModel):
@@ -138,12 +202,22 @@ class QueueFinished(ApiModel):
     late: bool = Field(description="the lease had run out: its items may run twice")
     handed_back: int = Field(description="items not fully run, back in the queue")
 
+    @classmethod
+    def of(cls, finished: BatchFinished) -> QueueFinished:
+        """The wire form of a finish."""
+        return cls.model_validate(finished, from_attributes=True)
+
 
 class QueueReleased(ApiModel):
     """What a release handed back and what is left."""
 
     released: int
     pending: list[QueueItem]
+
+    @classmethod
+    def of(cls, released: ClaimsReleased) -> QueueReleased:
+        """The wire form of a release."""
+        return cls.model_validate(released, from_attributes=True)
 
 
 class QueueSummary(ApiModel):
@@ -155,6 +229,58 @@ class QueueSummary(ApiModel):
     nodes: int
     runner: str
     opened_at: str
+
+    @classmethod
+    def of(cls, listed: QueueListing) -> QueueSummary:
+        """The wire form of a listed queue (its opening time in ISO 8601, as Python writes it)."""
+        return cls(
+            queue_id=listed.queue_id,
+            pipeline=listed.pipeline,
+            attempt=listed.attempt,
+            nodes=listed.nodes,
+            runner=listed.runner,
+            opened_at=listed.opened_at.isoformat(),
+        )
+
+
+class QueueBatch(ApiModel):
+    """One batch handed to a node (seconds since the queue opened)."""
+
+    claim_id: int
+    attempt: int
+    state: str = Field(description="open, finished, expired or released")
+    replay: bool
+    claimed_s: float
+    started_s: float | None
+    finished_s: float | None
+    predicted_s: float
+    items: int
+    tests: int
+
+
+class QueueNode(ApiModel):
+    """A node's batches and when its last one finished."""
+
+    node: str
+    finish_s: float | None
+    batches: list[QueueBatch]
+
+
+class BudgetStop(ApiModel):
+    """A node that stopped because nothing pending fit its budget."""
+
+    node: str
+    attempt: int
+    at_s: float
+    remaining_s: float | None
+    not_run: list[str]
+
+
+class RanTwiceModel(ApiModel):
+    """A test run more than once, and where ("node@attempt" of each run)."""
+
+    nodeid: str
+    runs: list[str]
 
 
 class QueueStatus(ApiModel):
@@ -173,8 +299,37 @@ class QueueStatus(ApiModel):
     done: bool
     wait_s: float | None
     idle_tail_s: float | None = Field(description="first node's finish to the last's")
-    nodes: list[dict[str, Any]]
-    budget_stops: list[dict[str, Any]]
-    ran_twice: list[dict[str, Any]]
+    nodes: list[QueueNode]
+    budget_stops: list[BudgetStop]
+    ran_twice: list[RanTwiceModel]
     rerun_by_retry: int
     never_ran: list[str] = Field(description="tests with no recorded run (so far)")
+
+    @classmethod
+    def of(cls, state: QueueState) -> QueueStatus:
+        """The wire form of a queue's state: its facts, then its report's."""
+        report = state.report
+        return cls(
+            queue_id=state.queue_id,
+            pipeline=state.pipeline,
+            attempt=state.attempt,
+            runner=state.runner,
+            planned_nodes=state.planned_nodes,
+            error=state.error,
+            opened_at=state.opened_at.isoformat(),
+            tests=report.tests,
+            pending_items=report.pending_items,
+            open_claims=report.open_claims,
+            done=report.done,
+            wait_s=report.wait_s,
+            idle_tail_s=report.idle_tail_s,
+            nodes=[QueueNode.model_validate(n, from_attributes=True) for n in report.nodes],
+            budget_stops=[
+                BudgetStop.model_validate(s, from_attributes=True) for s in report.budget_stops
+            ],
+            ran_twice=[
+                RanTwiceModel.model_validate(t, from_attributes=True) for t in report.ran_twice
+            ],
+            rerun_by_retry=report.rerun_by_retry,
+            never_ran=list(report.never_ran),
+        )

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import Field
 
+from app.project_records import TokenInfo as TokenRecord
 from app.schemas.base import ApiModel
 
 
@@ -135,17 +137,45 @@ class TokenInfo(ApiModel):
     revoked_at: str | None
     active: bool
 
+    @classmethod
+    def of(cls, info: TokenRecord) -> TokenInfo:
+        """The wire form of a token's facts (timestamps in ISO 8601, as Python writes them)."""
+
+        def iso(at: datetime | None) -> str | None:
+            return None if at is None else at.isoformat()
+
+        return cls(
+            id=info.id,
+            project=info.project,
+            scope=info.scope,  # type: ignore[arg-type]
+            prefix=info.prefix,
+            created_at=info.created_at.isoformat(),
+            expires_at=iso(info.expires_at),
+            revoked_at=iso(info.revoked_at),
+            active=info.active,
+        )
+
 
 class NewToken(TokenInfo):
     """A token just created, with its secret (shown this once)."""
 
     token: str
 
+    @classmethod
+    def of_new(cls, info: TokenRecord, token: str) -> NewToken:
+        """The wire form of a token just issued, and its secret."""
+        return cls(**TokenInfo.of(info).model_dump(), token=token)
+
 
 class TokenList(ApiModel):
     """The project's tokens."""
 
     tokens: list[TokenInfo]
+
+    @classmethod
+    def of(cls, infos: list[TokenRecord]) -> TokenList:
+        """The wire form of a project's tokens."""
+        return cls(tokens=[TokenInfo.of(i) for i in infos])
 
 
 class Revoked(ApiModel):

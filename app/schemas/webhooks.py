@@ -7,6 +7,8 @@ from datetime import datetime
 from pydantic import Field
 
 from app.schemas.base import ApiModel
+from app.services.digest import DigestAnswer
+from app.services.webhooks import DeliveryInfo, WebhookInfo
 
 
 class Webhook(ApiModel):
@@ -19,17 +21,32 @@ class Webhook(ApiModel):
     secret_prefix: str = Field(description="the secret's first characters, to tell them apart")
     created_at: datetime
 
+    @classmethod
+    def of(cls, info: WebhookInfo) -> Webhook:
+        """The wire form of a registered address."""
+        return cls.model_validate(info, from_attributes=True)
+
 
 class NewWebhook(Webhook):
     """The webhook just registered, with its secret: shown this once."""
 
     secret: str
 
+    @classmethod
+    def of_new(cls, info: WebhookInfo, secret: str) -> NewWebhook:
+        """The wire form of a webhook just registered, and its secret."""
+        return cls(**Webhook.of(info).model_dump(), secret=secret)
+
 
 class WebhookList(ApiModel):
     """The project's webhooks."""
 
     webhooks: list[Webhook]
+
+    @classmethod
+    def of(cls, infos: list[WebhookInfo]) -> WebhookList:
+        """The wire form of a project's webhooks."""
+        return cls(webhooks=[Webhook.of(i) for i in infos])
 
 
 class WebhookRemoved(ApiModel):
@@ -60,6 +77,11 @@ class DeliveryList(ApiModel):
 
     deliveries: list[Delivery]
 
+    @classmethod
+    def of(cls, infos: list[DeliveryInfo]) -> DeliveryList:
+        """The wire form of deliveries."""
+        return cls(deliveries=[Delivery.model_validate(d, from_attributes=True) for d in infos])
+
 
 class Growth(ApiModel):
     """A test or file whose seconds per run grew since the week before."""
@@ -83,3 +105,22 @@ class Digest(ApiModel):
     growing_tests: list[Growth]
     growing_files: list[Growth]
     text: str = Field(description="the digest as markdown")
+
+    @classmethod
+    def of(cls, answer: DigestAnswer) -> Digest:
+        """The wire form of a digest (weeks as YYYY-MM-DD)."""
+        digest = answer.digest
+        return cls(
+            week=digest.week.isoformat(),
+            previous_week=digest.previous_week.isoformat(),
+            ci_time_s=digest.ci_time_s,
+            previous_ci_time_s=digest.previous_ci_time_s,
+            delta_s=digest.delta_s,
+            growing_tests=[
+                Growth.model_validate(g, from_attributes=True) for g in digest.growing_tests
+            ],
+            growing_files=[
+                Growth.model_validate(g, from_attributes=True) for g in digest.growing_files
+            ],
+            text=answer.text,
+        )

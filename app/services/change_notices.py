@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from sqlalchemy import Engine
 
@@ -19,6 +18,7 @@ from app.db.projects import list_projects
 from app.db.webhooks import projects_hearing
 from app.services.changes import changes_of
 from app.services.webhooks import enqueue_event
+from notify.events import ChangeNotice
 
 CHANGE_EVENT = "change.detected"
 RECENT_DAYS = 7
@@ -45,18 +45,18 @@ def enqueue_new_changes(
     return queued
 
 
-def change_payload(item: ChangeItem) -> dict[str, Any]:
+def change_payload(item: ChangeItem) -> ChangeNotice:
     """The event's data (notify/events.py lists its fields) for one stored change."""
-    return {
-        "change_id": item.id,
-        "kind": item.kind,
-        "subject": item.name,
-        "cell": item.labels_key,
-        "median_before_s": item.median_before_s,
-        "median_after_s": item.median_after_s,
-        "delta_s": item.delta_s,
-        "commit_before": item.commit_before,
-        "commit_after": item.commit_after,
-        "runs_before": item.runs_before,
-        "job": item.job,
-    }
+    return ChangeNotice(
+        change_id=item.id,
+        kind=item.kind,
+        subject=item.name,
+        cell=item.labels_key,
+        median_before_s=item.median_before_s,
+        median_after_s=item.median_after_s,
+        delta_s=item.delta_s,
+        commit_before=item.commit_before,
+        commit_after=item.commit_after,
+        runs_before=item.runs_before,
+        job=item.job,
+    )

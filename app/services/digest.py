@@ -4,8 +4,8 @@ the API, and sent as a "digest.weekly" event once per project and week."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
 from sqlalchemy import Connection, Engine
 
@@ -15,7 +15,7 @@ from app.db.projects import list_projects
 from app.db.webhooks import dedupe_key_taken, projects_hearing
 from app.project_records import Project
 from app.services.webhooks import enqueue_event
-from notify.digest import digest_data
+from notify.digest import digest_data, digest_markdown
 
 log = logging.getLogger("laptime.webhooks")
 
@@ -31,11 +31,20 @@ def project_digest(conn: Connection, project: Project, week: date) -> WeeklyDige
     )
 
 
-def digest_answer(conn: Connection, project: Project, week: date | None) -> dict[str, Any]:
-    """The digest as the API and `laptime digest --json` give it (default: the last week
-    that has ended)."""
+@dataclass(frozen=True)
+class DigestAnswer:
+    """A project's weekly digest and its markdown (app.schemas.webhooks.Digest is its wire
+    form; a "digest.weekly" event's data is the same, made by notify.digest)."""
+
+    digest: WeeklyDigest
+    text: str
+
+
+def digest_answer(conn: Connection, project: Project, week: date | None) -> DigestAnswer:
+    """The digest the API and `laptime digest` give (default: the last week that has ended)."""
     chosen = week if week is not None else last_complete_week(datetime.now(UTC).date())
-    return digest_data(project.slug, project_digest(conn, project, chosen))
+    digest = project_digest(conn, project, chosen)
+    return DigestAnswer(digest, digest_markdown(project.slug, digest))
 
 
 def enqueue_weekly_digests(engine: Engine, *, today: date | None = None) -> int:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import pandas as pd
 from sqlalchemy import Connection
 
-from analysis.ci.runner_commands import select_jobs
+from analysis.ci.runner_commands import JobSelection, select_jobs
 from analysis.errors import AnswerError
 from analysis.estimate import estimate_durations
 from analysis.filters import Filters
@@ -35,6 +34,17 @@ from app.db import queues as store
 from app.db.runners import runner_of_runs
 from app.project_records import Project
 from app.services.plan_store import project_calibration
+from app.services.queue_answers import (
+    BatchClaim,
+    BatchFinished,
+    BatchStarted,
+    ClaimsReleased,
+    LeaseExtended,
+    QueuedItem,
+    QueueJoin,
+    QueueListing,
+    QueueState,
+)
 from app.services.recommendations import RecommendationError, load_history
 
 # The margin a budget keeps when this project's plans have no measured error yet.
@@ -81,7 +91,7 @@ def open_queue(
     nodes: int,
     runner: str,
     budget_s: float | None = None,
-) -> dict[str, Any]:
+) -> QueueJoin:
     """Open the pipeline's queue (first node) or join it; idempotent. A node that collected
     other tests gets QueueCollectedMismatch naming the difference."""
     digest = collected_digest(collected)
@@ -112,18 +122,18 @@ def open_queue(
     store.record_event(conn, queue.id, who.node, who.attempt, "open" if opened else "join")
     everything = store.queue_nodeids(conn, queue.id)
     estimated = store.estimated_nodeids(conn, queue.id)
-    return {
-        "queue_id": queue.id,
-        "pipeline": queue.pipeline,
-        "opened": opened,
-        "attempt": queue.attempt,
-        "runner": queue.runner,
-        "nodes": queue.nodes,
-        "tests": len(everything),
-        "error": queue.error,
-        "replay_items": replay,
-        "estimated": estimated,
-    }
+    return QueueJoin(
+        queue_id=queue.id,
+        pipeline=queue.pipeline,
+        opened=opened,
+        attempt=queue.attempt,
+        runner=queue.runner,
+        nodes=queue.nodes,
+        tests=len(everything),
+        error=queue.error,
+        replay_items=replay,
+        estimated=tuple(estimated),
+    )
 
 
 def _mismatch(conn: Connection, queue_id: int, collected: Sequence[str]) -> QueueCollectedMismatch:
@@ -189,7 +199,7 @@ def claim_batch(
     remaining_s: float | None,
     min_batch_s: float = 0.0,
     lease_s: float = DEFAULT_LEASE_S,
-) -> dict[str, Any]:
+) -> BatchClaim:
     """The node's next batch: pending items in queue order up to a target that shrinks as the
     queue empties, none predicted not to fit `remaining_s`. With nothing to take it says why:
     `budget` (pending work fits no longer: the node hands back and stops), `wait` (siblings
@@ -211,17 +221,18 @@ def claim_batch(
     if not pick.positions and len(pending) == window < store.CLAIM_WINDOW:
         pending = store.lock_pending(conn, queue.id, who.node)
         pick = _pick(pending, target, remaining_s, queue.error)
-    base: dict[str, Any] = {
-        "queue_id": queue.id,
-        "claim_id": None,
-        "items": [],
-        "predicted_s": 0.0,
-        "pending_items": count,
-        "error": queue.error,
-        "lease_s": lease_s,
-        "retry_after_s": None,
-        "selection": None,
-    }
+    nothing = BatchClaim(
+        queue_id=queue.id,
+        state="done",
+        claim_id=None,
+        items=(),
+        predicted_s=0.0,
+        pending_items=count,
+        error=queue.error,
+        lease_s=lease_s,
+        retry_after_s=None,
+        selection=None,
+    )
     if pick.positions:
         claim_id = store.insert_claim(
             conn,
@@ -239,16 +250,16 @@ def claim_batch(
             detail={"items": len(items), "predicted_s": pick.predicted_s,
                     "remaining_s": remaining_s},
         )  # fmt: skip
-        return {
-            **base,
-            "state": "batch",
-            "claim_id": claim_id,
-            "replay": bool(reserved),
-            "items": [_item_answer(i) for i in items],
-            "predicted_s": pick.predicted_s,
-            "pending_items": count - len(items),
-            "selection": _selection(conn, queue, items),
-        }
+        return replace(
+            nothing,
+            state="batch",
+            claim_id=claim_id,
+            replay=bool(reserved),
+            items=tuple(_item_answer(i) for i in items),
+            predicted_s=pick.predicted_s,
+            pending_items=count - len(items),
+            selection=_selection(conn, queue, items),
+        )
     if pending:
         unfit = store.items_at(conn, queue.id, pick.unfit)
         store.record_event(
@@ -256,15 +267,17 @@ def claim_batch(
             detail={"remaining_s": remaining_s,
                     "not_run": [[i.name, i.predicted_s] for i in unfit]},
         )  # fmt: skip
-        return {**base, "state": "budget", "not_fit": [_item_answer(i) for i in unfit]}
+        return replace(nothing, state="budget", not_fit=tuple(_item_answer(i) for i in unfit))
     if count:
         # Pending, but locked by siblings' claims being made right now.
-        return {**base, "state": "wait", "retry_after_s": 0.2}
+        return replace(nothing, state="wait", retry_after_s=0.2)
     lease_left = store.open_claims_elsewhere(conn, queue.id, who.node)
     if lease_left is not None:
         # A sibling's batch may yet come back (a node that stops beating loses it).
-        return {**base, "state": "wait", "retry_after_s": max(0.2, min(lease_left, RETRY_AFTER_S))}
-    return {**base, "state": "done"}
+        return replace(
+            nothing, state="wait", retry_after_s=max(0.2, min(lease_left, RETRY_AFTER_S))
+        )
+    return nothing
 
 
 def _pick(
@@ -278,34 +291,33 @@ def _pick(
     )
 
 
-def _item_answer(item: store.ItemRow) -> dict[str, Any]:
-    return {
-        "position": item.position,
-        "name": item.name,
-        "nodeids": list(item.nodeids),
-        "predicted_s": round(item.predicted_s, 3),
-        "estimated": list(item.estimated),
-    }
+def _item_answer(item: store.ItemRow) -> QueuedItem:
+    return QueuedItem(
+        position=item.position,
+        name=item.name,
+        nodeids=tuple(item.nodeids),
+        predicted_s=round(item.predicted_s, 3),
+        estimated=tuple(item.estimated),
+    )
 
 
 def _selection(
     conn: Connection, queue: store.QueueRow, items: Sequence[store.ItemRow]
-) -> dict[str, Any] | None:
+) -> JobSelection | None:
     """The batch in its runner's own words (pytest takes the nodeids)."""
     if queue.runner == "pytest":
         return None
     units = pd.Series(dict(store.queue_nodeids(conn, queue.id)), dtype=object)
     nodeids = [n for item in items for n in item.nodeids]
-    chosen = select_jobs(queue.runner, units, [nodeids])[0]
-    return {"runner": chosen.runner, "args": list(chosen.args), "command": chosen.command}
+    return select_jobs(queue.runner, units, [nodeids])[0]
 
 
 def heartbeat(
     conn: Connection, project: Project, queue_id: int, *, who: NodeRef, lease_s: float
-) -> dict[str, Any]:
+) -> LeaseExtended:
     """Extend the node's leases; how many claims it holds."""
     queue = _queue_or_404(conn, project, queue_id)
-    return {"claims": store.extend_leases(conn, queue.id, who.node, lease_s), "lease_s": lease_s}
+    return LeaseExtended(store.extend_leases(conn, queue.id, who.node, lease_s), lease_s)
 
 
 def _claim_or_404(conn: Connection, queue_id: int, claim_id: int) -> store.ClaimRecord:
@@ -315,13 +327,13 @@ def _claim_or_404(conn: Connection, queue_id: int, claim_id: int) -> store.Claim
     return claims[0]
 
 
-def start_claim(conn: Connection, project: Project, queue_id: int, claim_id: int) -> dict[str, Any]:
+def start_claim(conn: Connection, project: Project, queue_id: int, claim_id: int) -> BatchStarted:
     """The node began the batch."""
     queue = _queue_or_404(conn, project, queue_id)
     claim = _claim_or_404(conn, queue.id, claim_id)
     store.mark_started(conn, queue.id, claim.id)
     store.record_event(conn, queue.id, claim.node, claim.attempt, "start", claim_id=claim.id)
-    return {"claim_id": claim.id, "state": claim.state}
+    return BatchStarted(claim.id, claim.state)
 
 
 def finish_claim(
@@ -330,7 +342,7 @@ def finish_claim(
     queue_id: int,
     claim_id: int,
     results: Sequence[tuple[str, float | None, str | None]],
-) -> dict[str, Any]:
+) -> BatchFinished:
     """Record the batch's measured durations (nodeids outside the claim are ignored); a claim
     whose lease ran out still counts what it ran."""
     queue = _queue_or_404(conn, project, queue_id)
@@ -348,17 +360,17 @@ def finish_claim(
         detail={"results": len(kept), "measured_s": sum(r[1] or 0.0 for r in kept),
                 "late": claim.state != "open", "handed_back": len(items) - len(done)},
     )  # fmt: skip
-    return {
-        "claim_id": claim.id,
-        "recorded": len(kept),
-        "late": claim.state != "open",
-        "handed_back": len(items) - len(done),
-    }
+    return BatchFinished(
+        claim_id=claim.id,
+        recorded=len(kept),
+        late=claim.state != "open",
+        handed_back=len(items) - len(done),
+    )
 
 
 def release(
     conn: Connection, project: Project, queue_id: int, *, who: NodeRef, reason: str
-) -> dict[str, Any]:
+) -> ClaimsReleased:
     """The node hands its open claims back (a budget stop, a cancel); what is left pending,
     by name with its prediction."""
     queue = _queue_or_404(conn, project, queue_id)
@@ -368,13 +380,10 @@ def release(
         detail={"claims": released, "reason": reason},
     )  # fmt: skip
     left = store.pending_items(conn, queue.id)
-    return {
-        "released": len(released),
-        "pending": [_item_answer(i) for i in left],
-    }
+    return ClaimsReleased(len(released), tuple(_item_answer(i) for i in left))
 
 
-def queue_status(conn: Connection, project: Project, queue_id: int) -> dict[str, Any]:
+def queue_status(conn: Connection, project: Project, queue_id: int) -> QueueState:
     """What ran where, twice or nowhere; each node's batches, budget stops, the idle tail."""
     queue = _queue_or_404(conn, project, queue_id)
     claims = store.load_claims(conn, queue.id, as_of_now=True)
@@ -412,19 +421,19 @@ def queue_status(conn: Connection, project: Project, queue_id: int) -> dict[str,
         pending_items=store.pending_count(conn, queue.id, as_of_now=True),
         stops=stops,
     )
-    return {
-        "queue_id": queue.id,
-        "pipeline": queue.pipeline,
-        "attempt": queue.attempt,
-        "runner": queue.runner,
-        "planned_nodes": queue.nodes,
-        "error": queue.error,
-        "opened_at": queue.created_at.isoformat(),
-        **report.to_dict(),
-    }
+    return QueueState(
+        queue_id=queue.id,
+        pipeline=queue.pipeline,
+        attempt=queue.attempt,
+        runner=queue.runner,
+        planned_nodes=queue.nodes,
+        error=queue.error,
+        opened_at=queue.created_at,
+        report=report,
+    )
 
 
-def pipeline_queue_status(conn: Connection, project: Project, pipeline: str) -> dict[str, Any]:
+def pipeline_queue_status(conn: Connection, project: Project, pipeline: str) -> QueueState:
     """The status of a pipeline's queue."""
     queue = store.find_queue(conn, project.id, pipeline)
     if queue is None:
@@ -432,16 +441,9 @@ def pipeline_queue_status(conn: Connection, project: Project, pipeline: str) -> 
     return queue_status(conn, project, queue.id)
 
 
-def list_queues(conn: Connection, project: Project, *, limit: int = 50) -> list[dict[str, Any]]:
+def list_queues(conn: Connection, project: Project, *, limit: int = 50) -> list[QueueListing]:
     """The project's newest queues."""
     return [
-        {
-            "queue_id": q.id,
-            "pipeline": q.pipeline,
-            "attempt": q.attempt,
-            "nodes": q.nodes,
-            "runner": q.runner,
-            "opened_at": q.created_at.isoformat(),
-        }
+        QueueListing(q.id, q.pipeline, q.attempt, q.nodes, q.runner, q.created_at)
         for q in store.recent_queues(conn, project.id, limit)
     ]

@@ -15,10 +15,9 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import Connection, Engine
@@ -27,6 +26,8 @@ from sqlalchemy.exc import DBAPIError
 from analysis.errors import AnswerError
 from app.db.webhooks import (
     ClaimedDelivery,
+    DeliveryInfo,
+    WebhookInfo,
     claim_due,
     delete_webhook,
     insert_delivery,
@@ -38,10 +39,35 @@ from app.db.webhooks import (
 )
 from app.project_records import Project
 from notify.addresses import WebhookAddressError, check_address
-from notify.events import EVENTS, FORMATS, EventError, check_event, delivery_body, envelope
+from notify.events import (
+    EVENTS,
+    FORMATS,
+    EventData,
+    EventError,
+    check_event,
+    delivery_body,
+    envelope,
+    event_fields,
+)
 from notify.retry import RetryPolicy
 from notify.signing import SIGNATURE_HEADER, sign
 from notify.targets import check_url
+
+__all__ = [
+    "STATES",
+    "AttemptOutcome",
+    "DeliveryInfo",
+    "WebhookInfo",
+    "WebhookNotFound",
+    "add_webhook",
+    "deliver_due",
+    "enqueue_event",
+    "list_deliveries",
+    "list_webhooks",
+    "post_delivery",
+    "remove_webhook",
+    "run_deliveries",
+]
 
 log = logging.getLogger("laptime.webhooks")
 
@@ -69,7 +95,7 @@ def add_webhook(
     fmt: str = "json",
     secret: str | None = None,
     allow_private: bool = False,
-) -> tuple[dict[str, Any], str]:
+) -> tuple[WebhookInfo, str]:
     """Register `url` for `events` (default: all); the webhook and its secret (shown once)."""
     check_url(url)
     check_address(url, allow_private=allow_private)
@@ -81,12 +107,12 @@ def add_webhook(
         raise EventError(f"format must be one of {', '.join(FORMATS)}")
     secret = secret or secrets.token_urlsafe(32)
     info = insert_webhook(conn, project.id, url=url, secret=secret, fmt=fmt, events=chosen)
-    return info.to_dict(), secret
+    return info, secret
 
 
-def list_webhooks(conn: Connection, project: Project) -> list[dict[str, Any]]:
+def list_webhooks(conn: Connection, project: Project) -> list[WebhookInfo]:
     """The project's webhooks, secrets left out."""
-    return [w.to_dict() for w in select_webhooks(conn, project.id)]
+    return select_webhooks(conn, project.id)
 
 
 def remove_webhook(conn: Connection, project: Project, webhook_id: int) -> None:
@@ -102,35 +128,35 @@ def list_deliveries(
     webhook_id: int | None = None,
     state: str | None = None,
     limit: int = 100,
-) -> list[dict[str, Any]]:
+) -> list[DeliveryInfo]:
     """The newest deliveries with their state, attempts and last answer."""
     if state is not None and state not in STATES:
         raise AnswerError(f"state must be one of {', '.join(STATES)}")
-    found = select_deliveries(conn, project.id, webhook_id=webhook_id, state=state, limit=limit)
-    return [d.to_dict() for d in found]
+    return select_deliveries(conn, project.id, webhook_id=webhook_id, state=state, limit=limit)
 
 
 def enqueue_event(
     conn: Connection,
     project: Project,
     event: str,
-    payload: Mapping[str, Any],
+    data: EventData,
     *,
     dedupe_key: str | None = None,
     now: datetime | None = None,
 ) -> list[int]:
     """Queue `event` for every webhook of the project that hears it; the delivery ids.
 
-    `payload` is the event's `data` (notify/events.py says its fields). A change is sent once:
+    `data` is the event's data (notify/events.py says its fields). A change is sent once:
     "change.detected" defaults its dedupe key to the change id, and a key a webhook has had
     already queues nothing for it."""
-    check_event(event, payload)
+    fields = event_fields(data)
+    check_event(event, fields)
     if dedupe_key is None and event == "change.detected":
-        dedupe_key = f"change:{payload['change_id']}"
+        dedupe_key = f"change:{fields['change_id']}"
     message = envelope(
         event,
         project.slug,
-        payload,
+        fields,
         event_id=uuid.uuid4().hex,
         created_at=now or datetime.now(UTC),
     )

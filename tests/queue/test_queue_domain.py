@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from analysis.queue import Candidate, batch_target_s, fits_budget, pick_batch, queue_work_items
-from analysis.queue.report import ClaimRow, ResultRow, queue_report
+from analysis.queue.report import ClaimRow, RanTwice, ResultRow, queue_report
 
 
 def test_items_are_heaviest_first_and_unknown_tests_say_they_are_estimated() -> None:
@@ -70,9 +70,9 @@ def test_report_names_tests_run_twice_never_run_and_the_idle_tail() -> None:
     report = queue_report(
         ["a.py::t", "b.py::t", "c.py::t", "d.py::t"], claims, results, pending_items=0
     )
-    assert report.ran_twice == {"c.py::t": ["2@1", "2@2"]}
+    assert report.ran_twice == (RanTwice("c.py::t", ("2@1", "2@2")),)
     assert report.rerun_by_retry == 1
     assert report.never_ran == ("d.py::t",)
     assert report.idle_tail_s == 2.0
     assert report.done
-    assert report.to_dict()["nodes"][0]["batches"][0]["tests"] == 2
+    assert report.nodes[0].batches[0].tests == 2

@@ -19,7 +19,13 @@ from sqlalchemy import Engine, text
 from app.db.engine import make_engine
 from app.db.projects import get_project
 from app.project_records import Project
-from app.services.webhooks import add_webhook, deliver_due, enqueue_event, list_deliveries
+from app.services.webhooks import (
+    DeliveryInfo,
+    add_webhook,
+    deliver_due,
+    enqueue_event,
+    list_deliveries,
+)
 from notify.events import EventError
 from notify.retry import RetryPolicy
 from notify.signing import verify
@@ -64,7 +70,7 @@ def _project(engine: Engine) -> Project:
 def _register(engine: Engine, project: Project, url: str, **kw: Any) -> tuple[int, str]:
     with engine.begin() as conn:
         info, secret = add_webhook(conn, project, url, **{"allow_private": True, **kw})
-    return int(info["id"]), secret
+    return info.id, secret
 
 
 def _queue(engine: Engine, project: Project, payload: dict[str, Any] = CHANGE) -> list[int]:
@@ -72,7 +78,7 @@ def _queue(engine: Engine, project: Project, payload: dict[str, Any] = CHANGE) -
         return enqueue_event(conn, project, "change.detected", payload)
 
 
-def _deliveries(engine: Engine, project: Project) -> list[dict[str, Any]]:
+def _deliveries(engine: Engine, project: Project) -> list[DeliveryInfo]:
     with engine.connect() as conn:
         return list_deliveries(conn, project)
 
@@ -107,9 +113,7 @@ def test_a_change_is_delivered_once_signed_as_json_and_as_slack_text(db: Engine)
     assert "<@channel>" not in line
     assert "2.50s slower per run (1.00s -> 3.50s) since commit bbbbbbbbbbbb" in line
     states = _deliveries(db, project)
-    assert [(d["state"], d["attempts"], d["last_status"]) for d in states] == [
-        ("delivered", 1, 200)
-    ] * 2
+    assert [(d.state, d.attempts, d.last_status) for d in states] == [("delivered", 1, 200)] * 2
 
 
 def test_a_payload_without_the_event_fields_is_refused(db: Engine) -> None:
@@ -131,7 +135,7 @@ def test_retried_after_500s_with_the_same_signed_body_then_delivered(db: Engine)
         for _ in range(3):
             assert deliver_due(db, NOW) == 1
             [d] = _deliveries(db, project)
-            seen.append((d["state"], d["attempts"], d["last_status"]))
+            seen.append((d.state, d.attempts, d.last_status))
         assert deliver_due(db, NOW) == 0
         bodies = [r.body for r in rx.received]
         attempts = [r.headers["X-Laptime-Attempt"] for r in rx.received]
@@ -143,9 +147,9 @@ def test_retried_after_500s_with_the_same_signed_body_then_delivered(db: Engine)
         for b, r in zip(bodies, rx.received, strict=True)
     )
     [d] = _deliveries(db, project)
-    assert d["id"] == delivery_id
-    assert d["last_error"] is None
-    assert d["delivered_at"] is not None
+    assert d.id == delivery_id
+    assert d.last_error is None
+    assert d.delivered_at is not None
 
 
 def _due_in(engine: Engine, delivery_id: int) -> timedelta:
@@ -192,11 +196,11 @@ def test_gives_up_after_the_last_attempt_and_says_why(db: Engine) -> None:
         assert tried == 3
         assert len(rx.received) == 3
     [d] = _deliveries(db, project)
-    assert d["state"] == "failed"
-    assert d["attempts"] == 3
-    assert d["last_status"] == 500
-    assert d["last_error"] == "HTTP 500: status 500"
-    assert d["next_attempt_at"] is None
+    assert d.state == "failed"
+    assert d.attempts == 3
+    assert d.last_status == 500
+    assert d.last_error == "HTTP 500: status 500"
+    assert d.next_attempt_at is None
 
 
 def test_redirects_are_not_followed_answers_are_bounded_and_a_silent_receiver_times_out(
@@ -215,20 +219,20 @@ def test_redirects_are_not_followed_answers_are_bounded_and_a_silent_receiver_ti
         _queue(db, project)
         deliver_due(db, policy)
         [d] = _deliveries(db, project)
-        assert d["last_status"] == 302
-        assert "not followed" in d["last_error"]
+        assert d.last_status == 302
+        assert "not followed" in d.last_error
         deliver_due(db, policy)  # a 500 with a 200 kB answer: 1000 bytes read, 500 kept
         [d] = _deliveries(db, project)
-        assert d["last_status"] == 500
-        assert len(d["last_error"]) <= 500
+        assert d.last_status == 500
+        assert len(d.last_error) <= 500
         started = time.monotonic()
         deliver_due(db, policy)  # the receiver never answers
         took = time.monotonic() - started
         [d] = _deliveries(db, project)
         assert [r.path for r in rx.received] == ["/", "/", "/"]  # never /elsewhere
-    assert d["state"] == "pending"
-    assert d["last_status"] is None
-    assert "timed out" in d["last_error"]
+    assert d.state == "pending"
+    assert d.last_status is None
+    assert "timed out" in d.last_error
     assert took < 4 * policy.timeout_s
 
 
@@ -271,11 +275,11 @@ def test_a_sender_killed_mid_retry_loses_nothing(db: Engine, private_db: str) ->
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=30)
         [d] = _deliveries(db, project)
-        assert (d["state"], d["attempts"], d["last_status"]) == ("pending", 2, 500)
+        assert (d.state, d.attempts, d.last_status) == ("pending", 2, 500)
         second = start_worker(private_db, *env)
         try:
             wait_for(
-                lambda: _deliveries(db, project)[0]["state"] == "delivered",
+                lambda: _deliveries(db, project)[0].state == "delivered",
                 what="the new worker delivered it once the dead one's lease ended",
             )
         finally:
@@ -283,7 +287,7 @@ def test_a_sender_killed_mid_retry_loses_nothing(db: Engine, private_db: str) ->
             second.wait(timeout=30)
         received = list(rx.received)
     [d] = _deliveries(db, project)
-    assert (d["attempts"], d["last_status"]) == (3, 200)
+    assert (d.attempts, d.last_status) == (3, 200)
     assert len(received) == 3
     assert len({r.body for r in received}) == 1
     assert all(verify(secret, r.body, r.headers["X-Laptime-Signature"]) for r in received)
