@@ -1,7 +1,7 @@
 """Server time of `GET .../changes` and the "What changed" page on a large history.
 
     .venv/bin/python -m bench.bench_changes_page [--results 9600000] [--extra-changes 100000]
-        [--requests 10] [--keep-home DIR]
+        [--requests 10] [--keep-home DIR [--redetect]]
 
 Fills a throwaway database (or reuses --keep-home) with the synthetic history of bench_pages
 (app.demo_load, the real store path; 9.6M results = 60 days x 10,000 tests x 16 jobs), detects
@@ -20,6 +20,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import psycopg
 from psycopg import sql
@@ -100,6 +101,9 @@ def main() -> None:
     parser.add_argument("--extra-changes", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=10, help="timed requests per path")
     parser.add_argument("--keep-home", type=Path, help="keep the database there to reuse it")
+    parser.add_argument(
+        "--redetect", action="store_true", help="detect a kept history's changes again"
+    )
     args = parser.parse_args()
 
     from fastapi.testclient import TestClient
@@ -121,11 +125,14 @@ def main() -> None:
             start = time.perf_counter()
             stored = load_demo(dsn, project.id, size)  # type: ignore[arg-type]
             print(f"stored {stored:,} results ({size}) in {time.perf_counter() - start:.1f} s")
+        else:
+            print(f"reusing the history kept in {args.keep_home}")
+        if kept is None or args.redetect:
+            with psycopg.connect(dsn) as conn:
+                conn.execute("TRUNCATE change_state, change_log, change_backlog, duration_change")
             done, seconds = detect_history(dsn, project.id)
             print(f"detected {done} runs from their stored results in {seconds:.1f} s")
             add_changes(dsn, project.id, args.extra_changes)
-        else:
-            print(f"reusing the history kept in {args.keep_home}")
         with psycopg.connect(dsn) as conn:
             counts = conn.execute(
                 "SELECT (SELECT count(*) FROM test_result), (SELECT count(*) FROM run), "
@@ -133,8 +140,14 @@ def main() -> None:
                 "WHERE position < 1000), (SELECT max(at_after)::date - 7 FROM duration_change)"
             ).fetchone()
             job = conn.execute("SELECT job FROM cell ORDER BY id LIMIT 1").fetchone()
+            # A test with no stored change: its filter reads the most rows to find none.
+            quiet = conn.execute(
+                "SELECT nodeid FROM test_case tc WHERE NOT EXISTS (SELECT 1 FROM "
+                "duration_change d WHERE d.kind = 'test' AND d.key = tc.id::text) LIMIT 1"
+            ).fetchone()
         assert counts is not None
         assert job is not None
+        assert quiet is not None
         results, runs, changes, detected, week_ago = counts
         print(
             f"{results:,} results, {runs} runs, {changes:,} stored changes ({detected} "
@@ -147,6 +160,7 @@ def main() -> None:
             ("REST, state=open", f"{api}?state=open"),
             ("REST, since a week", f"{api}?since={week_ago}"),
             ("REST, one job", f"{api}?job={job[0]}"),
+            ("REST, a quiet test", f"{api}?test={quote(quiet[0])}"),
             ("page", f"/p/{project.slug}/changes"),
             ("page, kind=file", f"/p/{project.slug}/changes?kind=file"),
         ]
