@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.changes.change import Change, make_change
+from analysis.changes.change import Change, make_changes
 from analysis.changes.detect import SeriesState
 from analysis.changes.points import SeriesPoints, log_durations
 from analysis.changes.settings import DEFAULT_SETTINGS, DetectionSettings
@@ -282,36 +282,28 @@ class SeriesTable:
             fired[mix], split[mix], z[mix] = judged.fired, judged.split, judged.z
             level = logs.copy()  # not a view of the table's logs
             level[mix] = judged.level
-        again = []
-        cut = []
-        for i in np.flatnonzero(fired):
-            row = int(rows[i])
-            k = int(np.count_nonzero(~np.isnan(logs[i])))
-            first = width - k
-            at_split = int(split[i]) - first
-            start = int(self.count[row]) - k
-            found.append(
-                (
-                    row,
-                    make_change(
-                        level=level[i, first:].copy(),
-                        split=at_split,
-                        z=float(z[i]),
-                        first_index=start,
-                        run_id=self.run_id[row, first:],
-                        commit=self.commit[row, first:],
-                        started_at=self.started_at[row, first:],
-                        settings=settings,
-                    ),
-                )
-            )
-            self.anchor[row] = start + at_split
-            cut.append(row)
-            if k - at_split >= settings.min_runs:
-                again.append(row)
-        if cut:
-            self._cut(np.array(cut, dtype=np.int64))
-        return np.array(again, dtype=np.int64)
+        hit = np.flatnonzero(fired)
+        if not len(hit):
+            return np.array([], dtype=np.int64)
+        hit_rows = rows[hit]
+        runs = np.count_nonzero(~np.isnan(logs[hit]), axis=1)
+        start = self.count[hit_rows] - runs  # series position of each window's first run
+        changes = make_changes(
+            level=level[hit],
+            split=split[hit],
+            z=z[hit],
+            first_index=start,
+            run_id=self.run_id[hit_rows],
+            commit=self.commit[hit_rows],
+            started_at=self.started_at[hit_rows],
+            settings=settings,
+        )
+        found.extend(zip(hit_rows.tolist(), changes, strict=True))
+        after = split[hit] - (width - runs)  # runs before the step, in its window
+        self.anchor[hit_rows] = start + after
+        self._cut(hit_rows)
+        again: np.ndarray = hit_rows[runs - after >= settings.min_runs]
+        return again
 
     def _lengths(self, rows: np.ndarray) -> np.ndarray:
         lengths: np.ndarray = np.minimum(self.count[rows] - self.anchor[rows], self.settings.window)
