@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import os
 import signal
-import subprocess
 from dataclasses import dataclass
 
 import numpy as np
@@ -163,12 +162,11 @@ def _kill_between_commit_and_detection(url: str) -> list[int]:
                 worker.kill()
                 worker.wait()
         holder.execute("SELECT pg_advisory_unlock(%s, hashint8(%s))", (LOCK_CLASS, cell_id))
-        latest = holder.execute(
-            "SELECT max(id) FROM run WHERE cell_id = %s", (cell_id,)
-        ).fetchone()
+        latest = holder.execute("SELECT max(id) FROM run WHERE cell_id = %s", (cell_id,)).fetchone()
     marked = _marks(url)
     # The killed worker's run is stored and marked, not detected (the mark goes with the push).
-    assert latest is not None and (int(latest[0]), cell_id, None) in marked
+    assert latest is not None
+    assert (int(latest[0]), cell_id, None) in marked
     return [run for run, _, _ in marked]
 
 
