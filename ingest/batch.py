@@ -37,7 +37,8 @@ from ingest.worker import (
     ShutdownRequested,
     TransientFailure,
     WorkerConfig,
-    detect_changes,
+    detect_after_commit,
+    mark_changes,
     merge_upload,
     metadata_from_json,
     parse_upload_files,
@@ -157,6 +158,7 @@ def process_batch(
     for claim, outcome in zip(claims, outcomes, strict=True):
         if outcome is not None:
             report_outcome(claim, outcome)  # committed: only now does it count
+    detect_after_commit(conn, outcomes)
     return [claim.upload_id for claim in claims]
 
 
@@ -241,8 +243,7 @@ def _ingest_batch(
     # The shared rows in upload order: a test's latest markers are the last upload's.
     runs = [prepared[i] for i, _, _ in parsed]
     stored = store_runs(conn, project_id=project_id, runs=runs, known_tests=known_tests)
-    for result in stored:
-        detect_changes(conn, project_id, result)
+    marked = [mark_changes(conn, project_id, result) for result in stored]
     conn.execute(
         _MARK_DONE,
         {
@@ -258,8 +259,8 @@ def _ingest_batch(
             ],
         },
     )
-    for (i, _, _), result in zip(parsed, stored, strict=True):
-        outcomes[i] = Outcome("done", rows=result.results)
+    for (i, _, _), result, mark in zip(parsed, stored, marked, strict=True):
+        outcomes[i] = Outcome("done", rows=result.results, marked=mark)
     return outcomes
 
 

@@ -1,19 +1,24 @@
-"""Change detection at ingest: a stored run's points pushed into the series it touched.
+"""Change detection beside ingest: a stored run's points pushed into the series it touched.
 
-Only runs of the project's default branch count (docs/changes.md). Each series of the run's
-cell keeps its detector state (ingest/change_states.py); an upload loads its cell's states,
-pushes one point into each touched series in one vectorised pass
-(analysis.changes.table.SeriesTable), logs the push and stores the changes confirmed. A
-failure here never fails the upload: the ingest keeps its results, the run goes to
-`change_backlog`, and the worker retries it later from the stored results (in run order per
-cell, so a series never takes its runs out of order).
+Only runs of the project's default branch count (docs/changes.md). The ingest's transaction
+only marks the run (`mark_run`: a `change_backlog` row, durable with the run itself), so
+detection never delays the ingest's commit. Right after that commit the worker detects it in
+a short transaction of its own (`detect_marked`): each series of the run's cell keeps its
+detector state (ingest/change_states.py); the cell's states are loaded, one point pushed into
+each touched series in one vectorised pass (analysis.changes.table.SeriesTable), the push
+logged, the changes confirmed stored and the mark deleted, all in that transaction. A worker
+that dies between the two commits leaves the mark: the next pass (`retry_backlog`, after each
+drain of the queue, or the cell's next upload) detects the run from its stored results. A
+cell's marked runs are always taken oldest first, so a series never takes its runs out of
+order; a failure never fails the upload, and a cell whose oldest mark failed waits for the
+retries.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
@@ -28,11 +33,12 @@ from ingest.change_states import forget, load_cell, save_push
 
 log = logging.getLogger("laptime.changes")
 
-# Advisory lock class of a cell's series: uploads of one cell update its states one at a time.
+# Advisory lock class of a cell's series: one worker at a time pushes into a cell's states.
 _LOCK_CLASS = 727029
-# A run whose detection failed this often is left out of its series (logged), so one bad run
-# cannot hold its cell's backlog for ever.
+# A run whose detection failed this often in retries is left out of its series (logged), so
+# one bad run cannot hold its cell's backlog for ever.
 MAX_BACKLOG_ATTEMPTS = 5
+_RESULT_COLUMNS = ("test_id", "file", "outcome", "duration_s")
 
 
 @dataclass(frozen=True)
@@ -45,27 +51,118 @@ class RunToDetect:
     branch: str | None
 
 
-def detect_at_ingest(
+@dataclass(frozen=True)
+class MarkedRun:
+    """A run marked at ingest, with what its points are made of once the ingest committed:
+    its stored results (None: it stored none) and its measures (`run_points`'s `run`)."""
+
+    run: RunToDetect
+    results: pd.DataFrame | None
+    measures: Mapping[str, float | None] = field(default_factory=dict)
+
+
+def mark_run(conn: psycopg.Connection[Any], run: RunToDetect) -> bool:
+    """Inside the ingest's transaction: mark a default-branch run for detection (True), so
+    that it is detected even if the worker dies right after the commit."""
+    if not is_default_branch(conn, run.project_id, run.branch):
+        return False
+    conn.execute(
+        "INSERT INTO change_backlog (run_id, project_id, cell_id) VALUES (%s, %s, %s) "
+        "ON CONFLICT (run_id) DO NOTHING",
+        (run.run_id, run.project_id, run.cell_id),
+    )
+    return True
+
+
+def detect_marked(
     conn: psycopg.Connection[Any],
-    run: RunToDetect,
-    points: pd.DataFrame | None,
+    marked: Sequence[MarkedRun],
     settings: DetectionSettings = DEFAULT_SETTINGS,
 ) -> int:
-    """Push the run's points inside the ingest's transaction; on any failure (or while its
-    cell has a backlog, or without points) queue the run for a retry instead, which reads
-    its stored results. Returns the changes found."""
-    if not is_default_branch(conn, run.project_id, run.branch):
-        return 0
-    if points is None or _has_backlog(conn, run.cell_id):
-        _queue(conn, run, None if points is not None else "no points at ingest")
-        return 0
-    try:
-        with conn.transaction():  # a savepoint: a failure undoes only detection's writes
-            return push_run(conn, run, points, settings)
-    except Exception as exc:
-        log.exception("change detection of run %s failed; queued for a retry", run.run_id)
-        _queue(conn, run, f"{type(exc).__name__}: {exc}")
-        return 0
+    """After the ingest's commit: detect these marked runs, each cell's older marks first, each
+    run in a transaction of its own; returns the changes found. A detection fault never
+    raises (it is written on the mark); a cell whose oldest mark failed before waits for
+    `retry_backlog`. Call it outside any transaction."""
+    by_cell: dict[int, dict[int, MarkedRun]] = {}
+    for one in marked:
+        by_cell.setdefault(one.run.cell_id, {})[one.run.run_id] = one
+    found = 0
+    for cell_id, runs in by_cell.items():
+        found += _detect_cell(conn, cell_id, max(runs), runs, settings, retry=False)[1]
+    return found
+
+
+def retry_backlog(
+    conn: psycopg.Connection[Any], settings: DetectionSettings = DEFAULT_SETTINGS
+) -> int:
+    """Detect every marked run (left by a failure, or by a worker that died after its ingest),
+    oldest first per cell, each in its own transaction, from the stored results; returns how
+    many were done. A cell whose oldest run fails again waits for the next call."""
+    pending = conn.execute(
+        "SELECT cell_id, max(run_id) FROM change_backlog GROUP BY cell_id ORDER BY cell_id"
+    ).fetchall()
+    conn.commit()
+    done = 0
+    for cell_id, last in pending:
+        done += _detect_cell(conn, int(cell_id), int(last), {}, settings, retry=True)[0]
+    return done
+
+
+# The cell's oldest mark, with what reading its stored results back needs.
+_OLDEST_MARK = """
+SELECT b.run_id, b.project_id, b.error, r.id IS NOT NULL, r.branch, r.day, r.wall_s,
+    r.job_wall_s, r.cpu_s, r.xdist_workers
+FROM change_backlog b LEFT JOIN run r ON r.id = b.run_id
+WHERE b.cell_id = %s ORDER BY b.run_id LIMIT 1
+"""
+
+
+def _detect_cell(
+    conn: psycopg.Connection[Any],
+    cell_id: int,
+    last: int,
+    given: Mapping[int, MarkedRun],
+    settings: DetectionSettings,
+    *,
+    retry: bool,
+) -> tuple[int, int]:
+    """Detect the cell's marked runs up to run `last`, oldest first, each in its own
+    transaction (points from `given` where it has the run, else from its stored results).
+    Stops at the first failure (recorded on its mark; an attempt spent when `retry`), and
+    when not `retry` at a mark that failed before. Returns (runs done, changes found)."""
+    done = found = 0
+    while True:
+        run_id = None
+        try:
+            with conn.transaction():
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(%s, hashint8(%s))", (_LOCK_CLASS, cell_id)
+                )
+                row = conn.execute(_OLDEST_MARK, (cell_id,)).fetchone()
+                if row is None or int(row[0]) > last or (row[2] is not None and not retry):
+                    return done, found
+                run_id, project_id, _error, exists, branch, day, *measures = row
+                if not exists:  # the run was deleted since: nothing to detect
+                    conn.execute("DELETE FROM change_backlog WHERE run_id = %s", (run_id,))
+                    continue
+                run = RunToDetect(int(project_id), cell_id, int(run_id), branch)
+                marked = given.get(run.run_id)
+                if marked is not None:
+                    results = marked.results if marked.results is not None else _NO_RESULTS
+                    points = run_points(results, run=marked.measures)
+                else:
+                    points = run_points(stored_results(conn, run, day), run=_measures(measures))
+                found += push_run(conn, run, points, settings)
+                conn.execute("DELETE FROM change_backlog WHERE run_id = %s", (run.run_id,))
+            done += 1
+        except Exception as exc:
+            if isinstance(exc, psycopg.OperationalError) or run_id is None:
+                raise
+            _record_failure(conn, int(run_id), exc, spend=retry)
+            return done, found
+
+
+_NO_RESULTS = pd.DataFrame({c: pd.Series(dtype=object) for c in _RESULT_COLUMNS})
 
 
 def is_default_branch(conn: psycopg.Connection[Any], project_id: int, branch: str | None) -> bool:
@@ -91,10 +188,10 @@ def push_run(
     points: pd.DataFrame,
     settings: DetectionSettings = DEFAULT_SETTINGS,
 ) -> int:
-    """Push one run's points into its cell's series and store the changes they confirm."""
+    """Push one run's points into its cell's series and store the changes they confirm.
+    The caller holds the cell's lock (`_detect_cell`)."""
     if points.empty:
         return 0
-    conn.execute("SELECT pg_advisory_xact_lock(%s, hashint8(%s))", (_LOCK_CLASS, run.cell_id))
     try:
         states = load_cell(conn, run.cell_id, settings)
         first_new = len(states.kinds)
@@ -137,20 +234,12 @@ def _store_changes(
             (run_ids,),
         ).fetchall()
     }
+    rows = []
     for (kind, key), change in found:
         before = known.get(change.run_id_before, (None, None, None))
         after = known.get(change.run_id_after, (None, None, None))
         between = commits_between(after[2], before[0], after[0])
-        conn.execute(
-            """
-            INSERT INTO duration_change (project_id, cell_id, kind, key, position,
-                run_id_before, run_id_after, confirmed_run_id, commit_before, commit_after,
-                at_before, at_after, runs_before, runs_after, median_before_s, median_after_s,
-                spread_before_s, spread_after_s, noise, z, between_commits, between_complete)
-            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
-                %s, %s, %s, %s)
-            ON CONFLICT (cell_id, kind, key, position) DO NOTHING
-            """,
+        rows.append(
             (
                 run.project_id, run.cell_id, kind, key, change.index,
                 change.run_id_before, change.run_id_after, run.run_id,
@@ -160,80 +249,41 @@ def _store_changes(
                 change.spread_before_s, change.spread_after_s, change.noise, change.z,
                 None if between is None else list(between.commits),
                 False if between is None else between.complete,
-            ),
+            )
         )  # fmt: skip
-
-
-def _has_backlog(conn: psycopg.Connection[Any], cell_id: int) -> bool:
-    row = conn.execute("SELECT 1 FROM change_backlog WHERE cell_id = %s LIMIT 1", (cell_id,))
-    return row.fetchone() is not None
-
-
-def _queue(conn: psycopg.Connection[Any], run: RunToDetect, error: str | None) -> None:
-    conn.execute(
-        "INSERT INTO change_backlog (run_id, project_id, cell_id, error) VALUES (%s, %s, %s, %s) "
-        "ON CONFLICT (run_id) DO NOTHING",
-        (run.run_id, run.project_id, run.cell_id, None if error is None else error[:2000]),
+    # One pipelined batch: a step that every test of a cell shares (a new runner image) is
+    # thousands of changes in one upload, not thousands of round trips.
+    conn.cursor().executemany(
+        """
+        INSERT INTO duration_change (project_id, cell_id, kind, key, position,
+            run_id_before, run_id_after, confirmed_run_id, commit_before, commit_after,
+            at_before, at_after, runs_before, runs_after, median_before_s, median_after_s,
+            spread_before_s, spread_after_s, noise, z, between_commits, between_complete)
+        VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
+            %s, %s, %s, %s)
+        ON CONFLICT (cell_id, kind, key, position) DO NOTHING
+        """,
+        rows,
     )
 
 
-def retry_backlog(
-    conn: psycopg.Connection[Any], settings: DetectionSettings = DEFAULT_SETTINGS
-) -> int:
-    """Detect the backlog's runs again, oldest first per cell, each in its own transaction;
-    returns how many were done. A cell whose oldest run fails again waits for the next call."""
-    done = 0
-    blocked: set[int] = set()
-    pending = conn.execute(
-        "SELECT run_id, cell_id FROM change_backlog ORDER BY cell_id, run_id"
-    ).fetchall()
-    conn.commit()
-    for run_id, cell_id in pending:
-        if cell_id in blocked:
-            continue
-        try:
-            with conn.transaction():
-                row = conn.execute(
-                    "SELECT b.project_id, r.branch, r.day, r.wall_s, r.job_wall_s, r.cpu_s, "
-                    "r.xdist_workers FROM change_backlog b JOIN run r ON r.id = b.run_id "
-                    "WHERE b.run_id = %s FOR UPDATE OF b SKIP LOCKED",
-                    (run_id,),
-                ).fetchone()
-                if row is None:
-                    gone = conn.execute(
-                        "DELETE FROM change_backlog WHERE run_id = %s AND NOT EXISTS "
-                        "(SELECT 1 FROM run WHERE id = %s) RETURNING run_id",
-                        (run_id, run_id),
-                    ).fetchone()
-                    if gone is None:
-                        blocked.add(cell_id)  # another worker holds it
-                    continue
-                project_id, branch, day, *measures = row
-                run = RunToDetect(int(project_id), int(cell_id), int(run_id), branch)
-                results = stored_results(conn, run, day)
-                points = run_points(results, run=_measures(measures))
-                push_run(conn, run, points, settings)
-                conn.execute("DELETE FROM change_backlog WHERE run_id = %s", (run_id,))
-            done += 1
-        except Exception as exc:
-            if isinstance(exc, psycopg.OperationalError):
-                raise
-            blocked.add(cell_id)
-            _record_retry_failure(conn, int(run_id), exc)
-    return done
-
-
-def _record_retry_failure(conn: psycopg.Connection[Any], run_id: int, exc: Exception) -> None:
+def _record_failure(
+    conn: psycopg.Connection[Any], run_id: int, exc: Exception, *, spend: bool
+) -> None:
+    """Write the failure on the run's mark; a retry spends an attempt, and the last one drops
+    the run from its series (logged)."""
+    if not spend:
+        log.exception("change detection of run %s failed; left for a retry", run_id)
     with conn.transaction():
         row = conn.execute(
-            "UPDATE change_backlog SET attempts = attempts + 1, error = %s WHERE run_id = %s "
+            "UPDATE change_backlog SET attempts = attempts + %s, error = %s WHERE run_id = %s "
             "RETURNING attempts",
-            (f"{type(exc).__name__}: {exc}"[:2000], run_id),
+            (int(spend), f"{type(exc).__name__}: {exc}"[:2000], run_id),
         ).fetchone()
         if row is not None and int(row[0]) >= MAX_BACKLOG_ATTEMPTS:
             log.error("change detection of run %s gave up; its points are left out", run_id)
             conn.execute("DELETE FROM change_backlog WHERE run_id = %s", (run_id,))
-        else:
+        elif spend:
             log.warning("change detection of run %s failed again: %s", run_id, exc)
 
 

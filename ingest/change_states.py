@@ -57,7 +57,7 @@ class CellStates:
         if fresh:
             self.kinds.extend(k for k, _ in fresh)
             self.keys.extend(k for _, k in fresh)
-            self.table = grown(self.table, len(fresh))
+            self.table = self.table.grown(len(fresh))
         return rows
 
 
@@ -113,11 +113,13 @@ def _read_cell(
     else:
         seq, kinds, keys, count, anchor, durations, run_ids = snap
         n = len(kinds)
-        table = SeriesTable(n, settings)
-        table.count[:] = np.frombuffer(count, dtype="<i8")
-        table.anchor[:] = np.frombuffer(anchor, dtype="<i8")
-        table.duration_s[:] = np.frombuffer(durations, dtype="<f8").reshape(n, width)
-        table.run_id[:] = np.frombuffer(run_ids, dtype="<i8").reshape(n, width)
+        table = SeriesTable.restore(
+            np.frombuffer(count, dtype="<i8"),
+            np.frombuffer(anchor, dtype="<i8"),
+            np.frombuffer(durations, dtype="<f8").reshape(n, width),
+            np.frombuffer(run_ids, dtype="<i8").reshape(n, width),
+            settings,
+        )
         states = CellStates(table, list(kinds), list(keys), int(seq), None, int(seq))
     logs = (
         conn.cursor(binary=True)
@@ -130,8 +132,7 @@ def _read_cell(
     )
     for seq, token, run_id, new_kinds, new_keys, rows, durations, moved, moved_to in logs:
         states.rows_of(new_kinds, new_keys)
-        replay(
-            states.table,
+        states.table.replay(
             np.frombuffer(rows, dtype="<i8").astype(np.int64),
             np.frombuffer(durations, dtype="<f8"),
             int(run_id),
@@ -140,40 +141,6 @@ def _read_cell(
         )
         states.seq, states.token = int(seq), token
     return states
-
-
-def replay(
-    table: SeriesTable,
-    rows: np.ndarray,
-    durations: np.ndarray,
-    run_id: int,
-    moved: np.ndarray,
-    moved_to: np.ndarray,
-) -> None:
-    """Apply one logged push without judging again: the same state `SeriesTable.push` left."""
-    for array, new in ((table.duration_s, durations), (table.run_id, run_id)):
-        array[rows, :-1] = array[rows, 1:]
-        array[rows, -1] = new
-    table.count[rows] += 1
-    if len(moved):
-        table.anchor[moved] = moved_to
-        width = table.settings.window
-        keep = np.minimum(table.count[moved] - moved_to, width)
-        cut = np.arange(width)[None, :] < (width - keep)[:, None]
-        block = table.duration_s[moved]
-        block[cut] = np.nan
-        table.duration_s[moved] = block
-
-
-def grown(table: SeriesTable, extra: int) -> SeriesTable:
-    """The table with `extra` empty rows added at the end."""
-    n = len(table.count)
-    bigger = SeriesTable(n + extra, table.settings)
-    bigger.duration_s[:n] = table.duration_s
-    bigger.run_id[:n] = table.run_id
-    bigger.count[:n] = table.count
-    bigger.anchor[:n] = table.anchor
-    return bigger
 
 
 def save_push(

@@ -24,13 +24,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import pandas as pd
 import psycopg
 
-from analysis.changes.run_points import run_points
 from ingest import metrics
 from ingest.attempts import application_name
-from ingest.change_detection import RunToDetect, detect_at_ingest, retry_backlog
+from ingest.change_detection import (
+    MarkedRun,
+    RunToDetect,
+    detect_marked,
+    mark_run,
+    retry_backlog,
+)
 from ingest.claims import (
     CLAIM,
     attempts_so_far,
@@ -51,10 +55,6 @@ from ingest.run_files import run_groups
 from ingest.store import KnownTests, RunMetadata, StoreResult, store_run
 
 log = logging.getLogger("laptime.worker")
-
-_NO_RESULTS = pd.DataFrame(
-    {c: pd.Series(dtype=object) for c in ("test_id", "file", "outcome", "duration_s")}
-)
 
 CHANNEL = "laptime_uploads"
 
@@ -106,11 +106,13 @@ class Claim:
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a committed ingest ended: done with `rows` stored, or failed with `code`."""
+    """How a committed ingest ended: done with `rows` stored, or failed with `code`; a run
+    marked for change detection, which the worker detects once the ingest committed."""
 
     status: str
     rows: int = 0
     code: str | None = None
+    marked: MarkedRun | None = None
 
 
 class ClaimFailed(Exception):
@@ -248,6 +250,7 @@ def process_next(
             # need not, and a write per upload would cost a commit each.
             heartbeat.set("idle", at_once=False)
     report_outcome(claim, outcome)  # committed: only now does it count
+    detect_after_commit(conn, [outcome])
     return claim.upload_id
 
 
@@ -314,7 +317,7 @@ def _ingest(
         merged=merged,
         known_tests=known_tests,
     )
-    detect_changes(conn, project_id, stored)
+    marked = mark_changes(conn, project_id, stored)
     counts = upload_counts(stored, merged, len(reports))
     # clock_timestamp(): now() would be the start of this (possibly long) transaction.
     conn.execute(
@@ -332,7 +335,7 @@ def _ingest(
             upload_id,
         ),
     )
-    return Outcome("done", rows=stored.results)
+    return Outcome("done", rows=stored.results, marked=marked)
 
 
 def merge_upload(reports: list[ParsedReport]) -> MergedRun:
@@ -360,22 +363,26 @@ def upload_counts(stored: StoreResult, merged: MergedRun, files: int) -> dict[st
     }
 
 
-def detect_changes(conn: psycopg.Connection[Any], project_id: int, stored: StoreResult) -> None:
-    """Push the run into the series it touched (ingest/change_detection.py): a failure there
-    queues the run for a retry and never fails the upload."""
+def mark_changes(
+    conn: psycopg.Connection[Any], project_id: int, stored: StoreResult
+) -> MarkedRun | None:
+    """Mark the run for change detection in the ingest's transaction (ingest/change_detection.py);
+    the worker detects it after the commit (`detect_after_commit`)."""
     if not stored.branch:
-        # Never the default branch's run (detect_at_ingest ignores it): its points, 5% of a
-        # 1,000-test upload's ingest, would be thrown away.
-        return
+        return None  # never the default branch's run
     run = RunToDetect(project_id, stored.cell_id, stored.run_id, stored.branch)
-    try:
-        points = run_points(
-            stored.stored if stored.stored is not None else _NO_RESULTS, run=stored.measures
-        )
-    except Exception:
-        log.exception("change points of run %s failed; queued for a retry", stored.run_id)
-        points = None
-    detect_at_ingest(conn, run, points)
+    if not mark_run(conn, run):
+        return None
+    return MarkedRun(run, stored.stored, stored.measures)
+
+
+def detect_after_commit(conn: psycopg.Connection[Any], outcomes: list[Outcome | None]) -> None:
+    """Detect the changes of the committed ingests' marked runs, each in its own short
+    transaction: the uploads are done already, and a worker that dies here leaves the marks
+    for the next pass (`retry_backlog`)."""
+    marked = [o.marked for o in outcomes if o is not None and o.marked is not None]
+    if marked:
+        detect_marked(conn, marked)
 
 
 def _parse_files(

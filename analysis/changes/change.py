@@ -73,39 +73,74 @@ def make_change(
 
     `level` is the window's log durations with machine speeds taken out; `first_index` is the
     series position of the window's first run."""
-    seconds = np.exp(level)[None, :]
-    after = np.arange(len(level))[None, :] >= split
-    before = ~after
-
-    def stat(mask: np.ndarray, q: float) -> float:
-        return float(masked_quantile(seconds, mask, q)[0])
-
-    med_b = float(np.exp(masked_quantile(level[None, :], before, 0.5)[0]))
-    med_a = float(np.exp(masked_quantile(level[None, :], after, 0.5)[0]))
-    residual = level[None, :] - np.where(after, np.log(med_a), np.log(med_b))
-    everything = np.ones_like(after)
-    iqr = float(
-        masked_quantile(residual, everything, 0.75)[0]
-        - masked_quantile(residual, everything, 0.25)[0]
+    (change,) = make_changes(
+        level=level[None, :],
+        split=np.array([split]),
+        z=np.array([z]),
+        first_index=np.array([first_index]),
+        run_id=run_id[None, :],
+        commit=commit[None, :],
+        started_at=started_at[None, :],
+        settings=settings,
     )
-    return Change(
-        index=first_index + split,
-        confirmed_index=first_index + len(level) - 1,
-        run_id_before=int(run_id[split - 1]),
-        commit_before=str(commit[split - 1]),
-        at_before=_utc(started_at[split - 1]),
-        run_id_after=int(run_id[split]),
-        commit_after=str(commit[split]),
-        at_after=_utc(started_at[split]),
-        runs_before=split,
-        runs_after=len(level) - split,
-        median_before_s=med_b,
-        median_after_s=med_a,
-        spread_before_s=(stat(before, 0.75) - stat(before, 0.25)) / IQR_SIGMA,
-        spread_after_s=(stat(after, 0.75) - stat(after, 0.25)) / IQR_SIGMA,
-        noise=max(iqr / IQR_SIGMA, settings.min_noise),
-        z=float(z),
-    )
+    return change
+
+
+def make_changes(
+    *,
+    level: np.ndarray,
+    split: np.ndarray,
+    z: np.ndarray,
+    first_index: np.ndarray,
+    run_id: np.ndarray,
+    commit: np.ndarray,
+    started_at: np.ndarray,
+    settings: DetectionSettings,
+) -> list[Change]:
+    """The change at column `split[i]` of each row's window, all rows at once: a step every
+    series of a cell shares (a new runner image) is thousands of changes in one upload.
+
+    Rows are right-aligned windows (`level` NaN before each row's runs; the other arrays are
+    read where `level` is not); `first_index` is the series position of each row's first run.
+    Each number is the one a single row's arithmetic gives (quantiles are taken per row)."""
+    width = level.shape[1]
+    valid = ~np.isnan(level)
+    after = valid & (np.arange(width)[None, :] >= split[:, None])
+    before = valid & ~after
+    seconds = np.exp(level)
+    med_b = np.exp(masked_quantile(level, before, 0.5))
+    med_a = np.exp(masked_quantile(level, after, 0.5))
+    residual = level - np.where(after, np.log(med_a)[:, None], np.log(med_b)[:, None])
+    iqr = masked_quantile(residual, valid, 0.75) - masked_quantile(residual, valid, 0.25)
+    spread_b = masked_quantile(seconds, before, 0.75) - masked_quantile(seconds, before, 0.25)
+    spread_a = masked_quantile(seconds, after, 0.75) - masked_quantile(seconds, after, 0.25)
+    runs = valid.sum(axis=1)
+    changes = []
+    for i in range(level.shape[0]):
+        k = int(runs[i])
+        at = int(split[i])  # column of the first run after; at - 1 is the last before
+        first = int(first_index[i])
+        changes.append(
+            Change(
+                index=first + at - (width - k),
+                confirmed_index=first + k - 1,
+                run_id_before=int(run_id[i, at - 1]),
+                commit_before=str(commit[i, at - 1]),
+                at_before=_utc(started_at[i, at - 1]),
+                run_id_after=int(run_id[i, at]),
+                commit_after=str(commit[i, at]),
+                at_after=_utc(started_at[i, at]),
+                runs_before=at - (width - k),
+                runs_after=width - at,
+                median_before_s=float(med_b[i]),
+                median_after_s=float(med_a[i]),
+                spread_before_s=float(spread_b[i]) / IQR_SIGMA,
+                spread_after_s=float(spread_a[i]) / IQR_SIGMA,
+                noise=max(float(iqr[i]) / IQR_SIGMA, settings.min_noise),
+                z=float(z[i]),
+            )
+        )
+    return changes
 
 
 def _utc(value: np.datetime64) -> datetime:

@@ -37,22 +37,29 @@ def judge_windows(
     logs: np.ndarray,
     machines: np.ndarray | None,
     settings: DetectionSettings,
+    *,
+    ranked: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> WindowVerdicts:
-    """Judge every row of `logs` (R, W); `machines` (R, W) holds codes (-1: unknown) or None."""
+    """Judge every row of `logs` (R, W); `machines` (R, W) holds codes (-1: unknown) or None.
+    `ranked`: the rows' midranks and tie sums as `midranks(logs, valid)` gives them, kept by
+    the caller (only without machines, whose speeds would move the levels ranked)."""
+    if ranked is not None and machines is not None:
+        raise ValueError("ranks kept for logs do not hold for levels without machine speeds")
     rows, width = logs.shape
     valid = ~np.isnan(logs)
     count = valid.sum(axis=1)
     level = (
         _without_machine_speeds(logs, machines, valid, settings) if machines is not None else logs
     )
-    z_all = _rank_scan(level, valid, count)
-    cols = np.arange(width)[None, :]
-    first = (width - count)[:, None]
-    n_before = cols - first
-    n_after = width - cols
-    placeable = valid & (n_before >= settings.min_before) & (n_after >= 1)
-    allowed = placeable & (n_after >= settings.min_after)
-    score = np.where(allowed, np.abs(z_all), -1.0)
+    n_after = width - np.arange(width)[None, :]
+    if ranked is None:
+        z_all = _rank_scan(level, valid, count)
+        placeable = _placeable(valid, count, settings)
+        score = np.where(placeable & (n_after >= settings.min_after), np.abs(z_all), -1.0)
+    else:
+        # Kept ranks come from a table, whose windows are right-aligned without holes.
+        z_all, score = _ranked_scores(*ranked, count, settings)
+        placeable = None  # wanted for the rows that fire only
     split = score.argmax(axis=1)
     best = score[np.arange(rows), split]
     z = z_all[np.arange(rows), split]
@@ -62,7 +69,12 @@ def judge_windows(
         idx = np.flatnonzero(candidate)
         fired[idx] = _large_enough(level[idx], valid[idx], split[idx], settings)
         for i in np.flatnonzero(fired):
-            placed = _refine(level[i], placeable[i], int(split[i]))
+            where = (
+                placeable[i]
+                if placeable is not None
+                else _placeable(valid[i : i + 1], count[i : i + 1], settings)[0]
+            )
+            placed = _refine(level[i], where, int(split[i]))
             if n_after[0, placed] < settings.min_after:
                 fired[i] = False  # the step fits best among the newest runs: wait for more
                 continue
@@ -70,6 +82,15 @@ def judge_windows(
             z[i] = z_all[i, placed]
     split = np.where(best >= 0, split, -1)
     return WindowVerdicts(fired=fired, split=split, z=np.where(best >= 0, z, 0.0), level=level)
+
+
+def _placeable(valid: np.ndarray, count: np.ndarray, settings: DetectionSettings) -> np.ndarray:
+    """Where a step may be placed: runs of the window with min_before runs before them."""
+    width = valid.shape[1]
+    cols = np.arange(width)[None, :]
+    placeable: np.ndarray = valid & (cols - (width - count)[:, None] >= settings.min_before)
+    placeable &= width - cols >= 1
+    return placeable
 
 
 def split_sizes(
@@ -126,6 +147,46 @@ def _large_enough(
         & (np.abs(after_s - before_s) >= settings.min_abs_s)
     )
     return large
+
+
+def _ranked_scores(
+    ranks: np.ndarray, tie_sum: np.ndarray, count: np.ndarray, settings: DetectionSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_rank_scan`'s statistic and judge_windows' score (|z| where a step may be named, -1
+    elsewhere) for right-aligned windows whose midranks are known.
+
+    The same arithmetic as `_rank_scan` in the same order, so the same numbers; rows of one
+    length (all full windows, mostly) share their per-split terms, computed once, and the
+    work is done in place: a third of the passes over the (R, W) arrays."""
+    rows, width = ranks.shape
+    suffix = np.cumsum(ranks, axis=1)
+    np.subtract(ranks.sum(axis=1, keepdims=True), suffix, out=suffix)
+    suffix += ranks
+    cols = np.arange(width)[None, :]
+    n_after = (width - cols).astype(float)
+    score = np.empty((rows, width))
+    for n in np.unique(count):
+        sel: slice | np.ndarray = (
+            slice(None) if n == count[0] and (count == n).all() else (np.flatnonzero(count == n))
+        )
+        nf = float(n)
+        n_before = nf - n_after
+        expected = n_after * (nf + 1.0) / 2.0
+        z = suffix[sel]
+        z -= expected
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tie_term = tie_sum[sel][:, None] / (nf * (nf - 1.0))
+            var = n_before * n_after / 12.0 * ((nf + 1.0) - tie_term)
+            usable = var > 0
+            np.sqrt(var, out=var)
+            z /= var
+        usable &= (cols >= width - n) & (n_before > 0)
+        z[~usable] = 0.0
+        suffix[sel] = z
+        allowed = (cols - (width - n) >= settings.min_before) & (width - cols >= 1)
+        allowed &= (cols >= width - n) & (width - cols >= settings.min_after)
+        score[sel] = np.where(allowed, np.abs(z), -1.0)
+    return suffix, score
 
 
 def _rank_scan(level: np.ndarray, valid: np.ndarray, count: np.ndarray) -> np.ndarray:

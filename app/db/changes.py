@@ -32,6 +32,14 @@ class ChangeQuery:
 
 def load_changes(conn: Connection, project_id: int, query: ChangeQuery) -> pd.DataFrame:
     """The project's changes with their cell, test and run names, newest first."""
+    return read_frame(conn, *changes_statement(project_id, query))
+
+
+def changes_statement(
+    project_id: int, query: ChangeQuery
+) -> tuple[sql.Composed, dict[str, object]]:
+    """load_changes' statement and parameters: at most MAX_CHANGES rows, read newest first
+    along the (project_id, at_after) index."""
     where = [sql.SQL("d.project_id = %(project)s")]
     params: dict[str, object] = {"project": project_id, "limit": MAX_CHANGES}
     for name, clause in (
@@ -49,8 +57,7 @@ def load_changes(conn: Connection, project_id: int, query: ChangeQuery) -> pd.Da
         if value is not None:
             where.append(sql.SQL(clause))  # type: ignore[arg-type]
             params[name] = value
-    return read_frame(
-        conn,
+    return (
         sql.SQL(
             """
             SELECT d.id, d.kind, d.key, tc.nodeid, coalesce(tc.file, CASE WHEN d.kind = 'file'
