@@ -25,6 +25,7 @@ from app.schemas.queues import (
     QueueStatus,
     QueueSummary,
     ReleaseRequest,
+    StartRequest,
 )
 from app.services import queues as service
 from app.services.queues import NodeRef
@@ -75,6 +76,8 @@ def claim(
         remaining_s=body.remaining_s,
         min_batch_s=body.min_batch_s,
         lease_s=body.lease_s,
+        segmented=body.segmented,
+        min_segment_s=body.min_segment_s,
     )
 
 
@@ -88,10 +91,23 @@ def heartbeat(
     )
 
 
-@router.post("/{queue_id}/claims/{claim_id}/start", **answers(QueueBatchStarted, *PROJECT_ERRORS))
-def start(project: CiProject, conn: ConnDep, queue_id: QueueId, claim_id: ClaimId) -> Any:
-    """The node began running the batch."""
-    return service.start_claim(conn, project, queue_id, claim_id)
+@router.post(
+    "/{queue_id}/claims/{claim_id}/start", **answers(QueueBatchStarted, 400, *PROJECT_ERRORS)
+)
+def start(
+    project: CiProject,
+    conn: ConnDep,
+    queue_id: QueueId,
+    claim_id: ClaimId,
+    body: StartRequest | None = None,
+) -> Any:
+    """The node begins the batch's items it has not begun (or, with `segment`, the next
+    segment); `started` names the positions it may run: a sibling may have taken over the
+    rest."""
+    body = body or StartRequest()
+    return service.start_claim(
+        conn, project, queue_id, claim_id, segment=body.segment, min_segment_s=body.min_segment_s
+    )
 
 
 @router.post("/{queue_id}/claims/{claim_id}/finish", **answers(QueueFinished, 400, *PROJECT_ERRORS))

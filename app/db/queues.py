@@ -190,7 +190,7 @@ def expire_leases(conn: Connection, queue_id: int) -> list[int]:
         conn.execute(
             text(
                 "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
-                " WHERE queue_id = :q AND state = 'claimed' AND claim_id = ANY(:ids)"
+                " WHERE queue_id = :q AND state IN ('claimed', 'running') AND claim_id = ANY(:ids)"
             ),
             {"q": queue_id, "ids": ids},
         )
@@ -257,23 +257,37 @@ def lock_pending(
     return [PendingRow(int(r[0]), float(r[1]), bool(r[2])) for r in rows]
 
 
-def pending_totals(conn: Connection, queue_id: int, node: str) -> tuple[int, float]:
-    """Items pending that `node` could take and their predicted seconds (unlocked)."""
+@dataclass(frozen=True)
+class QueueTotals:
+    """What a claim sizes against (predicted seconds; all read unlocked)."""
+
+    pending_items: int  # pending that this node may take
+    pending_s: float
+    open_s: float  # nobody started it: pending, or claimed and not begun
+    total_s: float  # the whole queue
+
+
+def queue_totals(conn: Connection, queue_id: int, node: str) -> QueueTotals:
+    """Items pending that `node` could take and their seconds; the seconds nobody has started;
+    the queue's seconds. One scan of the queue's items."""
+    mine = "state = 'pending' AND (reserved_for IS NULL OR reserved_for = :n)"
     row = conn.execute(
         text(
-            "SELECT count(*), coalesce(sum(predicted_s), 0) FROM work_queue_item"
-            " WHERE queue_id = :q AND state = 'pending'"
-            " AND (reserved_for IS NULL OR reserved_for = :n)"
+            f"SELECT count(*) FILTER (WHERE {mine}),"
+            f" coalesce(sum(predicted_s) FILTER (WHERE {mine}), 0),"
+            " coalesce(sum(predicted_s) FILTER (WHERE state IN ('pending', 'claimed')), 0),"
+            " coalesce(sum(predicted_s), 0)"
+            " FROM work_queue_item WHERE queue_id = :q"
         ),
         {"q": queue_id, "n": node},
     ).one()
-    return int(row[0]), float(row[1])
+    return QueueTotals(int(row[0]), float(row[1]), float(row[2]), float(row[3]))
 
 
 def pending_count(conn: Connection, queue_id: int, *, as_of_now: bool = False) -> int:
     """Items pending for anyone (`as_of_now`: with those of lapsed leases, see load_claims)."""
     lapsed = (
-        " OR (i.state = 'claimed' AND EXISTS (SELECT 1 FROM work_queue_claim c"
+        " OR (i.state IN ('claimed', 'running') AND EXISTS (SELECT 1 FROM work_queue_claim c"
         f" WHERE c.id = i.claim_id AND {_STATE_AS_OF_NOW} = 'expired'))"
         if as_of_now
         else ""
@@ -311,8 +325,10 @@ def insert_claim(
     predicted_s: float,
     lease_s: float,
     replay: bool,
+    started: Sequence[int] = (),
 ) -> int:
-    """A claim of `positions` leased for `lease_s`; the items are marked claimed."""
+    """A claim of `positions` leased for `lease_s`; the items are marked claimed, those of
+    `started` running (begun: no sibling may take them over)."""
     claim_id = int(
         conn.execute(
             text(
@@ -327,12 +343,85 @@ def insert_claim(
     )  # fmt: skip
     conn.execute(
         text(
-            "UPDATE work_queue_item SET state = 'claimed', claim_id = :c"
-            " WHERE queue_id = :q AND position = ANY(:pos)"
+            "UPDATE work_queue_item SET claim_id = :c, state = CASE WHEN position = ANY(:run)"
+            " THEN 'running' ELSE 'claimed' END WHERE queue_id = :q AND position = ANY(:pos)"
+        ),
+        {"q": queue_id, "c": claim_id, "pos": list(positions), "run": list(started)},
+    )
+    if started:
+        mark_started(conn, queue_id, claim_id)
+    return claim_id
+
+
+def lock_claim(conn: Connection, queue_id: int, claim_id: int) -> str | None:
+    """The claim's state, its row locked. Every change to a claim's items locks the claim
+    row first (start, finish, expiry, release, take-over): one lock order, no deadlock."""
+    value = conn.execute(
+        text("SELECT state FROM work_queue_claim WHERE queue_id = :q AND id = :c FOR UPDATE"),
+        {"q": queue_id, "c": claim_id},
+    ).scalar_one_or_none()
+    return None if value is None else str(value)
+
+
+def unstarted_items(conn: Connection, queue_id: int, claim_id: int) -> list[PendingRow]:
+    """The claim's items not begun yet, in queue order (lock the claim first)."""
+    rows = conn.execute(
+        text(
+            "SELECT position, predicted_s, reserved_for IS NOT NULL FROM work_queue_item"
+            " WHERE queue_id = :q AND claim_id = :c AND state = 'claimed' ORDER BY position"
+        ),
+        {"q": queue_id, "c": claim_id},
+    ).all()
+    return [PendingRow(int(r[0]), float(r[1]), bool(r[2])) for r in rows]
+
+
+def mark_running(
+    conn: Connection, queue_id: int, claim_id: int, positions: Sequence[int]
+) -> list[int]:
+    """Begin the claim's items at `positions` that are still its own and not begun; the
+    positions begun, in order."""
+    rows = conn.execute(
+        text(
+            "UPDATE work_queue_item SET state = 'running' WHERE queue_id = :q AND claim_id = :c"
+            " AND state = 'claimed' AND position = ANY(:pos) RETURNING position"
         ),
         {"q": queue_id, "c": claim_id, "pos": list(positions)},
+    ).all()
+    return sorted(int(r[0]) for r in rows)
+
+
+def lock_victim(conn: Connection, queue_id: int, node: str) -> tuple[int, str] | None:
+    """The open claim of another node with the most predicted seconds not begun (a replay's
+    reserved items excepted), its row locked; (claim id, node). A claim another transaction
+    holds is skipped (`SKIP LOCKED`): a take-over never waits."""
+    row = conn.execute(
+        text(
+            "SELECT c.id, c.node FROM work_queue_claim c"
+            " WHERE c.queue_id = :q AND c.state = 'open' AND c.node <> :n"
+            " AND c.lease_until > clock_timestamp()"
+            " AND EXISTS (SELECT 1 FROM work_queue_item i WHERE i.queue_id = :q"
+            "   AND i.claim_id = c.id AND i.state = 'claimed' AND i.reserved_for IS NULL)"
+            " ORDER BY (SELECT sum(i.predicted_s) FROM work_queue_item i WHERE i.queue_id = :q"
+            "   AND i.claim_id = c.id AND i.state = 'claimed') DESC, c.id"
+            " LIMIT 1 FOR UPDATE OF c SKIP LOCKED"
+        ),
+        {"q": queue_id, "n": node},
+    ).first()
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+def drop_from_claim(
+    conn: Connection, queue_id: int, claim_id: int, positions: Sequence[int], seconds: float
+) -> None:
+    """Items taken over by a sibling leave the claim (its record and its prediction)."""
+    conn.execute(
+        text(
+            "UPDATE work_queue_claim SET predicted_s = greatest(predicted_s - :s, 0),"
+            " positions = ARRAY(SELECT p FROM unnest(positions) AS p WHERE p <> ALL(:pos))"
+            " WHERE queue_id = :q AND id = :c"
+        ),
+        {"q": queue_id, "c": claim_id, "pos": list(positions), "s": seconds},
     )
-    return claim_id
 
 
 def items_at(conn: Connection, queue_id: int, positions: Sequence[int]) -> list[ItemRow]:
@@ -438,10 +527,10 @@ def finish_claim(
     claim: ClaimRecord,
     results: Sequence[tuple[str, float | None, str | None]],
     done: Sequence[int],
-) -> None:
+) -> int:
     """Record a claim's measured results; the `done` items are done unless a sibling took
     them over after the lease ran out (then both runs count: run twice, never lost); the
-    claim's other items go back to the queue."""
+    claim's other items go back to the queue: how many."""
     conn.execute(
         text(
             "UPDATE work_queue_claim SET state = CASE WHEN state = 'open' THEN 'finished'"
@@ -457,13 +546,13 @@ def finish_claim(
         ),
         {"q": queue_id, "c": claim.id, "pos": list(done)},
     )
-    conn.execute(
+    handed_back = conn.execute(
         text(
             "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
-            " WHERE queue_id = :q AND claim_id = :c AND state = 'claimed'"
+            " WHERE queue_id = :q AND claim_id = :c AND state IN ('claimed', 'running')"
         ),
         {"q": queue_id, "c": claim.id},
-    )
+    ).rowcount
     if results:
         conn.execute(
             text(
@@ -477,6 +566,7 @@ def finish_claim(
                 for nodeid, seconds, outcome in results
             ],
         )  # fmt: skip
+    return int(handed_back or 0)
 
 
 def release_claims(conn: Connection, queue_id: int, node: str) -> list[int]:
@@ -495,7 +585,7 @@ def release_claims(conn: Connection, queue_id: int, node: str) -> list[int]:
         conn.execute(
             text(
                 "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
-                " WHERE queue_id = :q AND state = 'claimed' AND claim_id = ANY(:ids)"
+                " WHERE queue_id = :q AND state IN ('claimed', 'running') AND claim_id = ANY(:ids)"
             ),
             {"q": queue_id, "ids": ids},
         )

@@ -46,6 +46,19 @@ class ClaimRequest(NodeRequest):
     remaining_s: Annotated[float, Field(ge=0.0, le=1e7)] | None = None
     min_batch_s: Annotated[float, Field(ge=0.0, le=86_400.0)] = 0.0
     lease_s: LeaseS = 120.0
+    segmented: bool = Field(
+        default=False,
+        description="begin only the first segment now and the rest segment by segment "
+        "(POST .../start with segment); what is not begun an idle sibling may take over",
+    )
+    min_segment_s: Annotated[float, Field(ge=0.0, le=86_400.0)] = 0.0
+
+
+class StartRequest(_Request):
+    """What to begin: the claim's next segment, or (default) all it has not begun."""
+
+    segment: bool = False
+    min_segment_s: Annotated[float, Field(ge=0.0, le=86_400.0)] = 0.0
 
 
 class HeartbeatRequest(NodeRequest):
@@ -114,6 +127,12 @@ class QueueClaim(ApiModel):
     retry_after_s: float | None
     selection: dict[str, Any] | None = Field(description="the batch in its runner's words")
     not_fit: list[QueueItem] = Field(default_factory=list)
+    started: list[int] = Field(
+        default_factory=list, description="positions begun now (all, or the first segment)"
+    )
+    taken_over_from: str | None = Field(
+        default=None, description="the sibling node whose unbegun items this batch took over"
+    )
 
 
 class QueueHeartbeat(ApiModel):
@@ -128,6 +147,8 @@ class QueueBatchStarted(ApiModel):
 
     claim_id: int
     state: str
+    started: list[int] = Field(description="positions begun now; a sibling took over the rest")
+    unstarted: int = Field(description="items of the claim still not begun")
 
 
 class QueueFinished(ApiModel):
