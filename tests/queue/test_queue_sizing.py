@@ -134,3 +134,13 @@ def test_without_take_over_a_very_slow_node_holds_the_tail() -> None:
     _, tail_alone, _ = simulate(seconds, [0.25, 1.0], round_trip_s=0.02, steal=False)
     _, tail, _ = simulate(seconds, [0.25, 1.0], round_trip_s=0.02)
     assert tail < tail_alone / 2
+
+
+def test_the_node_floors_keep_its_calls_a_small_share_of_the_work() -> None:
+    from laptime_ci.queue_node import MAX_FLOOR_S, QUEUE_SHARE, queue_floors
+
+    assert queue_floors(None) == (0.0, 0.0)  # not measured yet
+    batch, segment = queue_floors(0.02)
+    assert segment == pytest.approx(0.02 / QUEUE_SHARE)  # one start per segment
+    assert batch == pytest.approx(2 * 0.02 / QUEUE_SHARE)  # a claim and a finish per batch
+    assert queue_floors(5.0) == (MAX_FLOOR_S, MAX_FLOOR_S)  # a slow server: bounded tail
