@@ -1,14 +1,18 @@
 """Queue mode measured: the server's claim rate, the time a batch adds on the node, and the
-pipeline wait of 2 queue nodes against the static plan's 2 shards on a real suite, each node
-pinned to its own core, then with a CPU competitor beside node 1; and a budget below what the
-suite needs.
+pipeline wait of 2 queue nodes against the static plan's 2 shards (and pytest-split's 2
+groups) on a real suite, each node pinned to its own core, then with a CPU competitor beside
+node 1; and a budget below what the suite needs.
 
-    .venv/bin/python -m bench.bench_queue [--suite numpy.polynomial] [--claimers 8]
+    .venv/bin/python -m bench.bench_queue [--suite pandas.tests.arithmetic] [--claimers 8,64]
+        [--pytest-split DIR]
 
 A real `laptime serve` (API + worker) on a scratch embedded Postgres. The suite is one shipped
 in the venv (`pytest --pyargs`), not networkx (the planner was tuned on it) nor scikit-learn.
 Its history is one full run uploaded by the plugin; every node is a real `pytest` process
 (`taskset -c K`). Exactly-once is checked by nodeid from each node's laptime JSON report.
+pytest-split runs only from DIR (`pip install --target DIR pytest-split`), put on those
+nodes' path alone, its durations stored by the same history run (`--splitting-algorithm
+least_duration`). The machine's load average is recorded before and after every pipeline.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 
 from bench.common import scratch_database, start_serve
 
@@ -42,6 +46,11 @@ def project_tokens(url: str) -> tuple[str, str]:
         token = create_token(conn, project, "admin")
     engine.dispose()
     return project.slug, token
+
+
+def load_average() -> float:
+    """The 1-minute load average (the machine is shared)."""
+    return round(os.getloadavg()[0], 2)
 
 
 def claim_rate(
@@ -94,6 +103,7 @@ def claim_rate(
         t.join()
     elapsed = time.perf_counter() - begun
     return {
+        "load_average": load_average(),
         "claimers": claimers,
         "tests": tests,
         "claims": len(rounds),
@@ -135,9 +145,17 @@ def ran_in(report: Path) -> list[str]:
 
 
 def pipeline(
-    suite: str, where: Path, env: dict[str, str], mode: str, tag: str, competitor: bool
+    suite: str,
+    where: Path,
+    env: dict[str, str],
+    mode: str,
+    tag: str,
+    competitor: bool,
+    split_dir: str | None = None,
 ) -> dict[str, Any]:
-    """2 nodes at once (node K on core K-1), static shards or queue; their walls."""
+    """2 nodes at once (node K on core K-1), static shards, pytest-split groups or queue;
+    their walls, and for the queue the server's own record of each node's last batch."""
+    load_before = load_average()
     hog = None
     if competitor:
         hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
@@ -145,10 +163,15 @@ def pipeline(
         procs, reports, starts = [], [], []
         for k in (1, 2):
             report = where / f"{tag}-{k}.json"
-            flag = f"--laptime-{mode}={k}/2"
             node_env = {**env, "LAPTIME_PIPELINE": tag, "LAPTIME_JOB_STARTED_AT": str(time.time())}
+            if mode == "split":
+                node_env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], split_dir or ""])
+                flags = ["--splits=2", f"--group={k}", "--splitting-algorithm=least_duration",
+                         f"--durations-path={where / 'split-durations.json'}"]  # fmt: skip
+            else:
+                flags = [f"--laptime-{mode}={k}/2"]
             starts.append(time.monotonic())
-            procs.append(pytest_node(suite, where, k - 1, node_env, flag, report=report))
+            procs.append(pytest_node(suite, where, k - 1, node_env, *flags, report=report))
             reports.append(report)
         walls: list[float] = [0.0, 0.0]
         outputs: list[list[str]] = [[], []]
@@ -168,9 +191,10 @@ def pipeline(
             hog.kill()
             hog.wait()
     counts = Counter(n for r in reports for n in ran_in(r))
-    return {
+    row = {
         "mode": mode,
         "competitor": competitor,
+        "load_average": [load_before, load_average()],
         "node_walls_s": [round(w, 1) for w in walls],
         "wait_s": round(max(walls), 1),
         "idle_tail_s": round(max(walls) - min(walls), 1),
@@ -178,12 +202,48 @@ def pipeline(
         "ran_twice": sum(1 for c in counts.values() if c > 1),
         "tails": outputs,
     }
+    if mode == "queue":
+        row.update(queue_record(env, tag))
+    return row
+
+
+def queue_record(env: dict[str, str], pipeline: str) -> dict[str, Any]:
+    """The server's record of a queue: each node's last batch done (its idle tail is what a
+    waiting node's wall hides), batches and take-overs per node, tests twice or nowhere."""
+    headers = {"Authorization": f"Bearer {env['LAPTIME_TOKEN']}"}
+    base = f"{env['LAPTIME_URL']}/api/v1/projects/{env['LAPTIME_PROJECT']}/queues"
+    status = httpx.get(
+        f"{base}/pipeline", params={"pipeline": pipeline}, headers=headers, timeout=60
+    ).json()
+    engine = create_engine(env["BENCH_DATABASE_URL"])
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT e.node, count(*) FROM work_queue_event e WHERE e.queue_id = :q"
+                " AND e.kind = 'take-over' GROUP BY e.node"
+            ),
+            {"q": status["queue_id"]},
+        ).all()
+    taken = {str(r[0]): int(r[1]) for r in rows}
+    engine.dispose()
+    return {
+        "server_wait_s": status["wait_s"],
+        "server_idle_tail_s": status["idle_tail_s"],
+        "batches": {n["node"]: len(n["batches"]) for n in status["nodes"]},
+        "take_overs": taken,
+        "server_ran_twice": len(status["ran_twice"]),
+        "server_never_ran": len(status["never_ran"]),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--suite", default="numpy.polynomial")
-    parser.add_argument("--claimers", type=int, default=8)
+    parser.add_argument("--suite", default="pandas.tests.arithmetic")
+    parser.add_argument("--claimers", default="8", help="comma-separated: one run per count")
+    parser.add_argument(
+        "--pytest-split", default=None, help="a directory pytest-split was pip-installed into"
+    )
+    parser.add_argument("--skip-pipelines", action="store_true", help="claim rates only")
     parser.add_argument("--claim-tests", type=int, default=3000)
     parser.add_argument("--out", default=None, help="write the JSON result here too")
     args = parser.parse_args()
@@ -192,8 +252,13 @@ def main() -> None:
         serve, base = start_serve(url)
         try:
             slug, token = project_tokens(url)
-            results["claims"] = claim_rate(base, slug, token, args.claimers, args.claim_tests)
-            print(json.dumps(results["claims"]), flush=True)
+            results["claims"] = []
+            for claimers in (int(c) for c in args.claimers.split(",")):
+                rate = claim_rate(base, slug, token, claimers, args.claim_tests)
+                results["claims"].append(rate)
+                print(json.dumps(rate), flush=True)
+            if args.skip_pipelines:
+                return
             where = Path(tempfile.mkdtemp(prefix="laptime-bench-queue-"))
             env = {k: v for k, v in os.environ.items() if not k.startswith(("LAPTIME_", "CI"))}
             root = Path(__file__).resolve().parents[1]
@@ -204,16 +269,27 @@ def main() -> None:
                     "LAPTIME_TOKEN": token,
                     "LAPTIME_PROJECT": slug,
                     "LAPTIME_READ_TOKEN": token,
+                    "BENCH_DATABASE_URL": url,
                 }
+            )
+            split_dir = args.pytest_split
+            split_flags = (
+                ["--store-durations", f"--durations-path={where / 'split-durations.json'}"]
+                if split_dir
+                else []
             )
             # History: one full run, uploaded by the plugin.
             begun = time.monotonic()
+            history_env = {**env, "LAPTIME_PIPELINE": "history"}
+            if split_dir:
+                history_env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], split_dir])
             full = pytest_node(
                 args.suite,
                 where,
                 None,
-                {**env, "LAPTIME_PIPELINE": "history"},
+                history_env,
                 "--laptime-upload",
+                *split_flags,
                 report=where / "history.json",
             )
             full.communicate(timeout=3600)
@@ -221,13 +297,23 @@ def main() -> None:
             history = ran_in(where / "history.json")
             results["suite_tests"] = len(history)
             time.sleep(3)  # the worker ingests the history (polls every 0.5 s)
+            modes = ("shard", "split", "queue") if split_dir else ("shard", "queue")
             for competitor in (False, True):
-                for mode in ("shard", "queue"):
+                for mode in modes:
                     tag = f"{mode}-{'slow' if competitor else 'equal'}"
-                    row = pipeline(args.suite, where, env, mode, tag, competitor)
+                    row = pipeline(args.suite, where, env, mode, tag, competitor, split_dir)
                     row["exactly_once"] = row["tests"] == len(set(history)) and not row["ran_twice"]
                     results[tag] = row
                     print(json.dumps(row), flush=True)
+            results["queue_vs"] = {
+                f"{other} {case}": round(
+                    results[f"queue-{case}"]["wait_s"] / results[f"{other}-{case}"]["wait_s"], 2
+                )
+                for other in modes
+                if other != "queue"
+                for case in ("equal", "slow")
+            }
+            print(json.dumps(results["queue_vs"]), flush=True)
             # A budget below what the suite needs: one node, half the single-process wall.
             budget = results["single_process_s"] / 2
             begun = time.monotonic()
@@ -255,6 +341,7 @@ def main() -> None:
             ).json()
             ran = set(ran_in(where / "budget.json"))
             results["budget"] = {
+                "load_average": load_average(),
                 "budget_s": round(budget, 1),
                 "wall_s": round(wall, 1),
                 "stopped_before_limit": wall < budget,
