@@ -18,6 +18,7 @@ least_duration`). The machine's load average is recorded before and after every 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -34,6 +35,8 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from bench.common import scratch_database, start_serve
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def project_tokens(url: str) -> tuple[str, str]:
@@ -56,10 +59,11 @@ def load_average() -> float:
 def claim_rate(
     base: str, slug: str, token: str, claimers: int, tests: int, nodes: int = 1000
 ) -> dict[str, Any]:
-    """`claimers` threads claim and finish batches until a queue of `tests` is empty; the
-    queue is planned for `nodes` nodes, so each claim takes one or two items, as when
+    """`claimers` concurrent nodes claim and finish batches until a queue of `tests` is empty;
+    the queue is planned for `nodes` nodes, so each claim takes one or two items, as when
     thousands of nodes pull: claims per second and the claim + finish round trip (what a
-    batch adds on a node)."""
+    batch adds on a node). The claimers are tasks of one event loop, not threads: 256 threads
+    in one process would measure the benchmark's own GIL, not the server."""
     headers = {"Authorization": f"Bearer {token}"}
     api = f"{base}/api/v1/projects/{slug}/queues"
     collected = [f"t/test_{i // 10:04d}.py::test_{i}" for i in range(tests)]
@@ -76,40 +80,55 @@ def claim_rate(
     ).json()
     queue = opened["queue_id"]
     rounds: list[float] = []
-    lock = threading.Lock()
     seen: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
 
-    def node(name: str) -> None:
-        with httpx.Client(headers=headers, timeout=60) as client:
-            while True:
-                begun = time.perf_counter()
-                batch = client.post(f"{api}/{queue}/claims", json={"node": name}).json()
-                if batch["state"] != "batch":
-                    return
-                ids = [n for item in batch["items"] for n in item["nodeids"]]
-                client.post(
-                    f"{api}/{queue}/claims/{batch['claim_id']}/finish",
-                    json={"results": [{"nodeid": n, "duration_s": 0.0} for n in ids]},
-                )
-                with lock:
-                    rounds.append(time.perf_counter() - begun)
-                    seen.update(ids)
+    async def node(client: httpx.AsyncClient, name: str) -> None:
+        while True:
+            begun = time.perf_counter()
+            try:
+                answer = await client.post(f"{api}/{queue}/claims", json={"node": name})
+            except httpx.HTTPError as exc:
+                errors[type(exc).__name__] += 1
+                return
+            if answer.status_code != 200:
+                errors[str(answer.status_code)] += 1
+                return
+            batch = answer.json()
+            if batch["state"] == "wait" and batch["pending_items"]:
+                await asyncio.sleep(batch["retry_after_s"])  # pending, locked by siblings
+                continue
+            if batch["state"] != "batch":
+                return
+            ids = [n for item in batch["items"] for n in item["nodeids"]]
+            done = await client.post(
+                f"{api}/{queue}/claims/{batch['claim_id']}/finish",
+                json={"results": [{"nodeid": n, "duration_s": 0.0} for n in ids]},
+            )
+            if done.status_code != 200:
+                errors[f"finish {done.status_code}"] += 1
+            rounds.append(time.perf_counter() - begun)
+            seen.update(ids)
 
+    async def pull() -> None:
+        limits = httpx.Limits(max_connections=claimers, max_keepalive_connections=claimers)
+        async with httpx.AsyncClient(headers=headers, timeout=120, limits=limits) as client:
+            await asyncio.gather(*(node(client, str(i)) for i in range(claimers)))
+
+    load = load_average()
     begun = time.perf_counter()
-    threads = [threading.Thread(target=node, args=(str(i),)) for i in range(claimers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    asyncio.run(pull())
     elapsed = time.perf_counter() - begun
+    ordered = sorted(rounds) or [0.0]
     return {
-        "load_average": load_average(),
+        "load_average": [load, load_average()],
         "claimers": claimers,
         "tests": tests,
         "claims": len(rounds),
         "claims_per_s": round(len(rounds) / elapsed, 1),
-        "batch_round_trip_p50_ms": round(1000 * statistics.median(rounds), 1),
-        "batch_round_trip_p95_ms": round(1000 * sorted(rounds)[int(0.95 * len(rounds))], 1),
+        "batch_round_trip_p50_ms": round(1000 * statistics.median(ordered), 1),
+        "batch_round_trip_p95_ms": round(1000 * ordered[int(0.95 * len(ordered))], 1),
+        "errors": dict(errors),
         "exactly_once": set(seen.values()) == {1} and len(seen) == tests,
     }
 
@@ -150,14 +169,16 @@ def pipeline(
     env: dict[str, str],
     mode: str,
     tag: str,
-    competitor: bool,
+    slow: str | None,
     split_dir: str | None = None,
 ) -> dict[str, Any]:
     """2 nodes at once (node K on core K-1), static shards, pytest-split groups or queue;
-    their walls, and for the queue the server's own record of each node's last batch."""
+    their walls, and for the queue the server's own record of each node's last batch. `slow`:
+    node 1 slowed by a CPU competitor pinned beside it (`cpu`), or by sleeping as long again
+    after each test (`sleep`: exactly half speed whatever else the shared machine runs)."""
     load_before = load_average()
     hog = None
-    if competitor:
+    if slow == "cpu":
         hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
     try:
         procs, reports, starts = [], [], []
@@ -170,6 +191,10 @@ def pipeline(
                          f"--durations-path={where / 'split-durations.json'}"]  # fmt: skip
             else:
                 flags = [f"--laptime-{mode}={k}/2"]
+            if slow == "sleep" and k == 1:
+                node_env["BENCH_SLOW_FACTOR"] = "2"
+                flags.append("-pbench.slow_node")
+                node_env["PYTHONPATH"] = os.pathsep.join([node_env["PYTHONPATH"], str(ROOT)])
             starts.append(time.monotonic())
             procs.append(pytest_node(suite, where, k - 1, node_env, *flags, report=report))
             reports.append(report)
@@ -193,7 +218,7 @@ def pipeline(
     counts = Counter(n for r in reports for n in ran_in(r))
     row = {
         "mode": mode,
-        "competitor": competitor,
+        "slow": slow,
         "load_average": [load_before, load_average()],
         "node_walls_s": [round(w, 1) for w in walls],
         "wait_s": round(max(walls), 1),
@@ -244,6 +269,9 @@ def main() -> None:
         "--pytest-split", default=None, help="a directory pytest-split was pip-installed into"
     )
     parser.add_argument("--skip-pipelines", action="store_true", help="claim rates only")
+    parser.add_argument(
+        "--slow", default="cpu,sleep", help="how node 1 is slowed in the slow cases: cpu, sleep"
+    )
     parser.add_argument("--claim-tests", type=int, default=3000)
     parser.add_argument("--out", default=None, help="write the JSON result here too")
     args = parser.parse_args()
@@ -298,10 +326,11 @@ def main() -> None:
             results["suite_tests"] = len(history)
             time.sleep(3)  # the worker ingests the history (polls every 0.5 s)
             modes = ("shard", "split", "queue") if split_dir else ("shard", "queue")
-            for competitor in (False, True):
+            cases = {"equal": None, **{f"slow-{how}": how for how in args.slow.split(",") if how}}
+            for case, slow in cases.items():
                 for mode in modes:
-                    tag = f"{mode}-{'slow' if competitor else 'equal'}"
-                    row = pipeline(args.suite, where, env, mode, tag, competitor, split_dir)
+                    tag = f"{mode}-{case}"
+                    row = pipeline(args.suite, where, env, mode, tag, slow, split_dir)
                     row["exactly_once"] = row["tests"] == len(set(history)) and not row["ran_twice"]
                     results[tag] = row
                     print(json.dumps(row), flush=True)
@@ -311,7 +340,7 @@ def main() -> None:
                 )
                 for other in modes
                 if other != "queue"
-                for case in ("equal", "slow")
+                for case in cases
             }
             print(json.dumps(results["queue_vs"]), flush=True)
             # A budget below what the suite needs: one node, half the single-process wall.

@@ -39,6 +39,7 @@ class BatchPick:
     predicted_s: float
     # Items predicted not to fit the budget even alone (every one when nothing was taken).
     unfit: tuple[int, ...]
+    predicted_each: tuple[float, ...] = ()  # of `positions`, in order
 
 
 def batch_target_s(
@@ -110,7 +111,7 @@ def pick_batch(
     """Take pending items in queue order until `target_s` is reached (at least one item when
     any fits), skipping every item whose prediction would not fit the budget left after the
     items already taken."""
-    taken: list[int] = []
+    taken: list[Candidate] = []
     unfit: list[int] = []
     total = 0.0
     for candidate in sorted(candidates, key=lambda c: c.position):
@@ -121,6 +122,8 @@ def pick_batch(
             break
         if not fits_budget(total + candidate.predicted_s, remaining_s, error):
             continue  # fits alone, not after what is taken: left for a later claim
-        taken.append(candidate.position)
+        taken.append(candidate)
         total += candidate.predicted_s
-    return BatchPick(tuple(taken), total, tuple(unfit))
+    return BatchPick(
+        tuple(c.position for c in taken), total, tuple(unfit), tuple(c.predicted_s for c in taken)
+    )

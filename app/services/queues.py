@@ -201,9 +201,10 @@ def claim_batch(
     segment is begun now (the node starts the rest segment by segment, see start_claim), else
     the whole batch. With nothing to take it says why: `budget` (pending work fits no longer:
     the node hands back and stops), `wait` (siblings hold leases that may expire) or `done`."""
-    queue = _queue_or_404(conn, project, queue_id)
-    store.expire_leases(conn, queue.id)
-    totals = store.queue_totals(conn, queue.id, who.node)
+    context = store.claim_context(conn, project.id, queue_id, who.node)
+    if context is None:
+        raise QueueNotFound(f"no queue {queue_id} in this project")
+    queue, totals = context.queue, context.totals
     count, pending_s = totals.pending_items, totals.pending_s
     target = batch_target_s(pending_s, queue.nodes, total_s=totals.total_s, min_batch_s=min_batch_s)
     # Lock about what the target takes (items of the mean size, twice over); a budget that
@@ -292,28 +293,18 @@ def _hand_out(
     taken_over_from: tuple[int, str] | None = None,
 ) -> dict[str, Any]:
     """Record the claim of `pick` (its first segment begun) and answer the batch."""
-    items = store.items_at(conn, queue.id, pick.positions)
-    started = _first_segment([Candidate(i.position, i.predicted_s) for i in items], first_segment_s)
-    claim_id = store.insert_claim(
-        conn,
-        queue.id,
-        node=who.node,
-        attempt=who.attempt,
-        positions=pick.positions,
-        predicted_s=pick.predicted_s,
-        lease_s=lease_s,
-        replay=reserved,
-        started=started,
-    )
+    predicted = dict(zip(pick.positions, pick.predicted_each, strict=True))
+    started = _first_segment([Candidate(p, predicted[p]) for p in pick.positions], first_segment_s)
     detail: dict[str, Any] = {
-        "items": len(items), "predicted_s": pick.predicted_s, "remaining_s": remaining_s,
-        "started": len(started),
+        "items": len(pick.positions), "predicted_s": pick.predicted_s,
+        "remaining_s": remaining_s, "started": len(started),
     }  # fmt: skip
     if taken_over_from is not None:
         detail.update({"from_claim": taken_over_from[0], "from_node": taken_over_from[1]})
-    store.record_event(
-        conn, queue.id, who.node, who.attempt, "claim" if taken_over_from is None else "take-over",
-        claim_id=claim_id, detail=detail,
+    claim_id, items = store.hand_out(
+        conn, queue.id, node=who.node, attempt=who.attempt, positions=pick.positions,
+        started=started, predicted_s=pick.predicted_s, lease_s=lease_s, replay=reserved,
+        kind="claim" if taken_over_from is None else "take-over", detail=detail,
     )  # fmt: skip
     return {
         **base,
@@ -458,27 +449,21 @@ def finish_claim(
 ) -> dict[str, Any]:
     """Record the batch's measured durations (nodeids outside the claim are ignored); a claim
     whose lease ran out still counts what it ran."""
-    queue = _queue_or_404(conn, project, queue_id)
-    claim = _claim_or_404(conn, queue.id, claim_id)
-    items = store.items_at(conn, queue.id, claim.positions)
+    claims = store.load_claims(conn, queue_id, claim_id, project_id=project.id)
+    if not claims:
+        raise QueueNotFound(f"no claim {claim_id} in queue {queue_id} of this project")
+    claim = claims[0]
+    items = store.items_at(conn, queue_id, claim.positions)
     mine = {n for item in items for n in item.nodeids}
     kept = [r for r in results if r[0] in mine]
     ran = {r[0] for r in kept}
     # An item is done when every test of it ran; the rest goes back to the queue (a batch cut
     # short by the budget or a crashed runner hands back what it did not reach).
     done = [item.position for item in items if set(item.nodeids) <= ran]
-    handed_back = store.finish_claim(conn, queue.id, claim, kept, done)
-    store.record_event(
-        conn, queue.id, claim.node, claim.attempt, "finish", claim_id=claim.id,
-        detail={"results": len(kept), "measured_s": sum(r[1] or 0.0 for r in kept),
-                "late": claim.state != "open", "handed_back": handed_back},
-    )  # fmt: skip
-    return {
-        "claim_id": claim.id,
-        "recorded": len(kept),
-        "late": claim.state != "open",
-        "handed_back": handed_back,
-    }
+    late = claim.state != "open"
+    detail = {"results": len(kept), "measured_s": sum(r[1] or 0.0 for r in kept), "late": late}
+    handed_back = store.finish_claim(conn, queue_id, claim, kept, done, detail)
+    return {"claim_id": claim.id, "recorded": len(kept), "late": late, "handed_back": handed_back}
 
 
 def release(
