@@ -1,19 +1,24 @@
 """Queue mode measured: the server's claim rate, the time a batch adds on the node, and the
-pipeline wait of 2 queue nodes against the static plan's 2 shards on a real suite, each node
-pinned to its own core, then with a CPU competitor beside node 1; and a budget below what the
-suite needs.
+pipeline wait of 2 queue nodes against the static plan's 2 shards (and pytest-split's 2
+groups) on a real suite, each node pinned to its own core, then with a CPU competitor beside
+node 1; and a budget below what the suite needs.
 
-    .venv/bin/python -m bench.bench_queue [--suite numpy.polynomial] [--claimers 8]
+    .venv/bin/python -m bench.bench_queue [--suite pandas.tests.arithmetic] [--claimers 8,64]
+        [--pytest-split DIR]
 
 A real `laptime serve` (API + worker) on a scratch embedded Postgres. The suite is one shipped
 in the venv (`pytest --pyargs`), not networkx (the planner was tuned on it) nor scikit-learn.
 Its history is one full run uploaded by the plugin; every node is a real `pytest` process
 (`taskset -c K`). Exactly-once is checked by nodeid from each node's laptime JSON report.
+pytest-split runs only from DIR (`pip install --target DIR pytest-split`), put on those
+nodes' path alone, its durations stored by the same history run (`--splitting-algorithm
+least_duration`). The machine's load average is recorded before and after every pipeline.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -27,9 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 
 from bench.common import scratch_database, start_serve
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def project_tokens(url: str) -> tuple[str, str]:
@@ -44,13 +51,19 @@ def project_tokens(url: str) -> tuple[str, str]:
     return project.slug, token
 
 
+def load_average() -> float:
+    """The 1-minute load average (the machine is shared)."""
+    return round(os.getloadavg()[0], 2)
+
+
 def claim_rate(
     base: str, slug: str, token: str, claimers: int, tests: int, nodes: int = 1000
 ) -> dict[str, Any]:
-    """`claimers` threads claim and finish batches until a queue of `tests` is empty; the
-    queue is planned for `nodes` nodes, so each claim takes one or two items, as when
+    """`claimers` concurrent nodes claim and finish batches until a queue of `tests` is empty;
+    the queue is planned for `nodes` nodes, so each claim takes one or two items, as when
     thousands of nodes pull: claims per second and the claim + finish round trip (what a
-    batch adds on a node)."""
+    batch adds on a node). The claimers are tasks of one event loop, not threads: 256 threads
+    in one process would measure the benchmark's own GIL, not the server."""
     headers = {"Authorization": f"Bearer {token}"}
     api = f"{base}/api/v1/projects/{slug}/queues"
     collected = [f"t/test_{i // 10:04d}.py::test_{i}" for i in range(tests)]
@@ -67,39 +80,55 @@ def claim_rate(
     ).json()
     queue = opened["queue_id"]
     rounds: list[float] = []
-    lock = threading.Lock()
     seen: Counter[str] = Counter()
+    errors: Counter[str] = Counter()
 
-    def node(name: str) -> None:
-        with httpx.Client(headers=headers, timeout=60) as client:
-            while True:
-                begun = time.perf_counter()
-                batch = client.post(f"{api}/{queue}/claims", json={"node": name}).json()
-                if batch["state"] != "batch":
-                    return
-                ids = [n for item in batch["items"] for n in item["nodeids"]]
-                client.post(
-                    f"{api}/{queue}/claims/{batch['claim_id']}/finish",
-                    json={"results": [{"nodeid": n, "duration_s": 0.0} for n in ids]},
-                )
-                with lock:
-                    rounds.append(time.perf_counter() - begun)
-                    seen.update(ids)
+    async def node(client: httpx.AsyncClient, name: str) -> None:
+        while True:
+            begun = time.perf_counter()
+            try:
+                answer = await client.post(f"{api}/{queue}/claims", json={"node": name})
+            except httpx.HTTPError as exc:
+                errors[type(exc).__name__] += 1
+                return
+            if answer.status_code != 200:
+                errors[str(answer.status_code)] += 1
+                return
+            batch = answer.json()
+            if batch["state"] == "wait" and batch["pending_items"]:
+                await asyncio.sleep(batch["retry_after_s"])  # pending, locked by siblings
+                continue
+            if batch["state"] != "batch":
+                return
+            ids = [n for item in batch["items"] for n in item["nodeids"]]
+            done = await client.post(
+                f"{api}/{queue}/claims/{batch['claim_id']}/finish",
+                json={"results": [{"nodeid": n, "duration_s": 0.0} for n in ids]},
+            )
+            if done.status_code != 200:
+                errors[f"finish {done.status_code}"] += 1
+            rounds.append(time.perf_counter() - begun)
+            seen.update(ids)
 
+    async def pull() -> None:
+        limits = httpx.Limits(max_connections=claimers, max_keepalive_connections=claimers)
+        async with httpx.AsyncClient(headers=headers, timeout=120, limits=limits) as client:
+            await asyncio.gather(*(node(client, str(i)) for i in range(claimers)))
+
+    load = load_average()
     begun = time.perf_counter()
-    threads = [threading.Thread(target=node, args=(str(i),)) for i in range(claimers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    asyncio.run(pull())
     elapsed = time.perf_counter() - begun
+    ordered = sorted(rounds) or [0.0]
     return {
+        "load_average": [load, load_average()],
         "claimers": claimers,
         "tests": tests,
         "claims": len(rounds),
         "claims_per_s": round(len(rounds) / elapsed, 1),
-        "batch_round_trip_p50_ms": round(1000 * statistics.median(rounds), 1),
-        "batch_round_trip_p95_ms": round(1000 * sorted(rounds)[int(0.95 * len(rounds))], 1),
+        "batch_round_trip_p50_ms": round(1000 * statistics.median(ordered), 1),
+        "batch_round_trip_p95_ms": round(1000 * ordered[int(0.95 * len(ordered))], 1),
+        "errors": dict(errors),
         "exactly_once": set(seen.values()) == {1} and len(seen) == tests,
     }
 
@@ -135,20 +164,39 @@ def ran_in(report: Path) -> list[str]:
 
 
 def pipeline(
-    suite: str, where: Path, env: dict[str, str], mode: str, tag: str, competitor: bool
+    suite: str,
+    where: Path,
+    env: dict[str, str],
+    mode: str,
+    tag: str,
+    slow: str | None,
+    split_dir: str | None = None,
 ) -> dict[str, Any]:
-    """2 nodes at once (node K on core K-1), static shards or queue; their walls."""
+    """2 nodes at once (node K on core K-1), static shards, pytest-split groups or queue;
+    their walls, and for the queue the server's own record of each node's last batch. `slow`:
+    node 1 slowed by a CPU competitor pinned beside it (`cpu`), or by sleeping as long again
+    after each test (`sleep`: exactly half speed whatever else the shared machine runs)."""
+    load_before = load_average()
     hog = None
-    if competitor:
+    if slow == "cpu":
         hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
     try:
         procs, reports, starts = [], [], []
         for k in (1, 2):
             report = where / f"{tag}-{k}.json"
-            flag = f"--laptime-{mode}={k}/2"
             node_env = {**env, "LAPTIME_PIPELINE": tag, "LAPTIME_JOB_STARTED_AT": str(time.time())}
+            if mode == "split":
+                node_env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], split_dir or ""])
+                flags = ["--splits=2", f"--group={k}", "--splitting-algorithm=least_duration",
+                         f"--durations-path={where / 'split-durations.json'}"]  # fmt: skip
+            else:
+                flags = [f"--laptime-{mode}={k}/2"]
+            if slow == "sleep" and k == 1:
+                node_env["BENCH_SLOW_FACTOR"] = "2"
+                flags.append("-pbench.slow_node")
+                node_env["PYTHONPATH"] = os.pathsep.join([node_env["PYTHONPATH"], str(ROOT)])
             starts.append(time.monotonic())
-            procs.append(pytest_node(suite, where, k - 1, node_env, flag, report=report))
+            procs.append(pytest_node(suite, where, k - 1, node_env, *flags, report=report))
             reports.append(report)
         walls: list[float] = [0.0, 0.0]
         outputs: list[list[str]] = [[], []]
@@ -168,9 +216,10 @@ def pipeline(
             hog.kill()
             hog.wait()
     counts = Counter(n for r in reports for n in ran_in(r))
-    return {
+    row = {
         "mode": mode,
-        "competitor": competitor,
+        "slow": slow,
+        "load_average": [load_before, load_average()],
         "node_walls_s": [round(w, 1) for w in walls],
         "wait_s": round(max(walls), 1),
         "idle_tail_s": round(max(walls) - min(walls), 1),
@@ -178,12 +227,51 @@ def pipeline(
         "ran_twice": sum(1 for c in counts.values() if c > 1),
         "tails": outputs,
     }
+    if mode == "queue":
+        row.update(queue_record(env, tag))
+    return row
+
+
+def queue_record(env: dict[str, str], pipeline: str) -> dict[str, Any]:
+    """The server's record of a queue: each node's last batch done (its idle tail is what a
+    waiting node's wall hides), batches and take-overs per node, tests twice or nowhere."""
+    headers = {"Authorization": f"Bearer {env['LAPTIME_TOKEN']}"}
+    base = f"{env['LAPTIME_URL']}/api/v1/projects/{env['LAPTIME_PROJECT']}/queues"
+    status = httpx.get(
+        f"{base}/pipeline", params={"pipeline": pipeline}, headers=headers, timeout=60
+    ).json()
+    engine = create_engine(env["BENCH_DATABASE_URL"])
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT e.node, count(*) FROM work_queue_event e WHERE e.queue_id = :q"
+                " AND e.kind = 'take-over' GROUP BY e.node"
+            ),
+            {"q": status["queue_id"]},
+        ).all()
+    taken = {str(r[0]): int(r[1]) for r in rows}
+    engine.dispose()
+    return {
+        "server_wait_s": status["wait_s"],
+        "server_idle_tail_s": status["idle_tail_s"],
+        "batches": {n["node"]: len(n["batches"]) for n in status["nodes"]},
+        "take_overs": taken,
+        "server_ran_twice": len(status["ran_twice"]),
+        "server_never_ran": len(status["never_ran"]),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--suite", default="numpy.polynomial")
-    parser.add_argument("--claimers", type=int, default=8)
+    parser.add_argument("--suite", default="pandas.tests.arithmetic")
+    parser.add_argument("--claimers", default="8", help="comma-separated: one run per count")
+    parser.add_argument(
+        "--pytest-split", default=None, help="a directory pytest-split was pip-installed into"
+    )
+    parser.add_argument("--skip-pipelines", action="store_true", help="claim rates only")
+    parser.add_argument(
+        "--slow", default="cpu,sleep", help="how node 1 is slowed in the slow cases: cpu, sleep"
+    )
     parser.add_argument("--claim-tests", type=int, default=3000)
     parser.add_argument("--out", default=None, help="write the JSON result here too")
     args = parser.parse_args()
@@ -192,8 +280,13 @@ def main() -> None:
         serve, base = start_serve(url)
         try:
             slug, token = project_tokens(url)
-            results["claims"] = claim_rate(base, slug, token, args.claimers, args.claim_tests)
-            print(json.dumps(results["claims"]), flush=True)
+            results["claims"] = []
+            for claimers in (int(c) for c in args.claimers.split(",")):
+                rate = claim_rate(base, slug, token, claimers, args.claim_tests)
+                results["claims"].append(rate)
+                print(json.dumps(rate), flush=True)
+            if args.skip_pipelines:
+                return
             where = Path(tempfile.mkdtemp(prefix="laptime-bench-queue-"))
             env = {k: v for k, v in os.environ.items() if not k.startswith(("LAPTIME_", "CI"))}
             root = Path(__file__).resolve().parents[1]
@@ -204,16 +297,27 @@ def main() -> None:
                     "LAPTIME_TOKEN": token,
                     "LAPTIME_PROJECT": slug,
                     "LAPTIME_READ_TOKEN": token,
+                    "BENCH_DATABASE_URL": url,
                 }
+            )
+            split_dir = args.pytest_split
+            split_flags = (
+                ["--store-durations", f"--durations-path={where / 'split-durations.json'}"]
+                if split_dir
+                else []
             )
             # History: one full run, uploaded by the plugin.
             begun = time.monotonic()
+            history_env = {**env, "LAPTIME_PIPELINE": "history"}
+            if split_dir:
+                history_env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], split_dir])
             full = pytest_node(
                 args.suite,
                 where,
                 None,
-                {**env, "LAPTIME_PIPELINE": "history"},
+                history_env,
                 "--laptime-upload",
+                *split_flags,
                 report=where / "history.json",
             )
             full.communicate(timeout=3600)
@@ -221,13 +325,24 @@ def main() -> None:
             history = ran_in(where / "history.json")
             results["suite_tests"] = len(history)
             time.sleep(3)  # the worker ingests the history (polls every 0.5 s)
-            for competitor in (False, True):
-                for mode in ("shard", "queue"):
-                    tag = f"{mode}-{'slow' if competitor else 'equal'}"
-                    row = pipeline(args.suite, where, env, mode, tag, competitor)
+            modes = ("shard", "split", "queue") if split_dir else ("shard", "queue")
+            cases = {"equal": None, **{f"slow-{how}": how for how in args.slow.split(",") if how}}
+            for case, slow in cases.items():
+                for mode in modes:
+                    tag = f"{mode}-{case}"
+                    row = pipeline(args.suite, where, env, mode, tag, slow, split_dir)
                     row["exactly_once"] = row["tests"] == len(set(history)) and not row["ran_twice"]
                     results[tag] = row
                     print(json.dumps(row), flush=True)
+            results["queue_vs"] = {
+                f"{other} {case}": round(
+                    results[f"queue-{case}"]["wait_s"] / results[f"{other}-{case}"]["wait_s"], 2
+                )
+                for other in modes
+                if other != "queue"
+                for case in cases
+            }
+            print(json.dumps(results["queue_vs"]), flush=True)
             # A budget below what the suite needs: one node, half the single-process wall.
             budget = results["single_process_s"] / 2
             begun = time.monotonic()
@@ -255,6 +370,7 @@ def main() -> None:
             ).json()
             ran = set(ran_in(where / "budget.json"))
             results["budget"] = {
+                "load_average": load_average(),
                 "budget_s": round(budget, 1),
                 "wall_s": round(wall, 1),
                 "stopped_before_limit": wall < budget,

@@ -1,12 +1,21 @@
 """Queue mode: a pipeline's collected tests as work items that CI nodes pull in batches.
 
 - `work_items`: the items, heaviest first, heavy files cut finer where that shortens the tail.
-- `batches`: how much the next claim takes (shrinking as the queue empties) and what fits a
-  node's remaining budget.
+- `batches`: how much the next claim takes (shrinking as the queue empties), what a node starts
+  at once, what an idle node takes over from a slow one, and what fits a node's budget.
 - `report`: what ran where, twice or nowhere, and each node's idle tail.
 """
 
-from analysis.queue.batches import BatchPick, Candidate, batch_target_s, fits_budget, pick_batch
+from analysis.queue.batches import (
+    BatchPick,
+    Candidate,
+    batch_target_s,
+    fits_budget,
+    pick_batch,
+    segment_goal_s,
+    segment_size,
+    steal_share,
+)
 from analysis.queue.report import NodeRun, QueueReport, RanTwice, queue_report
 from analysis.queue.work_items import WorkItem, queue_work_items
 
@@ -22,4 +31,7 @@ __all__ = [
     "pick_batch",
     "queue_report",
     "queue_work_items",
+    "segment_goal_s",
+    "segment_size",
+    "steal_share",
 ]

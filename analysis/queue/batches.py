@@ -1,10 +1,15 @@
-"""How much a node's next claim takes, and what fits its remaining budget.
+"""How much a node's next claim takes, what it starts at once, what an idle node takes over,
+and what fits a node's remaining budget.
 
-Batches shrink as the queue empties (guided self-scheduling: a claim takes about the pending
-work over `SHRINK` x nodes), so early claims are cheap to hand out and the last ones are small
-enough that the nodes finish together. A budget is checked before committing to an item:
-an item is taken only when its prediction, widened by the prediction's stated error, fits what
-the node has left (the AlgoPerf lesson: check before the next piece of work, not after).
+Batches shrink as the queue empties (guided self-scheduling: a claim takes the pending work
+over k x nodes, k growing from SHRINK_START to SHRINK_END as the queue drains), never below
+the node's floor (its per-batch cost amortised), so early claims are cheap to hand out and the
+last ones are small enough that the nodes finish together. A node starts a batch in segments
+(half of what a claim would take now, at least its floor); an idle node may take over the back
+half of what a sibling has not started, so a slow node never holds the tail. A budget
+is checked before committing to an item: an item is taken only when its prediction, widened
+by the prediction's stated error, fits what the node has left (the AlgoPerf lesson: check
+before the next piece of work, not after).
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# A claim takes about 1/(SHRINK x nodes) of what is pending.
-SHRINK = 2.0
+# A claim takes about 1/(k x nodes) of what is pending, k from SHRINK_START (queue full) to
+# SHRINK_END (queue drained): the first claims stay cheap, the last ones small.
+SHRINK_START = 2.0
+SHRINK_END = 4.0
 
 
 @dataclass(frozen=True)
@@ -32,12 +39,58 @@ class BatchPick:
     predicted_s: float
     # Items predicted not to fit the budget even alone (every one when nothing was taken).
     unfit: tuple[int, ...]
+    predicted_each: tuple[float, ...] = ()  # of `positions`, in order
 
 
-def batch_target_s(pending_s: float, nodes: int, *, min_batch_s: float = 0.0) -> float:
-    """Seconds of work the next claim aims at: pending / (SHRINK x nodes), at least
-    `min_batch_s` (a runner's process start amortised over enough work)."""
-    return max(pending_s / (SHRINK * max(nodes, 1)), min_batch_s, 0.0)
+def batch_target_s(
+    pending_s: float, nodes: int, *, total_s: float | None = None, min_batch_s: float = 0.0
+) -> float:
+    """Seconds of work the next claim aims at: pending / (k x nodes), k growing from
+    SHRINK_START to SHRINK_END as the queue of `total_s` drains; at least `min_batch_s`
+    (the node's per-batch cost amortised)."""
+    drained = 0.0
+    if total_s is not None and total_s > 0:
+        drained = min(max(1.0 - pending_s / total_s, 0.0), 1.0)
+    shrink = SHRINK_START + (SHRINK_END - SHRINK_START) * drained
+    return max(pending_s / (shrink * max(nodes, 1)), min_batch_s, 0.0)
+
+
+def segment_size(unstarted_s: Sequence[float], *, goal_s: float) -> int:
+    """How many of a batch's unstarted items (in order) the node starts now: items up to
+    `goal_s` (see segment_goal_s), at least one. What it has not started stays free for an idle
+    sibling to take over."""
+    total = 0.0
+    for count, seconds in enumerate(unstarted_s, start=1):
+        total += seconds
+        if total >= goal_s - 1e-9:  # float sums of equal parts land just short
+            return count
+    return len(unstarted_s)
+
+
+def segment_goal_s(
+    open_s: float, nodes: int, *, total_s: float | None = None, min_segment_s: float = 0.0
+) -> float:
+    """Seconds a node starts at once: half of what a claim would take now, where `open_s` is
+    the work nobody has started (pending or claimed but not begun). It shrinks with the queue,
+    so a node K times slower than its siblings commits at most about 1/(2 x SHRINK x nodes) of
+    what is left, and the others finish the rest meanwhile."""
+    return max(batch_target_s(open_s, nodes, total_s=total_s) / 2.0, min_segment_s)
+
+
+def steal_share(unstarted: Sequence[Candidate]) -> tuple[int, ...]:
+    """What an idle node takes over from a sibling's batch: the back of the items the sibling
+    has not started (in queue order), about half of their predicted seconds, at least one item;
+    the sibling keeps the front, which it reaches first."""
+    ordered = sorted(unstarted, key=lambda c: c.position)
+    half = sum(c.predicted_s for c in ordered) / 2.0
+    taken: list[int] = []
+    total = 0.0
+    for candidate in reversed(ordered):
+        if taken and total + candidate.predicted_s > half:
+            break
+        taken.append(candidate.position)
+        total += candidate.predicted_s
+    return tuple(sorted(taken))
 
 
 def fits_budget(predicted_s: float, remaining_s: float | None, error: float) -> bool:
@@ -58,7 +111,7 @@ def pick_batch(
     """Take pending items in queue order until `target_s` is reached (at least one item when
     any fits), skipping every item whose prediction would not fit the budget left after the
     items already taken."""
-    taken: list[int] = []
+    taken: list[Candidate] = []
     unfit: list[int] = []
     total = 0.0
     for candidate in sorted(candidates, key=lambda c: c.position):
@@ -69,6 +122,8 @@ def pick_batch(
             break
         if not fits_budget(total + candidate.predicted_s, remaining_s, error):
             continue  # fits alone, not after what is taken: left for a later claim
-        taken.append(candidate.position)
+        taken.append(candidate)
         total += candidate.predicted_s
-    return BatchPick(tuple(taken), total, tuple(unfit))
+    return BatchPick(
+        tuple(c.position for c in taken), total, tuple(unfit), tuple(c.predicted_s for c in taken)
+    )

@@ -25,6 +25,7 @@ from app.schemas.queues import (
     QueueStatus,
     QueueSummary,
     ReleaseRequest,
+    StartRequest,
 )
 from app.services import queues as service
 from app.services.queues import NodeRef
@@ -74,6 +75,8 @@ def claim(project: CiProject, conn: ConnDep, queue_id: QueueId, body: ClaimReque
         remaining_s=body.remaining_s,
         min_batch_s=body.min_batch_s,
         lease_s=body.lease_s,
+        segmented=body.segmented,
+        min_segment_s=body.min_segment_s,
     )
     return QueueClaim.of(claimed)
 
@@ -89,12 +92,24 @@ def heartbeat(
     )
 
 
-@router.post("/{queue_id}/claims/{claim_id}/start", **answers(QueueBatchStarted, *PROJECT_ERRORS))
+@router.post(
+    "/{queue_id}/claims/{claim_id}/start", **answers(QueueBatchStarted, 400, *PROJECT_ERRORS)
+)
 def start(
-    project: CiProject, conn: ConnDep, queue_id: QueueId, claim_id: ClaimId
+    project: CiProject,
+    conn: ConnDep,
+    queue_id: QueueId,
+    claim_id: ClaimId,
+    body: StartRequest | None = None,
 ) -> QueueBatchStarted:
-    """The node began running the batch."""
-    return QueueBatchStarted.of(service.start_claim(conn, project, queue_id, claim_id))
+    """The node begins the batch's items it has not begun (or, with `segment`, the next
+    segment); `started` names the positions it may run: a sibling may have taken over the
+    rest."""
+    body = body or StartRequest()
+    started = service.start_claim(
+        conn, project, queue_id, claim_id, segment=body.segment, min_segment_s=body.min_segment_s
+    )
+    return QueueBatchStarted.of(started)
 
 
 @router.post("/{queue_id}/claims/{claim_id}/finish", **answers(QueueFinished, 400, *PROJECT_ERRORS))

@@ -175,30 +175,6 @@ def record_event(
     )  # fmt: skip
 
 
-def expire_leases(conn: Connection, queue_id: int) -> list[int]:
-    """Claims whose lease ran out: marked expired, their unfinished items pending again."""
-    rows = conn.execute(
-        text(
-            "UPDATE work_queue_claim SET state = 'expired'"
-            " WHERE queue_id = :q AND state = 'open' AND lease_until < clock_timestamp()"
-            " RETURNING id, node, attempt"
-        ),
-        {"q": queue_id},
-    ).all()
-    ids = [int(r[0]) for r in rows]
-    if ids:
-        conn.execute(
-            text(
-                "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
-                " WHERE queue_id = :q AND state = 'claimed' AND claim_id = ANY(:ids)"
-            ),
-            {"q": queue_id, "ids": ids},
-        )
-        for claim_id, node, attempt in rows:
-            record_event(conn, queue_id, str(node), int(attempt), "expire", claim_id=claim_id)
-    return ids
-
-
 def reserve_replay(conn: Connection, queue_id: int, node: str, attempt: int) -> int:
     """A retried job (`node`, later `attempt`): what the node's earlier attempts ran or held
     goes back to the queue reserved for it; how many items. Done once per attempt."""
@@ -257,23 +233,87 @@ def lock_pending(
     return [PendingRow(int(r[0]), float(r[1]), bool(r[2])) for r in rows]
 
 
-def pending_totals(conn: Connection, queue_id: int, node: str) -> tuple[int, float]:
-    """Items pending that `node` could take and their predicted seconds (unlocked)."""
+@dataclass(frozen=True)
+class QueueTotals:
+    """What a claim sizes against (predicted seconds; all read unlocked)."""
+
+    pending_items: int  # pending that this node may take
+    pending_s: float
+    open_s: float  # nobody started it: pending, or claimed and not begun
+    total_s: float  # the whole queue
+
+
+@dataclass(frozen=True)
+class ClaimContext:
+    """What a claim starts from, read in one round trip."""
+
+    queue: QueueRow
+    totals: QueueTotals
+    expired: int  # claims whose lease ran out, expired by this call
+
+
+def claim_context(
+    conn: Connection, project_id: int, queue_id: int, node: str
+) -> ClaimContext | None:
+    """The project's queue `queue_id` (None: no such queue), its lapsed leases expired (their
+    items pending again, an `expire` event each) and the totals a claim sizes against, in ONE
+    statement: a claim's round trips are what the server's claim rate is made of. The totals
+    see the queue as it was before the expiry; the freed items are added to them."""
+    mine = "state = 'pending' AND (reserved_for IS NULL OR reserved_for = :n)"
     row = conn.execute(
         text(
-            "SELECT count(*), coalesce(sum(predicted_s), 0) FROM work_queue_item"
-            " WHERE queue_id = :q AND state = 'pending'"
-            " AND (reserved_for IS NULL OR reserved_for = :n)"
+            f"WITH q AS (SELECT {_QUEUE_COLUMNS} FROM work_queue"
+            "   WHERE project_id = :p AND id = :q),"
+            " gone AS (UPDATE work_queue_claim c SET state = 'expired' FROM q"
+            "   WHERE c.queue_id = q.id AND c.state = 'open'"
+            "   AND c.lease_until < clock_timestamp() RETURNING c.id, c.node, c.attempt),"
+            " freed AS (UPDATE work_queue_item i SET state = 'pending', claim_id = NULL"
+            "   FROM gone WHERE i.queue_id = :q AND i.claim_id = gone.id"
+            "   AND i.state IN ('claimed', 'running') RETURNING i.predicted_s, i.reserved_for),"
+            " logged AS (INSERT INTO work_queue_event (queue_id, claim_id, node, attempt, kind)"
+            "   SELECT :q, id, node, attempt, 'expire' FROM gone RETURNING 1),"
+            f" t AS (SELECT count(*) FILTER (WHERE {mine}) AS n,"
+            f"   coalesce(sum(predicted_s) FILTER (WHERE {mine}), 0) AS s,"
+            "   coalesce(sum(predicted_s) FILTER (WHERE state IN ('pending', 'claimed')), 0) AS o,"
+            "   coalesce(sum(predicted_s), 0) AS total"
+            "   FROM work_queue_item WHERE queue_id = :q),"
+            " f AS (SELECT count(*) FILTER (WHERE reserved_for IS NULL OR reserved_for = :n) AS n,"
+            "   coalesce(sum(predicted_s) FILTER"
+            "     (WHERE reserved_for IS NULL OR reserved_for = :n), 0) AS s,"
+            "   coalesce(sum(predicted_s), 0) AS o FROM freed)"
+            f" SELECT {', '.join('q.' + c.strip() for c in _QUEUE_COLUMNS.split(','))},"
+            " t.n + f.n, t.s + f.s, t.o + f.o, t.total, (SELECT count(*) FROM logged)"
+            " FROM q, t, f"
+        ),
+        {"p": project_id, "q": queue_id, "n": node},
+    ).first()
+    if row is None:
+        return None
+    totals = QueueTotals(int(row[8]), float(row[9]), float(row[10]), float(row[11]))
+    return ClaimContext(_queue(row[:8]), totals, int(row[12]))
+
+
+def queue_totals(conn: Connection, queue_id: int, node: str) -> QueueTotals:
+    """Items pending that `node` could take and their seconds; the seconds nobody has started;
+    the queue's seconds. One scan of the queue's items."""
+    mine = "state = 'pending' AND (reserved_for IS NULL OR reserved_for = :n)"
+    row = conn.execute(
+        text(
+            f"SELECT count(*) FILTER (WHERE {mine}),"
+            f" coalesce(sum(predicted_s) FILTER (WHERE {mine}), 0),"
+            " coalesce(sum(predicted_s) FILTER (WHERE state IN ('pending', 'claimed')), 0),"
+            " coalesce(sum(predicted_s), 0)"
+            " FROM work_queue_item WHERE queue_id = :q"
         ),
         {"q": queue_id, "n": node},
     ).one()
-    return int(row[0]), float(row[1])
+    return QueueTotals(int(row[0]), float(row[1]), float(row[2]), float(row[3]))
 
 
 def pending_count(conn: Connection, queue_id: int, *, as_of_now: bool = False) -> int:
     """Items pending for anyone (`as_of_now`: with those of lapsed leases, see load_claims)."""
     lapsed = (
-        " OR (i.state = 'claimed' AND EXISTS (SELECT 1 FROM work_queue_claim c"
+        " OR (i.state IN ('claimed', 'running') AND EXISTS (SELECT 1 FROM work_queue_claim c"
         f" WHERE c.id = i.claim_id AND {_STATE_AS_OF_NOW} = 'expired'))"
         if as_of_now
         else ""
@@ -301,38 +341,117 @@ def open_claims_elsewhere(conn: Connection, queue_id: int, node: str) -> float |
     return None if value is None else float(value)
 
 
-def insert_claim(
+def hand_out(
     conn: Connection,
     queue_id: int,
     *,
     node: str,
     attempt: int,
     positions: Sequence[int],
+    started: Sequence[int],
     predicted_s: float,
     lease_s: float,
     replay: bool,
-) -> int:
-    """A claim of `positions` leased for `lease_s`; the items are marked claimed."""
-    claim_id = int(
-        conn.execute(
-            text(
-                "INSERT INTO work_queue_claim"
-                " (queue_id, node, attempt, replay, positions, predicted_s, lease_until)"
-                " VALUES (:q, :n, :a, :r, :pos, :s,"
-                " clock_timestamp() + make_interval(secs => :lease)) RETURNING id"
-            ),
-            {"q": queue_id, "n": node, "a": attempt, "r": replay, "pos": list(positions),
-             "s": predicted_s, "lease": lease_s},
-        ).scalar_one()
-    )  # fmt: skip
-    conn.execute(
+    kind: str,
+    detail: dict[str, Any],
+) -> tuple[int, list[ItemRow]]:
+    """insert_claim, its event and the items it holds, in ONE statement: (claim id, items in
+    queue order)."""
+    rows = conn.execute(
         text(
-            "UPDATE work_queue_item SET state = 'claimed', claim_id = :c"
-            " WHERE queue_id = :q AND position = ANY(:pos)"
+            "WITH c AS (INSERT INTO work_queue_claim (queue_id, node, attempt, replay, positions,"
+            "   predicted_s, lease_until, started_at) VALUES (:q, :n, :a, :r, :pos, :s,"
+            "   clock_timestamp() + make_interval(secs => :lease),"
+            "   CASE WHEN cardinality(CAST(:run AS integer[])) > 0 THEN clock_timestamp() END)"
+            "   RETURNING id),"
+            " u AS (UPDATE work_queue_item i SET claim_id = c.id,"
+            "   state = CASE WHEN i.position = ANY(:run) THEN 'running' ELSE 'claimed' END"
+            "   FROM c WHERE i.queue_id = :q AND i.position = ANY(:pos)"
+            "   RETURNING i.position, i.name, i.unit, i.nodeids, i.estimated, i.predicted_s),"
+            " e AS (INSERT INTO work_queue_event (queue_id, claim_id, node, attempt, kind, detail)"
+            "   SELECT :q, c.id, :n, :a, :k, CAST(:d AS jsonb) FROM c)"
+            " SELECT c.id, u.* FROM c, u ORDER BY u.position"
+        ),
+        {"q": queue_id, "n": node, "a": attempt, "r": replay, "pos": list(positions),
+         "s": predicted_s, "lease": lease_s, "run": list(started), "k": kind,
+         "d": json.dumps(detail, allow_nan=False)},
+    ).all()  # fmt: skip
+    items = [
+        ItemRow(int(r[1]), str(r[2]), str(r[3]), tuple(r[4]), tuple(r[5]), float(r[6]))
+        for r in rows
+    ]
+    return int(rows[0][0]), items
+
+
+def lock_claim(conn: Connection, queue_id: int, claim_id: int) -> str | None:
+    """The claim's state, its row locked. Every change to a claim's items locks the claim
+    row first (start, finish, expiry, release, take-over): one lock order, no deadlock."""
+    value = conn.execute(
+        text("SELECT state FROM work_queue_claim WHERE queue_id = :q AND id = :c FOR UPDATE"),
+        {"q": queue_id, "c": claim_id},
+    ).scalar_one_or_none()
+    return None if value is None else str(value)
+
+
+def unstarted_items(conn: Connection, queue_id: int, claim_id: int) -> list[PendingRow]:
+    """The claim's items not begun yet, in queue order (lock the claim first)."""
+    rows = conn.execute(
+        text(
+            "SELECT position, predicted_s, reserved_for IS NOT NULL FROM work_queue_item"
+            " WHERE queue_id = :q AND claim_id = :c AND state = 'claimed' ORDER BY position"
+        ),
+        {"q": queue_id, "c": claim_id},
+    ).all()
+    return [PendingRow(int(r[0]), float(r[1]), bool(r[2])) for r in rows]
+
+
+def mark_running(
+    conn: Connection, queue_id: int, claim_id: int, positions: Sequence[int]
+) -> list[int]:
+    """Begin the claim's items at `positions` that are still its own and not begun; the
+    positions begun, in order."""
+    rows = conn.execute(
+        text(
+            "UPDATE work_queue_item SET state = 'running' WHERE queue_id = :q AND claim_id = :c"
+            " AND state = 'claimed' AND position = ANY(:pos) RETURNING position"
         ),
         {"q": queue_id, "c": claim_id, "pos": list(positions)},
+    ).all()
+    return sorted(int(r[0]) for r in rows)
+
+
+def lock_victim(conn: Connection, queue_id: int, node: str) -> tuple[int, str] | None:
+    """The open claim of another node with the most predicted seconds not begun (a replay's
+    reserved items excepted), its row locked; (claim id, node). A claim another transaction
+    holds is skipped (`SKIP LOCKED`): a take-over never waits."""
+    row = conn.execute(
+        text(
+            "SELECT c.id, c.node FROM work_queue_claim c"
+            " WHERE c.queue_id = :q AND c.state = 'open' AND c.node <> :n"
+            " AND c.lease_until > clock_timestamp()"
+            " AND EXISTS (SELECT 1 FROM work_queue_item i WHERE i.queue_id = :q"
+            "   AND i.claim_id = c.id AND i.state = 'claimed' AND i.reserved_for IS NULL)"
+            " ORDER BY (SELECT sum(i.predicted_s) FROM work_queue_item i WHERE i.queue_id = :q"
+            "   AND i.claim_id = c.id AND i.state = 'claimed') DESC, c.id"
+            " LIMIT 1 FOR UPDATE OF c SKIP LOCKED"
+        ),
+        {"q": queue_id, "n": node},
+    ).first()
+    return None if row is None else (int(row[0]), str(row[1]))
+
+
+def drop_from_claim(
+    conn: Connection, queue_id: int, claim_id: int, positions: Sequence[int], seconds: float
+) -> None:
+    """Items taken over by a sibling leave the claim (its record and its prediction)."""
+    conn.execute(
+        text(
+            "UPDATE work_queue_claim SET predicted_s = greatest(predicted_s - :s, 0),"
+            " positions = ARRAY(SELECT p FROM unnest(positions) AS p WHERE p <> ALL(:pos))"
+            " WHERE queue_id = :q AND id = :c"
+        ),
+        {"q": queue_id, "c": claim_id, "pos": list(positions), "s": seconds},
     )
-    return claim_id
 
 
 def items_at(conn: Connection, queue_id: int, positions: Sequence[int]) -> list[ItemRow]:
@@ -375,7 +494,12 @@ _STATE_AS_OF_NOW = (
 
 
 def load_claims(
-    conn: Connection, queue_id: int, claim_id: int | None = None, *, as_of_now: bool = False
+    conn: Connection,
+    queue_id: int,
+    claim_id: int | None = None,
+    *,
+    as_of_now: bool = False,
+    project_id: int | None = None,
 ) -> list[ClaimRecord]:
     """Every claim of the queue (or the one asked), oldest first; `as_of_now`: a lapsed lease
     reads as expired (for reports, which write nothing)."""
@@ -387,9 +511,10 @@ def load_claims(
             " extract(epoch FROM c.started_at - q.created_at),"
             " extract(epoch FROM c.finished_at - q.created_at)"
             " FROM work_queue_claim c JOIN work_queue q ON q.id = c.queue_id"
-            " WHERE c.queue_id = :q AND (CAST(:c AS bigint) IS NULL OR c.id = :c) ORDER BY c.id"
+            " WHERE c.queue_id = :q AND (CAST(:c AS bigint) IS NULL OR c.id = :c)"
+            " AND (CAST(:p AS bigint) IS NULL OR q.project_id = :p) ORDER BY c.id"
         ),
-        {"q": queue_id, "c": claim_id},
+        {"q": queue_id, "c": claim_id, "p": project_id},
     ).all()
     return [_claim(r) for r in rows]
 
@@ -438,45 +563,40 @@ def finish_claim(
     claim: ClaimRecord,
     results: Sequence[tuple[str, float | None, str | None]],
     done: Sequence[int],
-) -> None:
-    """Record a claim's measured results; the `done` items are done unless a sibling took
-    them over after the lease ran out (then both runs count: run twice, never lost); the
-    claim's other items go back to the queue."""
-    conn.execute(
+    detail: dict[str, Any],
+) -> int:
+    """Record a claim's measured results and its `finish` event (`detail`, with the count
+    handed back); the `done` items are done unless a sibling took them over after the lease
+    ran out (then both runs count: run twice, never lost); the claim's other items go back to
+    the queue: how many. ONE statement; the claim row is locked before its items (each item
+    update reads the claim's)."""
+    row = conn.execute(
         text(
-            "UPDATE work_queue_claim SET state = CASE WHEN state = 'open' THEN 'finished'"
-            " ELSE state END, finished_at = clock_timestamp() WHERE id = :c"
+            "WITH c AS (UPDATE work_queue_claim SET state = CASE WHEN state = 'open'"
+            "   THEN 'finished' ELSE state END, finished_at = clock_timestamp()"
+            "   WHERE queue_id = :q AND id = :c RETURNING id),"
+            " d AS (UPDATE work_queue_item i SET state = 'done', claim_id = c.id,"
+            "   reserved_for = NULL FROM c WHERE i.queue_id = :q AND i.position = ANY(:done)"
+            "   AND (i.claim_id = c.id OR i.state = 'pending') RETURNING 1),"
+            " r AS (UPDATE work_queue_item i SET state = 'pending', claim_id = NULL FROM c"
+            "   WHERE i.queue_id = :q AND i.claim_id = c.id AND i.state IN ('claimed', 'running')"
+            "   AND i.position <> ALL(:done) RETURNING 1),"
+            " res AS (INSERT INTO work_queue_result"
+            "   (queue_id, claim_id, node, attempt, nodeid, duration_s, outcome)"
+            "   SELECT :q, c.id, :n, :a, x.nodeid, x.d, x.o FROM c,"
+            "   unnest(CAST(:ids AS text[]), CAST(:secs AS float8[]), CAST(:outs AS text[]))"
+            "   AS x(nodeid, d, o) RETURNING 1),"
+            " back AS (SELECT count(*) AS n FROM r),"
+            " e AS (INSERT INTO work_queue_event (queue_id, claim_id, node, attempt, kind, detail)"
+            "   SELECT :q, c.id, :n, :a, 'finish',"
+            "   CAST(:detail AS jsonb) || jsonb_build_object('handed_back', back.n) FROM c, back)"
+            " SELECT back.n, (SELECT count(*) FROM d), (SELECT count(*) FROM res) FROM back"
         ),
-        {"c": claim.id},
-    )
-    conn.execute(
-        text(
-            "UPDATE work_queue_item SET state = 'done', claim_id = :c, reserved_for = NULL"
-            " WHERE queue_id = :q AND position = ANY(:pos)"
-            " AND (claim_id = :c OR state = 'pending')"
-        ),
-        {"q": queue_id, "c": claim.id, "pos": list(done)},
-    )
-    conn.execute(
-        text(
-            "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
-            " WHERE queue_id = :q AND claim_id = :c AND state = 'claimed'"
-        ),
-        {"q": queue_id, "c": claim.id},
-    )
-    if results:
-        conn.execute(
-            text(
-                "INSERT INTO work_queue_result"
-                " (queue_id, claim_id, node, attempt, nodeid, duration_s, outcome)"
-                " VALUES (:q, :c, :n, :a, :nodeid, :d, :o)"
-            ),
-            [
-                {"q": queue_id, "c": claim.id, "n": claim.node, "a": claim.attempt,
-                 "nodeid": nodeid, "d": seconds, "o": outcome}
-                for nodeid, seconds, outcome in results
-            ],
-        )  # fmt: skip
+        {"q": queue_id, "c": claim.id, "n": claim.node, "a": claim.attempt, "done": list(done),
+         "ids": [r[0] for r in results], "secs": [r[1] for r in results],
+         "outs": [r[2] for r in results], "detail": json.dumps(detail, allow_nan=False)},
+    ).one()  # fmt: skip
+    return int(row[0])
 
 
 def release_claims(conn: Connection, queue_id: int, node: str) -> list[int]:
@@ -495,7 +615,7 @@ def release_claims(conn: Connection, queue_id: int, node: str) -> list[int]:
         conn.execute(
             text(
                 "UPDATE work_queue_item SET state = 'pending', claim_id = NULL"
-                " WHERE queue_id = :q AND state = 'claimed' AND claim_id = ANY(:ids)"
+                " WHERE queue_id = :q AND state IN ('claimed', 'running') AND claim_id = ANY(:ids)"
             ),
             {"q": queue_id, "ids": ids},
         )

@@ -57,6 +57,19 @@ class ClaimRequest(NodeRequest):
     remaining_s: Annotated[float, Field(ge=0.0, le=1e7)] | None = None
     min_batch_s: Annotated[float, Field(ge=0.0, le=86_400.0)] = 0.0
     lease_s: LeaseS = 120.0
+    segmented: bool = Field(
+        default=False,
+        description="begin only the first segment now and the rest segment by segment "
+        "(POST .../start with segment); what is not begun an idle sibling may take over",
+    )
+    min_segment_s: Annotated[float, Field(ge=0.0, le=86_400.0)] = 0.0
+
+
+class StartRequest(_Request):
+    """What to begin: the claim's next segment, or (default) all it has not begun."""
+
+    segment: bool = False
+    min_segment_s: Annotated[float, Field(ge=0.0, le=86_400.0)] = 0.0
 
 
 class HeartbeatRequest(NodeRequest):
@@ -143,6 +156,12 @@ class QueueClaim(ApiModel):
     retry_after_s: float | None
     selection: QueueSelection | None = Field(description="the batch in its runner's words")
     not_fit: list[QueueItem] = Field(default_factory=list)
+    started: list[int] = Field(
+        default_factory=list, description="positions begun now (all, or the first segment)"
+    )
+    taken_over_from: str | None = Field(
+        default=None, description="the sibling node whose unbegun items this batch took over"
+    )
 
     @classmethod
     def of(cls, claim: BatchClaim) -> QueueClaim:
@@ -163,6 +182,8 @@ class QueueClaim(ApiModel):
             error=claim.error,
             lease_s=claim.lease_s,
             retry_after_s=claim.retry_after_s,
+            started=list(claim.started),
+            taken_over_from=claim.taken_over_from,
             selection=None
             if selection is None
             else QueueSelection.model_validate(selection, from_attributes=True),
@@ -187,6 +208,8 @@ class QueueBatchStarted(ApiModel):
 
     claim_id: int
     state: str
+    started: list[int] = Field(description="positions begun now; a sibling took over the rest")
+    unstarted: int = Field(description="items of the claim still not begun")
 
     @classmethod
     def of(cls, started: BatchStarted) -> QueueBatchStarted:

@@ -58,6 +58,8 @@ class BatchClaim:
     selection: JobSelection | None  # the batch in its runner's words (None: pytest)
     replay: bool | None = None
     not_fit: tuple[QueuedItem, ...] | None = None
+    started: tuple[int, ...] = ()  # positions begun now (all, or the first segment)
+    taken_over_from: str | None = None  # the sibling whose unbegun items this batch took
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class BatchStarted:
 
     claim_id: int
     state: str
+    started: tuple[int, ...]  # positions begun now; a sibling took over the rest
+    unstarted: int  # items of the claim still not begun
 
 
 @dataclass(frozen=True)

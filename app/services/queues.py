@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pandas as pd
 from sqlalchemy import Connection
@@ -28,6 +29,9 @@ from analysis.queue import (
     batch_target_s,
     pick_batch,
     queue_work_items,
+    segment_goal_s,
+    segment_size,
+    steal_share,
 )
 from analysis.queue.report import ClaimRow, ResultRow, StopRow, queue_report
 from app.db import queues as store
@@ -199,20 +203,26 @@ def claim_batch(
     remaining_s: float | None,
     min_batch_s: float = 0.0,
     lease_s: float = DEFAULT_LEASE_S,
+    segmented: bool = False,
+    min_segment_s: float = 0.0,
 ) -> BatchClaim:
     """The node's next batch: pending items in queue order up to a target that shrinks as the
-    queue empties, none predicted not to fit `remaining_s`. With nothing to take it says why:
-    `budget` (pending work fits no longer: the node hands back and stops), `wait` (siblings
-    hold leases that may expire) or `done`."""
-    queue = _queue_or_404(conn, project, queue_id)
-    store.expire_leases(conn, queue.id)
-    count, pending_s = store.pending_totals(conn, queue.id, who.node)
-    target = batch_target_s(pending_s, queue.nodes, min_batch_s=min_batch_s)
+    queue empties, none predicted not to fit `remaining_s`; with nothing pending, the back
+    half of what a sibling's batch has not begun (a take-over). `segmented`: only the first
+    segment is begun now (the node starts the rest segment by segment, see start_claim), else
+    the whole batch. With nothing to take it says why: `budget` (pending work fits no longer:
+    the node hands back and stops), `wait` (siblings hold leases that may expire) or `done`."""
+    context = store.claim_context(conn, project.id, queue_id, who.node)
+    if context is None:
+        raise QueueNotFound(f"no queue {queue_id} in this project")
+    queue, totals = context.queue, context.totals
+    count, pending_s = totals.pending_items, totals.pending_s
+    target = batch_target_s(pending_s, queue.nodes, total_s=totals.total_s, min_batch_s=min_batch_s)
     # Lock about what the target takes (items of the mean size, twice over); a budget that
     # fits none of those looks at the whole window before saying so.
     mean_s = pending_s / count if count else 1.0
     window = int(min(store.CLAIM_WINDOW, 2 * target / max(mean_s, 1e-9) + 8))
-    pending = store.lock_pending(conn, queue.id, who.node, window)
+    pending = store.lock_pending(conn, queue.id, who.node, window) if count else []
     reserved = [p for p in pending if p.reserved]
     pool = reserved or pending
     if reserved:
@@ -234,32 +244,11 @@ def claim_batch(
         selection=None,
     )
     if pick.positions:
-        claim_id = store.insert_claim(
-            conn,
-            queue.id,
-            node=who.node,
-            attempt=who.attempt,
-            positions=pick.positions,
-            predicted_s=pick.predicted_s,
-            lease_s=lease_s,
-            replay=bool(reserved),
-        )
-        items = store.items_at(conn, queue.id, pick.positions)
-        store.record_event(
-            conn, queue.id, who.node, who.attempt, "claim", claim_id=claim_id,
-            detail={"items": len(items), "predicted_s": pick.predicted_s,
-                    "remaining_s": remaining_s},
+        return _hand_out(
+            conn, queue, who, nothing, pick, reserved=bool(reserved), lease_s=lease_s,
+            first_segment_s=_segment_goal(queue, totals, min_segment_s) if segmented else None,
+            remaining_s=remaining_s, pending_left=count - len(pick.positions),
         )  # fmt: skip
-        return replace(
-            nothing,
-            state="batch",
-            claim_id=claim_id,
-            replay=bool(reserved),
-            items=tuple(_item_answer(i) for i in items),
-            predicted_s=pick.predicted_s,
-            pending_items=count - len(items),
-            selection=_selection(conn, queue, items),
-        )
     if pending:
         unfit = store.items_at(conn, queue.id, pick.unfit)
         store.record_event(
@@ -271,6 +260,12 @@ def claim_batch(
     if count:
         # Pending, but locked by siblings' claims being made right now.
         return replace(nothing, state="wait", retry_after_s=0.2)
+    taken = _take_over(
+        conn, queue, who, nothing, remaining_s=remaining_s, lease_s=lease_s,
+        first_segment_s=_segment_goal(queue, totals, min_segment_s) if segmented else None,
+    )  # fmt: skip
+    if taken is not None:
+        return taken
     lease_left = store.open_claims_elsewhere(conn, queue.id, who.node)
     if lease_left is not None:
         # A sibling's batch may yet come back (a node that stops beating loses it).
@@ -278,6 +273,101 @@ def claim_batch(
             nothing, state="wait", retry_after_s=max(0.2, min(lease_left, RETRY_AFTER_S))
         )
     return nothing
+
+
+def _segment_goal(queue: store.QueueRow, totals: store.QueueTotals, min_segment_s: float) -> float:
+    return segment_goal_s(
+        totals.open_s, queue.nodes, total_s=totals.total_s, min_segment_s=min_segment_s
+    )
+
+
+def _first_segment(pool: Sequence[Candidate], goal_s: float | None) -> tuple[int, ...]:
+    """The positions begun at once: all of them, or the first segment."""
+    ordered = sorted(pool, key=lambda c: c.position)
+    if goal_s is None:
+        return tuple(c.position for c in ordered)
+    count = segment_size([c.predicted_s for c in ordered], goal_s=goal_s)
+    return tuple(c.position for c in ordered[:count])
+
+
+def _hand_out(
+    conn: Connection,
+    queue: store.QueueRow,
+    who: NodeRef,
+    nothing: BatchClaim,
+    pick: BatchPick,
+    *,
+    reserved: bool,
+    lease_s: float,
+    first_segment_s: float | None,
+    remaining_s: float | None,
+    pending_left: int,
+    taken_over_from: tuple[int, str] | None = None,
+) -> BatchClaim:
+    """Record the claim of `pick` (its first segment begun) and answer the batch."""
+    predicted = dict(zip(pick.positions, pick.predicted_each, strict=True))
+    started = _first_segment([Candidate(p, predicted[p]) for p in pick.positions], first_segment_s)
+    detail: dict[str, Any] = {
+        "items": len(pick.positions), "predicted_s": pick.predicted_s,
+        "remaining_s": remaining_s, "started": len(started),
+    }  # fmt: skip
+    if taken_over_from is not None:
+        detail.update({"from_claim": taken_over_from[0], "from_node": taken_over_from[1]})
+    claim_id, items = store.hand_out(
+        conn, queue.id, node=who.node, attempt=who.attempt, positions=pick.positions,
+        started=started, predicted_s=pick.predicted_s, lease_s=lease_s, replay=reserved,
+        kind="claim" if taken_over_from is None else "take-over", detail=detail,
+    )  # fmt: skip
+    return replace(
+        nothing,
+        state="batch",
+        claim_id=claim_id,
+        replay=reserved,
+        items=tuple(_item_answer(i) for i in items),
+        predicted_s=pick.predicted_s,
+        pending_items=pending_left,
+        selection=_selection(conn, queue, items),
+        started=started,
+        taken_over_from=None if taken_over_from is None else taken_over_from[1],
+    )
+
+
+def _take_over(
+    conn: Connection,
+    queue: store.QueueRow,
+    who: NodeRef,
+    nothing: BatchClaim,
+    *,
+    remaining_s: float | None,
+    lease_s: float,
+    first_segment_s: float | None,
+) -> BatchClaim | None:
+    """Nothing pending: take over the back half of what the sibling with the most work not
+    begun holds. Only items it has not begun move (they are `claimed`, not `running`, under
+    the sibling's locked claim row), so every test still runs exactly once."""
+    victim = store.lock_victim(conn, queue.id, who.node)
+    if victim is None:
+        return None
+    unstarted = [
+        Candidate(p.position, p.predicted_s)
+        for p in store.unstarted_items(conn, queue.id, victim[0])
+        if not p.reserved
+    ]
+    share = set(steal_share(unstarted))
+    pick = pick_batch(
+        [c for c in unstarted if c.position in share],
+        target_s=float("inf"),
+        remaining_s=remaining_s,
+        error=queue.error,
+    )
+    if not pick.positions:
+        return None
+    store.drop_from_claim(conn, queue.id, victim[0], pick.positions, pick.predicted_s)
+    return _hand_out(
+        conn, queue, who, nothing, pick, reserved=False, lease_s=lease_s,
+        first_segment_s=first_segment_s, remaining_s=remaining_s, pending_left=0,
+        taken_over_from=victim,
+    )  # fmt: skip
 
 
 def _pick(
@@ -327,13 +417,38 @@ def _claim_or_404(conn: Connection, queue_id: int, claim_id: int) -> store.Claim
     return claims[0]
 
 
-def start_claim(conn: Connection, project: Project, queue_id: int, claim_id: int) -> BatchStarted:
-    """The node began the batch."""
+def start_claim(
+    conn: Connection,
+    project: Project,
+    queue_id: int,
+    claim_id: int,
+    *,
+    segment: bool = False,
+    min_segment_s: float = 0.0,
+) -> BatchStarted:
+    """The node begins the claim's items it has not begun: all of them, or (`segment`) the next
+    segment. Items a sibling took over are not begun (and not the node's to run); the
+    positions begun are in `started`."""
     queue = _queue_or_404(conn, project, queue_id)
     claim = _claim_or_404(conn, queue.id, claim_id)
+    state = store.lock_claim(conn, queue.id, claim.id)
+    unstarted = store.unstarted_items(conn, queue.id, claim.id)
+    goal = None
+    if segment:
+        goal = _segment_goal(queue, store.queue_totals(conn, queue.id, claim.node), min_segment_s)
+    wanted = _first_segment([Candidate(p.position, p.predicted_s) for p in unstarted], goal)
+    started = store.mark_running(conn, queue.id, claim.id, wanted) if wanted else []
     store.mark_started(conn, queue.id, claim.id)
-    store.record_event(conn, queue.id, claim.node, claim.attempt, "start", claim_id=claim.id)
-    return BatchStarted(claim.id, claim.state)
+    store.record_event(
+        conn, queue.id, claim.node, claim.attempt, "start", claim_id=claim.id,
+        detail={"items": len(started)},
+    )  # fmt: skip
+    return BatchStarted(
+        claim_id=claim.id,
+        state=state or claim.state,
+        started=tuple(started),
+        unstarted=len(unstarted) - len(started),
+    )
 
 
 def finish_claim(
@@ -345,27 +460,21 @@ def finish_claim(
 ) -> BatchFinished:
     """Record the batch's measured durations (nodeids outside the claim are ignored); a claim
     whose lease ran out still counts what it ran."""
-    queue = _queue_or_404(conn, project, queue_id)
-    claim = _claim_or_404(conn, queue.id, claim_id)
-    items = store.items_at(conn, queue.id, claim.positions)
+    claims = store.load_claims(conn, queue_id, claim_id, project_id=project.id)
+    if not claims:
+        raise QueueNotFound(f"no claim {claim_id} in queue {queue_id} of this project")
+    claim = claims[0]
+    items = store.items_at(conn, queue_id, claim.positions)
     mine = {n for item in items for n in item.nodeids}
     kept = [r for r in results if r[0] in mine]
     ran = {r[0] for r in kept}
     # An item is done when every test of it ran; the rest goes back to the queue (a batch cut
     # short by the budget or a crashed runner hands back what it did not reach).
     done = [item.position for item in items if set(item.nodeids) <= ran]
-    store.finish_claim(conn, queue.id, claim, kept, done)
-    store.record_event(
-        conn, queue.id, claim.node, claim.attempt, "finish", claim_id=claim.id,
-        detail={"results": len(kept), "measured_s": sum(r[1] or 0.0 for r in kept),
-                "late": claim.state != "open", "handed_back": len(items) - len(done)},
-    )  # fmt: skip
-    return BatchFinished(
-        claim_id=claim.id,
-        recorded=len(kept),
-        late=claim.state != "open",
-        handed_back=len(items) - len(done),
-    )
+    late = claim.state != "open"
+    detail = {"results": len(kept), "measured_s": sum(r[1] or 0.0 for r in kept), "late": late}
+    handed_back = store.finish_claim(conn, queue_id, claim, kept, done, detail)
+    return BatchFinished(claim_id=claim.id, recorded=len(kept), late=late, handed_back=handed_back)
 
 
 def release(

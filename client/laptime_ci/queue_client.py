@@ -43,6 +43,9 @@ class QueueConfig:
     total: int
     timeout_s: float = DEFAULT_TIMEOUT_S
     lease_s: float = DEFAULT_LEASE_S
+    # The smallest batch this node asks for (LAPTIME_QUEUE_MIN_BATCH_S), over the floor its
+    # measured cost per call sets.
+    min_batch_s: float = 0.0
 
     @property
     def configured(self) -> bool:
@@ -66,6 +69,7 @@ class QueueConfig:
             total=total,
             timeout_s=_float(env.get("LAPTIME_QUEUE_TIMEOUT_S"), DEFAULT_TIMEOUT_S),
             lease_s=_float(lease, DEFAULT_LEASE_S),
+            min_batch_s=max(_float(env.get("LAPTIME_QUEUE_MIN_BATCH_S"), 0.0), 0.0),
         )
 
 
@@ -128,15 +132,28 @@ class QueueClient:
         self.queue_id = int(answer["queue_id"])
         return answer
 
-    def claim(self, remaining_s: float | None, min_batch_s: float = 0.0) -> dict[str, Any]:
-        """The next batch (or why none)."""
+    def claim(
+        self,
+        remaining_s: float | None,
+        min_batch_s: float = 0.0,
+        *,
+        segmented: bool = False,
+        min_segment_s: float = 0.0,
+    ) -> dict[str, Any]:
+        """The next batch (or why none); `segmented`: only its first segment begun."""
         body = {**self.who, "remaining_s": remaining_s, "min_batch_s": min_batch_s,
-                "lease_s": self.config.lease_s}  # fmt: skip
+                "lease_s": self.config.lease_s, "segmented": segmented,
+                "min_segment_s": min_segment_s}  # fmt: skip
         return self._post(f"/{self.queue_id}/claims", body)
 
-    def start(self, claim_id: int) -> None:
-        """The batch begins."""
-        self._post(f"/{self.queue_id}/claims/{claim_id}/start", {})
+    def start(
+        self, claim_id: int, *, segment: bool = False, min_segment_s: float = 0.0
+    ) -> list[int]:
+        """Begin the batch's items not begun yet (or its next segment): the positions this
+        node may run (a sibling may have taken over the rest)."""
+        body = {"segment": segment, "min_segment_s": min_segment_s}
+        answer = self._post(f"/{self.queue_id}/claims/{claim_id}/start", body)
+        return [int(p) for p in answer.get("started") or []]
 
     def finish(self, claim_id: int, results: Sequence[tuple[str, float, str]]) -> dict[str, Any]:
         """The batch's measured results."""

@@ -8,11 +8,13 @@ test unrun.
   (it cannot know what its siblings ran, so some may run twice; none is left unrun).
 - Budget: a batch is claimed only for what is predicted to fit the time left with the
   prediction's error as margin; when nothing fits, the node hands its claims back and stops.
+- Segments (`segmented`, the pytest plugin): a batch is begun segment by segment, and what is
+  not begun an idle sibling may take over, so a slow node never holds the tail. The smallest
+  batch and segment follow this node's measured cost per call (`queue_floors`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +34,20 @@ from laptime_ci.shards import ServerConfig, plan_shard
 
 # What a node that sees nothing to take waits at most in one go before asking again.
 MAX_WAIT_S = 5.0
+# The share of a node's time its queue calls may take: it sizes the smallest batch (a claim
+# and a finish) and segment (one start), up to MAX_FLOOR_S (a slow server must not make the
+# last batches long).
+QUEUE_SHARE = 0.05
+MAX_FLOOR_S = 10.0
+
+
+def queue_floors(round_trip_s: float | None) -> tuple[float, float]:
+    """(batch, segment) floors in seconds for calls that take `round_trip_s` (None: not
+    measured yet): the calls at most QUEUE_SHARE of the work they carry."""
+    if round_trip_s is None:
+        return 0.0, 0.0
+    call = max(round_trip_s, 0.0) / QUEUE_SHARE
+    return min(2.0 * call, MAX_FLOOR_S), min(call, MAX_FLOOR_S)
 
 
 @dataclass
@@ -42,6 +58,20 @@ class Batch:
     claim_id: int | None
     predicted_s: dict[str, float] = field(default_factory=dict)  # per test, where known
     selection: dict[str, Any] | None = None
+    position: dict[str, int] = field(default_factory=dict)  # nodeid -> its item's position
+    begun: set[int] | None = None  # positions this node may run (None: every test)
+
+    def begun_nodeids(self) -> list[str]:
+        """The batch's tests this node has begun, in order."""
+        if self.begun is None:
+            return list(self.nodeids)
+        return [n for n in self.nodeids if self.position.get(n) in self.begun]
+
+    def unbegun_positions(self) -> list[int]:
+        """Positions of the batch not begun yet, in order."""
+        if self.begun is None:
+            return []
+        return list(dict.fromkeys(p for p in self.position.values() if p not in self.begun))
 
 
 @dataclass
@@ -71,13 +101,16 @@ class QueueNode:
         cache_path: Path | None = None,
         min_batch_s: float = 0.0,
         env: Mapping[str, str] | None = None,
+        segmented: bool = False,
     ) -> None:
         self.collected = list(dict.fromkeys(collected))
         self.config = config
         self.clock = clock
         self.runner = runner
         self.cache_path = cache_path
-        self.min_batch_s = min_batch_s
+        self.min_batch_s = min_batch_s  # the runner's own floor (its process start)
+        self.segmented = segmented
+        self.round_trip_s: float | None = None  # the calls' measured cost (moving average)
         self.env = os.environ if env is None else env
         self.client = QueueClient(config)
         self.summary = NodeSummary()
@@ -153,26 +186,21 @@ class QueueNode:
                                                     if n in self.predicted}))  # fmt: skip
         while True:
             remaining = self.clock.remaining_s(reserved_s)
+            batch_floor, segment_floor = queue_floors(self.round_trip_s)
             try:
-                answer = self.client.claim(remaining, self.min_batch_s)
+                asked = time.monotonic()
+                answer = self.client.claim(
+                    remaining,
+                    max(self.min_batch_s, batch_floor),
+                    segmented=self.segmented,
+                    min_segment_s=segment_floor,
+                )
+                self._measured(time.monotonic() - asked)
             except (QueueUnavailable, QueueRefused) as exc:
                 return self._lost(str(exc))
             state = answer.get("state")
             if state == "batch":
-                self.summary.batches += 1
-                nodeids: list[str] = []
-                for item in answer["items"]:
-                    share = float(item["predicted_s"]) / max(len(item["nodeids"]), 1)
-                    for nodeid in item["nodeids"]:
-                        self.predicted[nodeid] = share
-                        nodeids.append(nodeid)
-                self.handed.update(nodeids)
-                claim_id = int(answer["claim_id"])
-                # The start is a record; the batch is the node's either way.
-                with contextlib.suppress(QueueUnavailable, QueueRefused):
-                    self.client.start(claim_id)
-                return Batch(nodeids, claim_id, {n: self.predicted[n] for n in nodeids},
-                             answer.get("selection"))  # fmt: skip
+                return self._batch(answer)
             if state == "budget":
                 self.summary.not_fit = [
                     (str(i["name"]), float(i["predicted_s"])) for i in answer.get("not_fit", [])
@@ -189,6 +217,59 @@ class QueueNode:
                 time.sleep(wait_s)  # the server's own back-off while siblings hold leases
                 continue
             return None
+
+    def _measured(self, seconds: float) -> None:
+        self.round_trip_s = (
+            seconds if self.round_trip_s is None else 0.7 * self.round_trip_s + 0.3 * seconds
+        )
+
+    def _batch(self, answer: Mapping[str, Any]) -> Batch:
+        """A claimed batch; segmented, only its first segment is this node's to run yet."""
+        self.summary.batches += 1
+        nodeids: list[str] = []
+        position: dict[str, int] = {}
+        for item in answer["items"]:
+            share = float(item["predicted_s"]) / max(len(item["nodeids"]), 1)
+            for nodeid in item["nodeids"]:
+                self.predicted[nodeid] = share
+                position[nodeid] = int(item["position"])
+                nodeids.append(nodeid)
+        begun = {int(p) for p in answer.get("started") or []} if self.segmented else None
+        batch = Batch(
+            nodeids,
+            int(answer["claim_id"]),
+            {n: self.predicted[n] for n in nodeids},
+            answer.get("selection"),
+            position,
+            begun,
+        )
+        self.handed.update(batch.begun_nodeids())
+        return batch
+
+    def begin_next(self, batch: Batch) -> list[str]:
+        """Begin the batch's next segment: its tests, in order ([] when nothing is left, or
+        an idle sibling took the rest over). With the server lost, the whole rest (a sibling
+        may have taken part of it: run twice, never unrun)."""
+        rest = batch.unbegun_positions()
+        if batch.begun is None or batch.claim_id is None or not rest:
+            return []
+        if self.summary.mode == "queue":
+            try:
+                asked = time.monotonic()
+                granted = self.client.start(
+                    batch.claim_id, segment=True, min_segment_s=queue_floors(self.round_trip_s)[1]
+                )
+                self._measured(time.monotonic() - asked)
+            except (QueueUnavailable, QueueRefused) as exc:
+                self._mark_lost(str(exc))
+                granted = rest
+        else:
+            granted = rest
+        new = set(granted) - batch.begun
+        batch.begun |= new
+        ids = [n for n in batch.nodeids if batch.position.get(n) in new]
+        self.handed.update(ids)
+        return ids
 
     def _budgeted(self, batch: Batch) -> Batch:
         """Drop the fallback batch's tests predicted not to fit (known predictions only)."""
@@ -211,12 +292,16 @@ class QueueNode:
 
     def _lost(self, reason: str) -> Batch | None:
         """The server is gone mid-run: everything this node has not run, in one batch."""
+        self._mark_lost(reason)
+        return self.next_batch()
+
+    def _mark_lost(self, reason: str) -> None:
         self.summary.mode = "lost"
+        self._done_static = False
         self.summary.notes.append(
             f"warning: queue server lost mid-run ({reason}): running every collected test "
             "this node has not run (some may run twice, none is left unrun)"
         )
-        return self.next_batch()
 
     def finished(self, batch: Batch, results: Sequence[tuple[str, float, str]]) -> None:
         """Record what the batch ran (on the server when it came from the queue)."""

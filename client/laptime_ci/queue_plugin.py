@@ -1,10 +1,12 @@
 """`pytest --laptime-queue=I/N`: the session runs what node I claims from its pipeline's queue,
 batch after batch, never starting a test predicted not to fit `--laptime-budget`.
 
-The next batch is claimed just before the current batch's last test runs, so that test's
-teardown knows what comes next (module fixtures shared with it stay up). Inside one node,
-pytest-xdist cannot pull from the queue (its controller schedules the tests itself): run
-`laptime-ci queue run -- pytest -n auto {selection}` there instead, one process per batch.
+A batch is begun segment by segment (what this node has not begun, an idle sibling may take
+over). The next segment, or else the next batch, is asked for just before the last test begun
+runs, so that test's teardown knows what comes next (module fixtures shared with it stay up).
+Inside one node, pytest-xdist cannot pull from the queue (its controller schedules the tests
+itself): run `laptime-ci queue run -- pytest -n auto {selection}` there instead, one process per
+batch.
 """
 
 from __future__ import annotations
@@ -60,35 +62,44 @@ class QueueRunner:
         if session.config.option.collectonly:
             return True
         by_id = {item.nodeid: item for item in session.items}
+        config = QueueConfig.from_env(os.environ, index=self.index, total=self.total)
         node = QueueNode(
             list(by_id),
-            config=QueueConfig.from_env(os.environ, index=self.index, total=self.total),
+            config=config,
             clock=self.clock,
             cache_path=self.cache_path,
+            min_batch_s=config.min_batch_s,
+            segmented=True,
         )
         node.start()
         batch = node.next_batch()
         while batch is not None:
-            items = [by_id[n] for n in batch.nodeids if n in by_id]
+            run = [n for n in batch.begun_nodeids() if n in by_id]
             following: Batch | None = None
-            for i, item in enumerate(items):
-                if not self._fits(node, batch, item.nodeid):
+            i = 0
+            while i < len(run):
+                if not self._fits(node, batch, run[i]):
                     break
-                if i + 1 < len(items):
-                    nextitem: pytest.Item | None = items[i + 1]
+                if i + 1 == len(run):
+                    # The last test begun: begin the batch's next segment, else claim the next
+                    # batch, so this test's teardown knows what comes next (module fixtures
+                    # shared with it stay up).
+                    run += [n for n in node.begin_next(batch) if n in by_id]
+                    if i + 1 == len(run):
+                        reserved = batch.predicted_s.get(run[i], 0.0)
+                        following = node.next_batch(reserved_s=reserved, wait=False)
+                if i + 1 < len(run):
+                    nextitem: pytest.Item | None = by_id[run[i + 1]]
                 else:
-                    reserved = batch.predicted_s.get(item.nodeid, 0.0)
-                    following = node.next_batch(reserved_s=reserved, wait=False)
-                    firsts = (
-                        [by_id[n] for n in following.nodeids if n in by_id] if following else []
-                    )
-                    nextitem = firsts[0] if firsts else None
+                    firsts = following.begun_nodeids() if following else []
+                    nextitem = by_id.get(firsts[0]) if firsts else None
+                item = by_id[run[i]]
                 item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-                self.clock.pace.add(
-                    batch.predicted_s.get(item.nodeid), self.seconds.get(item.nodeid)
-                )
+                predicted = batch.predicted_s.get(item.nodeid)
+                self.clock.pace.add(predicted, self.seconds.get(item.nodeid))
                 if session.shouldfail or session.shouldstop:
                     break
+                i += 1
             ran = [(n, self.seconds.get(n, 0.0), self.outcomes.get(n, "passed"))
                    for n in batch.nodeids if n in self.seconds]  # fmt: skip
             node.finished(batch, ran)

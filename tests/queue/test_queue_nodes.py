@@ -12,7 +12,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from app.factory import create_app
 from app.settings import Settings
@@ -92,6 +92,51 @@ def test_a_node_killed_mid_batch_loses_its_lease_to_the_other(
     # The batch it held when killed (its first) expired and went to node 2.
     assert [b["state"] for b in node1["batches"]] == ["expired"]
     assert report["never_ran"] == []
+
+
+def test_an_idle_node_takes_over_what_a_parked_node_has_not_begun(
+    live_server: LiveServer, engine: Engine, tmp_path: Path
+) -> None:
+    project = make_project(engine)
+    where = tmp_path / "suite"
+    nodeids = make_suite(where, files=10, per_file=1, blocking=True)
+    log = tmp_path / "ran.log"
+    # Node 1 claims the whole queue in one batch (a floor that large), begins its first segment
+    # (the blocking file, heaviest) and parks in test_block: the slow node holding the tail.
+    env1 = node_env(
+        live_server.url, project.upload_token, project.slug, "p-take", 1, log,
+        BLOCK_NODE="1", LAPTIME_QUEUE_MIN_BATCH_S="1000",
+    )  # fmt: skip
+    parked = start_node(where, 1, 2, env1)
+    wait_file(Path(f"{log}.blocked"))
+    env2 = node_env(live_server.url, project.upload_token, project.slug, "p-take", 2, log)
+    idle = start_node(where, 2, 2, env2)
+    rest = set(nodeids) - {n for n in nodeids if n.startswith("test_a_block.py")}
+    deadline = time.monotonic() + 120
+    while not rest <= set(counts(log)):  # node 2 runs what node 1 had not begun
+        assert time.monotonic() < deadline, runs(log)
+        time.sleep(0.05)
+    Path(f"{log}.go").touch()
+    for proc in (parked, idle):
+        code, out = finish(proc)
+        assert code == 0, out
+    assert counts(log) == dict.fromkeys(nodeids, 1)  # exactly once
+    assert {n for n, at in runs(log) if at == "2@1"} == rest
+    report = status(live_server.url, project.slug, project.read_token, "p-take")
+    assert report["ran_twice"] == []
+    assert report["never_ran"] == []
+    node1 = next(n for n in report["nodes"] if n["node"] == "1")  # type: ignore[union-attr]
+    assert [b["tests"] for b in node1["batches"]] == [3]  # what it kept of its batch
+    with engine.connect() as conn:
+        taken = conn.execute(
+            text(
+                "SELECT e.node, e.detail->>'from_node' FROM work_queue_event e"
+                " JOIN work_queue q ON q.id = e.queue_id"
+                " WHERE q.pipeline = 'p-take' AND e.kind = 'take-over'"
+            )
+        ).all()
+    assert taken
+    assert {tuple(r) for r in taken} == {("2", "1")}
 
 
 def test_a_retried_job_replays_the_tests_it_ran(
