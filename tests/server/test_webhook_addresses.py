@@ -6,7 +6,6 @@ private address is not followed."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
@@ -16,7 +15,13 @@ from app.db.engine import make_engine
 from app.db.projects import get_project
 from app.factory import create_app
 from app.project_records import Project
-from app.services.webhooks import add_webhook, deliver_due, enqueue_event, list_deliveries
+from app.services.webhooks import (
+    DeliveryInfo,
+    add_webhook,
+    deliver_due,
+    enqueue_event,
+    list_deliveries,
+)
 from app.settings import Settings
 from notify.retry import RetryPolicy
 from tests.conftest import ProjectFixture, make_project
@@ -43,7 +48,7 @@ def _project(engine: Engine) -> Project:
     return found
 
 
-def _deliveries(engine: Engine, project: Project) -> list[dict[str, Any]]:
+def _deliveries(engine: Engine, project: Project) -> list[DeliveryInfo]:
     with engine.connect() as conn:
         return list_deliveries(conn, project)
 
@@ -83,10 +88,10 @@ def test_a_delivery_to_an_address_now_private_fails_once_with_the_reason(db: Eng
         assert deliver_due(db, STRICT) == 0
         assert rx.received == []
     (record,) = _deliveries(db, project)
-    assert record["id"] == delivery
-    assert record["state"] == "failed"
-    assert record["attempts"] == 1
-    assert record["last_error"].startswith("refused: 127.0.0.1 is a loopback address")
+    assert record.id == delivery
+    assert record.state == "failed"
+    assert record.attempts == 1
+    assert (record.last_error or "").startswith("refused: 127.0.0.1 is a loopback address")
 
 
 def test_a_redirect_to_a_private_address_is_not_followed(db: Engine) -> None:
@@ -99,5 +104,5 @@ def test_a_redirect_to_a_private_address_is_not_followed(db: Engine) -> None:
         deliver_due(db, RetryPolicy(max_attempts=1, timeout_s=2.0, allow_private=True))
         assert [r.path for r in rx.received] == ["/hook"]
     (record,) = _deliveries(db, project)
-    assert record["state"] == "failed"
-    assert record["last_error"] == f"HTTP 302: redirect to {metadata!r} not followed"
+    assert record.state == "failed"
+    assert record.last_error == f"HTTP 302: redirect to {metadata!r} not followed"
