@@ -36,7 +36,8 @@ _LONG_FLOAT = re.compile(rb"(?<![\w.])-?\d+\.\d{9,}(?:e-?\d+)?")
 _STR_TIME = re.compile(rb'"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?([+-]\d\d:\d\d)?"')
 # Digest weeks: fixed, far from today, so the bytes do not depend on the day the test runs.
 WEEK = date(2026, 1, 12)
-NOW = RetryPolicy(max_attempts=3, first_delay_s=0.0, timeout_s=2.0)
+# The receiver listens on loopback, which deliveries refuse unless allowed.
+NOW = RetryPolicy(max_attempts=3, first_delay_s=0.0, timeout_s=2.0, allow_private=True)
 SECRET = "golden-secret-0123456789"
 
 
