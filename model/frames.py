@@ -176,13 +176,17 @@ def numeric_column(frame: pd.DataFrame, name: str) -> pd.Series:
 
 
 def unnamed(nodeids: pd.Series) -> pd.Series:
-    """True where a result has no test name: a missing or blank nodeid, or one ending in `::`
-    (a class and no test; pytest writes a nameless testcase when SIGINT stops a run).
+    """True where a result has no test name: a missing or blank nodeid, or a Python module's
+    path with no test after it (`tests/test_m.py::`, as interrupted JUnit rows were stored).
 
-    The one rule for parsers and readers: such a row can be neither planned nor shown."""
+    The one rule for readers and the store: such a row can be neither planned nor shown. Any
+    other nodeid ending in `::` is a test: pytest names an item collected with an empty name
+    so (Pygments collects its example files that way), while a Python module's items always
+    have names. Parsers whose format can lose a name (a JUnit testcase with no name attribute)
+    drop those rows themselves."""
     # One pass in plain Python: Series.map and .str cost more than the test itself here.
     drop = [
-        not (name := value.strip() if isinstance(value, str) else "") or name.endswith("::")
+        not (name := value.strip() if isinstance(value, str) else "") or name.endswith(".py::")
         for value in nodeids.tolist()
     ]
     return pd.Series(drop, index=nodeids.index, dtype=bool)
