@@ -41,7 +41,7 @@ class CaseItem(pytest.Item):
 
 
 def pytest_collect_file(parent, file_path):
-    if file_path.suffix == ".case":
+    if file_path.suffix == ".case" or file_path.parent.name == "cases":
         return CaseFile.from_parent(parent, path=file_path)
 """
 MODULE = """
@@ -49,7 +49,12 @@ def test_one(): pass
 
 def test_two(): pass
 """
-CASES = ("a", "b", "deep/c")
+CASES = ("a", "b", "deep/c", "example.py")
+
+
+def _file(name: str) -> str:
+    """A case's file name: data files, and one Python file the collector takes as data."""
+    return name if name.endswith(".py") else f"{name}.case"
 
 
 def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -74,7 +79,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     (root / "tests" / "conftest.py").write_text(CONFTEST)
     (root / "tests" / "test_mod.py").write_text(MODULE)
     for name in CASES:
-        (root / "tests" / "cases" / f"{name}.case").write_text("ok\n")
+        (root / "tests" / "cases" / _file(name)).write_text("ok\n")
     listed = _pytest(root, "--collect-only", "-q", "tests")
     assert listed.returncode == 0, listed.stdout + listed.stderr
     collected = {line for line in listed.stdout.splitlines() if line.startswith("tests/")}
@@ -88,7 +93,7 @@ def test_pytest_itself_names_such_items_with_a_trailing_separator(
 ) -> None:
     collected = suite["collected"]
     assert isinstance(collected, set)
-    assert {f"tests/cases/{name}.case::" for name in CASES} <= collected
+    assert {f"tests/cases/{_file(name)}::" for name in CASES} <= collected
     assert len(collected) == len(CASES) + 2
 
 
@@ -118,13 +123,14 @@ def test_readers_and_the_planner_keep_them(suite: dict[str, object]) -> None:
     assert set(kept["nodeid"]) == suite["collected"]
 
 
-def test_a_blank_nodeid_or_a_bare_python_module_is_still_no_test() -> None:
+def test_only_a_blank_nodeid_is_no_test() -> None:
+    # A .py file collected by a conftest's collector is such a test too (Pygments' examples).
     frame = pd.DataFrame(
-        {"nodeid": ["tests/x.case::", "", "  ", None, "t.py::test", "tests/test_m.py::"]}
+        {"nodeid": ["tests/x.case::", "", "  ", None, "t.py::test", "tests/ex/py3_test.py::"]}
     )
     kept, dropped = named_results(frame)
-    assert dropped == 4
-    assert kept["nodeid"].tolist() == ["tests/x.case::", "t.py::test"]
+    assert dropped == 3
+    assert kept["nodeid"].tolist() == ["tests/x.case::", "t.py::test", "tests/ex/py3_test.py::"]
 
 
 def test_uploaded_they_are_stored_and_sharded(
