@@ -197,7 +197,8 @@ def _kill_before_the_push(url: str, project_id: int) -> None:
             "SELECT pg_advisory_unlock(%s, hashint8(%s))", (PIPELINE_LOCK_CLASS, project_id)
         )
         marks = holder.execute("SELECT count(*) FROM change_backlog").fetchone()
-    assert marks is not None and marks[0] >= 1  # the killed worker's run is left marked
+    assert marks is not None
+    assert marks[0] >= 1
 
 
 def test_pushed_once_across_a_killed_worker_and_batches(private_db: str) -> None:
@@ -244,7 +245,8 @@ def test_pushed_once_across_a_killed_worker_and_batches(private_db: str) -> None
         )
     pushed = _pushed(dsn, project_id)
     assert pushed["pipeline"].tolist() == [f"p-{i}" for i in range(PIPELINES)]
-    assert pushed["pushed"].all() and (pushed["jobs"] == len(JOBS)).all()
+    assert pushed["pushed"].all()
+    assert (pushed["jobs"] == len(JOBS)).all()
     assert series == {"wall": PIPELINES, "machine": PIPELINES}  # one point each, no more
     # The stored changes are a from-scratch detection over the pushed points.
     want = []
