@@ -133,7 +133,15 @@ def test_rest_cli_and_page_list_the_same_pipeline_changes(
         fields = sign_in_form(client)
         client.post("/signin", data={**fields, "token": stepped.read_token})
         page = client.get(f"/p/{stepped.slug}/changes", params={"kind": "pipeline"})
-    assert page.status_code == 200
+        overview = client.get(f"/p/{stepped.slug}")
+    assert overview.status_code == 200
+    badges = {
+        li.get("data-change"): " ".join(li.text_content().split())
+        for li in lxml.html.fromstring(overview.text).cssselect("#changes-touching li")
+    }
+    for change in rest["changes"]:
+        # Named as the pipeline's, not as some job's.
+        assert f"% {change['name']}: " in badges[str(change["id"])]
     doc = lxml.html.fromstring(page.text)
     rows = doc.cssselect("#changes tbody tr[data-change]")
     assert [r.get("data-change") for r in rows] == [str(c["id"]) for c in rest["changes"]]
