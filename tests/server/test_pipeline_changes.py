@@ -113,9 +113,7 @@ def test_a_flat_history_stays_silent(
     project = make_project(engine)  # type: ignore[arg-type]
     # Pipeline 15's slowest job never uploads (cancelled): overtaken, it is left out.
     uploads = [
-        u
-        for u in pipeline_uploads(step=0.0)
-        if (u[2]["pipeline"], u[2]["job"]) != ("p-15", "slow")
+        u for u in pipeline_uploads(step=0.0) if (u[2]["pipeline"], u[2]["job"]) != ("p-15", "slow")
     ]
     upload_all(live_server, project.upload_token, uploads)
     assert _get(live_server, project).json()["changes"] == []
