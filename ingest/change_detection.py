@@ -6,7 +6,9 @@ detection never delays the ingest's commit. Right after that commit the worker d
 a short transaction of its own (`detect_marked`): each series of the run's cell keeps its
 detector state (ingest/change_states.py); the cell's states are loaded, one point pushed into
 each touched series in one vectorised pass (analysis.changes.table.SeriesTable), the push
-logged, the changes confirmed stored and the mark deleted, all in that transaction. A worker
+logged, the changes confirmed stored, the run's pipeline watched and every pipeline final now
+pushed into the project's pipeline series (ingest/pipeline_changes.py), and the mark deleted,
+all in that transaction. A worker
 that dies between the two commits leaves the mark: the next pass (`retry_backlog`, after each
 drain of the queue, or the cell's next upload) detects the run from its stored results. A
 cell's marked runs are always taken oldest first, so a series never takes its runs out of
@@ -154,8 +156,8 @@ def _detect_cell(
                 else:
                     points = run_points(stored_results(conn, run, day), run=_measures(measures))
                 found += push_run(conn, run, points, settings)
-                if pipeline and branch:
-                    found += push_pipelines(conn, run, str(pipeline), settings)
+                if pipeline and branch:  # a marked run is of the default branch
+                    found += push_pipelines(conn, run, str(branch), str(pipeline), settings)
                 conn.execute("DELETE FROM change_backlog WHERE run_id = %s", (run.run_id,))
             done += 1
         except Exception as exc:
@@ -228,14 +230,15 @@ def push_run(
 def push_pipelines(
     conn: psycopg.Connection[Any],
     run: RunToDetect,
+    branch: str,
     pipeline: str,
     settings: DetectionSettings = DEFAULT_SETTINGS,
 ) -> int:
-    """Watch the run's pipeline; push the project's pipelines that are final now into its
-    pipeline series (ingest/pipeline_changes.py) and store the changes they confirm."""
-    assert run.branch is not None
+    """Watch the run's pipeline; push the project's pipelines of `branch` that are final now
+    into its pipeline series (ingest/pipeline_changes.py) and store the changes they confirm.
+    The caller holds the run's cell lock, inside the run's detection transaction."""
     found = watch_pipeline(
-        conn, project_id=run.project_id, branch=run.branch, pipeline=pipeline, settings=settings
+        conn, project_id=run.project_id, branch=branch, pipeline=pipeline, settings=settings
     )
     if found:
         _store_changes(conn, run, found, cell_id=None)
