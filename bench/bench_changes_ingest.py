@@ -59,6 +59,7 @@ PHASES = (
     ("  log row + snapshot (save_push)", "ingest/change_states.py", "save_push"),
     ("    snapshot rewrite", "ingest/change_states.py", "_write_snapshot"),
     ("  changes stored (_store_changes)", "ingest/change_detection.py", "_store_changes"),
+    ("  pipeline series (push_pipelines)", "ingest/change_detection.py", "push_pipelines"),
     ("  database round trips (psycopg wait)", "psycopg/connection.py", "wait"),
 )
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.changes.attribution import BisectStep, bisect_steps
+from analysis.changes.pipelines import PIPELINE_NAMES
 
 
 @dataclass(frozen=True)
@@ -18,8 +19,8 @@ class ChangeItem:
     """One stored change with what it is about and which commits it came with."""
 
     id: int
-    kind: str  # test, function, file or job
-    name: str  # the nodeid, file path or job name
+    kind: str  # test, function, file, job or pipeline
+    name: str  # the nodeid, function key, file path, job name or pipeline series name
     test: str | None
     file: str | None
     job: str
@@ -67,6 +68,7 @@ def _item(row: dict[Hashable, Any]) -> ChangeItem:
         "function": row["key"],
         "file": row["key"],
         "job": row["job"],
+        "pipeline": PIPELINE_NAMES.get(str(row["key"]), row["key"]),
     }[kind]
     between = row.get("between_commits")
     commits = tuple(str(c) for c in between) if isinstance(between, list | tuple) else None

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime
+from typing import get_args
 
 import click
 from sqlalchemy import Connection
 
 from app.cli.admin_cmds import on_project
 from app.project_records import Project
-from app.schemas.changes import ChangeList, ChangeModel, ChangeStateSet, DefaultBranchSet
+from app.schemas.changes import (
+    ChangeKind,
+    ChangeList,
+    ChangeModel,
+    ChangeStateSet,
+    DefaultBranchSet,
+)
 from app.services.changes import (
     ChangeNotFound,
     ChangeQuery,
@@ -39,8 +46,9 @@ def changes_text(answer: ChangeList) -> str:
     lines = [f"default branch: {answer.default_branch or 'none'}; {len(answer.changes)} changes"]
     for c in answer.changes:
         sign = "+" if c.delta_s >= 0 else ""
+        job = f" ({c.job})" if c.job else ""  # a pipeline's change is of no one job
         lines.append(
-            f"change {c.id} [{c.state}] {c.kind} {c.name} ({c.job}): "
+            f"change {c.id} [{c.state}] {c.kind} {c.name}{job}: "
             f"{sign}{c.delta_s:.3f}s per run, "
             f"{c.median_before_s:.3f}s -> {c.median_after_s:.3f}s ({sign}{c.relative:.0%}), "
             f"{_commits(c)}, {c.at_after:%Y-%m-%d}"
@@ -53,9 +61,7 @@ def changes_text(answer: ChangeList) -> str:
 @click.option("--project", "slug", required=True, help="Project slug.")
 @click.option("--state", type=click.Choice(STATES), help="Only changes in this state.")
 @click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="First run after on or after.")
-@click.option(
-    "--kind", type=click.Choice(["test", "function", "file", "job"]), help="Only this kind."
-)
+@click.option("--kind", type=click.Choice(get_args(ChangeKind)), help="Only this kind.")
 @click.option("--test", multiple=True, help="Only changes of this test (nodeid); repeatable.")
 @click.option("--file", "file_", multiple=True, help="Only this file or its tests; repeatable.")
 @click.option("--job", multiple=True, help="Only changes in this job; repeatable.")

@@ -62,14 +62,16 @@ def changes_statement(
             """
             SELECT d.id, d.kind, d.key, tc.nodeid, coalesce(tc.file, CASE WHEN d.kind = 'file'
                 THEN d.key WHEN d.kind = 'function' THEN split_part(d.key, '::', 1) END)
-                AS file, c.job, c.machine, c.branch, c.labels_key,
+                AS file, coalesce(c.job, '') AS job, coalesce(c.machine, '') AS machine,
+                coalesce(c.branch, ra.branch, '') AS branch,
+                coalesce(c.labels_key, '') AS labels_key,
                 d.commit_before, d.commit_after, d.at_before, d.at_after, d.runs_before,
                 d.runs_after, d.median_before_s, d.median_after_s, d.spread_before_s,
                 d.spread_after_s, d.noise, d.z, d.between_commits, d.between_complete,
                 d.state, d.state_at, d.detected_at, ra.pipeline AS pipeline_after,
                 ra.runner AS runner, ra.upload_id AS upload_after
             FROM duration_change d
-            JOIN cell c ON c.id = d.cell_id
+            LEFT JOIN cell c ON c.id = d.cell_id  -- none for a pipeline's change
             LEFT JOIN test_case tc ON tc.id = CASE WHEN d.kind = 'test' THEN d.key::bigint END
             LEFT JOIN run ra ON ra.id = d.run_id_after
             WHERE {}

@@ -3,7 +3,7 @@ added per run first, with their commits; a signed-in admin sets their state."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -15,7 +15,7 @@ from app.http.params import ROW_ID_MAX, IsoDate, NodeidText, TextList, given
 from app.http.session import csrf_ok, visitor_of
 from app.pages.common import PageError, PageProject, project_context, render
 from app.project_records import Project
-from app.schemas.changes import ChangeState
+from app.schemas.changes import ChangeKind, ChangeState
 from app.services.changes import ChangeQuery, changes_of, set_state
 from app.services.changes import project_default_branch as default_branch_of
 
@@ -41,7 +41,7 @@ def changes_page(
     project: PageProject,
     conn: ConnDep,
     state: ChangeState | None = None,
-    kind: Literal["test", "function", "file", "job"] | None = None,
+    kind: ChangeKind | None = None,
     since: IsoDate = None,
     test: NodeidText | None = None,
     file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)

@@ -11,6 +11,9 @@ from app.schemas.base import ApiModel
 from app.services.changes import ChangesAnswer, DefaultBranch, StateSet
 
 ChangeState = Literal["open", "acknowledged", "resolved"]
+# The series kinds (docs/changes.md): a test, a parametrized function, a file, a cell's job
+# wall, the pipeline's wall and machine time (key `wall` or `machine`).
+ChangeKind = Literal["test", "function", "file", "job", "pipeline"]
 
 
 class BisectStepModel(ApiModel):
@@ -24,8 +27,11 @@ class ChangeModel(ApiModel):
     """A lasting step in a duration series of the default branch, with its commit range."""
 
     id: int
-    kind: Literal["test", "function", "file", "job"]
-    name: str = Field(description="the test nodeid, file path or job name")
+    kind: ChangeKind
+    name: str = Field(
+        description="the test nodeid, function key, file path, job name, or for a pipeline "
+        "`pipeline wall` or `pipeline machine time`"
+    )
     test: str | None
     file: str | None
     job: str
