@@ -142,7 +142,7 @@ def coarsest_members(
 
 def _starting_with(ordered: Sequence[str], prefix: str) -> int:
     """How many of the sorted strings start with `prefix`."""
-    return bisect_left(ordered, prefix + "\U0010ffff") - bisect_left(ordered, prefix)
+    return len(_starting(ordered, prefix))
 
 
 def exclusion_args(members: Iterable[str]) -> tuple[str, ...]:
@@ -169,13 +169,73 @@ def job_args(
         roots = invocation.roots({n.split("::", 1)[0] for n in all_nodeids})
         if i == home and roots is not None:
             others = [n for j, ids in enumerate(nodeids_per_job) if j != home for n in ids]
-            members = coarsest_members(all_nodeids, others, by_prefix=True)
-            out.append((*invocation.prefix_args(), *roots, *exclusion_args(members)))
+            out.append(_catch_all_args(all_nodeids, nodeids, others, invocation, roots))
             continue
         members = coarsest_members(all_nodeids, nodeids)
         args = tuple(invocation.member_arg(m) for m in members)
         out.append((*invocation.prefix_args(), *args) if args else ())
     return out
+
+
+def _catch_all_args(
+    all_nodeids: Sequence[str],
+    mine: Sequence[str],
+    others: Sequence[str],
+    invocation: Invocation,
+    roots: list[str],
+) -> tuple[str, ...]:
+    """The catch-all job's arguments: its roots less the other jobs' tests. Where
+    `--deselect X` would also drop a test of its own (`f::test_a` drops `f::test_ab`: pytest
+    matches the start of the nodeid), that file is ignored and its own tests there are named
+    instead (a named path is collected even when ignored)."""
+    members = coarsest_members(all_nodeids, others, by_prefix=True)
+    everything = sorted(set(all_nodeids))
+    taken = set(others)
+    clashing = {
+        _file_of(m)
+        for m in members
+        if "::" in m and not all(n in taken for n in _starting(everything, m))
+    }
+    if not clashing:
+        return (*invocation.prefix_args(), *roots, *exclusion_args(members))
+    kept = [m for m in members if _file_of(m) not in clashing]
+    ignored = set(clashing) | {m for m in kept if "::" not in m}
+    # Naming a test replaces pytest's default targets, and a directory named beside a test in
+    # it swallows the test: name the entries the tests live in, down to where none holds a
+    # named file (an ignored file named here would be collected after all).
+    base = roots[0].rstrip("/") + "/" if roots else ""
+    roots = sorted(_entries({_file_of(n) for n in everything}, base, clashing) - ignored)
+    there = [n for n in all_nodeids if _file_of(n) in clashing]
+    named = coarsest_members(there, [n for n in mine if _file_of(n) in clashing])
+    return (
+        *invocation.prefix_args(),
+        *roots,
+        *exclusion_args([*kept, *sorted(clashing)]),
+        *(invocation.member_arg(m) for m in named),
+    )
+
+
+def _entries(files: set[str], base: str, avoid: set[str]) -> set[str]:
+    """Paths under `base` (files or directories) covering `files`, none a directory holding
+    a path of `avoid`."""
+    out = set()
+    for file in files:
+        parts = file[len(base) :].split("/")
+        for depth in range(1, len(parts) + 1):
+            entry = base + "/".join(parts[:depth])
+            if depth == len(parts) or not any(a.startswith(entry + "/") for a in avoid):
+                out.add(entry)
+                break
+    return out
+
+
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def _starting(ordered: Sequence[str], prefix: str) -> Sequence[str]:
+    """The sorted strings that start with `prefix`."""
+    return ordered[bisect_left(ordered, prefix) : bisect_left(ordered, prefix + "\U0010ffff")]
 
 
 def file_key(nodeid: str) -> str:

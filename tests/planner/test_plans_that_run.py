@@ -298,3 +298,31 @@ def test_junit_paths_are_settled_by_the_collected_files() -> None:
     history = ["foo/bar/test_x.py::t", "kept.py::t"]
     collected = ["foo.bar/test_x.py::t", "kept.py::t"]
     assert match_collected(history, collected) == {"foo/bar/test_x.py::t": "foo.bar/test_x.py::t"}
+
+
+@pytest.mark.parametrize("where", ["", "pkg/tests/", "pkg/tests/unit/"])
+def test_the_catch_all_job_keeps_a_test_another_jobs_test_name_starts(
+    tmp_path: Path, where: str
+) -> None:
+    # `--deselect f::test_bessel` also drops f::test_bessel_zeros (pytest matches the start of
+    # the nodeid). Seen on mpmath: test_bessel_zeros ran in no job of a 3-job plan.
+    (tmp_path / where).mkdir(parents=True, exist_ok=True)
+    (tmp_path / where / "test_f.py").write_text(
+        "def test_bessel(): pass\ndef test_bessel_zeros(): pass\n"
+        "def test_bessel_zeros_extra(): pass\ndef test_other(): pass\n"
+    )
+    (tmp_path / where / "test_g.py").write_text("def test_g(): pass\n")
+    (tmp_path / where / "test_h.py").write_text("def test_h(): pass\n")
+    # A sibling directory: the catch-all job's root is then above the clashing file's.
+    (tmp_path / "pkg" / "other").mkdir(parents=True)
+    (tmp_path / "pkg" / "other" / "test_k.py").write_text("def test_k(): pass\n")
+    names = ["test_bessel", "test_bessel_zeros", "test_bessel_zeros_extra", "test_other"]
+    ids = [f"{where}test_f.py::{n}" for n in names]
+    ids += [f"{where}test_g.py::test_g", f"{where}test_h.py::test_h", "pkg/other/test_k.py::test_k"]
+    jobs = [[ids[1], ids[3], ids[5], ids[6]], [ids[0], ids[4]], [ids[2]]]
+    per_job = []
+    for args in job_args(ids, jobs, Invocation(), home=0):
+        ran = _pytest(tmp_path, tmp_path, *args, "--collect-only", "-q")
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        per_job.append(read_collected(ran.stdout))
+    assert [sorted(j) for j in per_job] == [sorted(j) for j in jobs]
