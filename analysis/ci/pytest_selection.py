@@ -133,7 +133,11 @@ def coarsest_members(
         for prefix in levels(nodeid):
             whole = mine[prefix] == total[prefix]
             if whole and (not by_prefix or _starting_with(everything, prefix) == total[prefix]):
-                out[prefix] = None
+                # A file whose one test is an item named "" is named by that item: a `.py`
+                # file named alone would also be imported as a test module (Pygments' example
+                # files), which the suite's own collection never does.
+                lone = not by_prefix and nodeid == prefix + "::" and total[prefix] == 1
+                out[nodeid if lone else prefix] = None
                 break
         else:
             out[nodeid] = None  # a nodeid another one starts with: the best there is
@@ -172,9 +176,46 @@ def job_args(
             out.append(_catch_all_args(all_nodeids, nodeids, others, invocation, roots))
             continue
         members = coarsest_members(all_nodeids, nodeids)
+        if roots is not None and any(_is_data_module(m) for m in members):
+            out.append(_with_data_dirs(all_nodeids, nodeids, members, invocation))
+            continue
         args = tuple(invocation.member_arg(m) for m in members)
         out.append((*invocation.prefix_args(), *args) if args else ())
     return out
+
+
+def _is_data_module(member: str) -> bool:
+    """A `.py` file whose one test is an item named "" (a conftest collects it as data)."""
+    file, sep, rest = member.partition("::")
+    return bool(sep) and not rest and file.endswith(".py") and "/" in file
+
+
+def _with_data_dirs(
+    all_nodeids: Sequence[str],
+    mine: Sequence[str],
+    members: Sequence[str],
+    invocation: Invocation,
+) -> tuple[str, ...]:
+    """A job's arguments when it holds `.py` files collected as data: pytest imports any
+    `.py` file it is given (by path or by `path::`) as a test module, so their directories are
+    named instead, less what other jobs run there, as the catch-all job names its roots."""
+    dirs: set[str] = set()
+    for member in sorted((m for m in members if _is_data_module(m)), key=len):
+        folder = posixpath.dirname(_file_of(member))
+        if not any(folder == d or folder.startswith(d + "/") for d in dirs):
+            dirs.add(folder)
+
+    def inside(nodeid: str) -> bool:
+        return any(nodeid.startswith(d + "/") for d in dirs)
+
+    mine_set = set(mine)
+    out = [invocation.member_arg(m) for m in members if not inside(m)]
+    for folder in sorted(dirs):
+        there = [n for n in all_nodeids if n.startswith(folder + "/")]
+        others = [n for n in there if n not in mine_set]
+        mine_there = [n for n in there if n in mine_set]
+        out.extend(_catch_all_args(there, mine_there, others, Invocation(), [folder]))
+    return (*invocation.prefix_args(), *out)
 
 
 def _catch_all_args(

@@ -326,3 +326,31 @@ def test_the_catch_all_job_keeps_a_test_another_jobs_test_name_starts(
         assert ran.returncode == 0, ran.stdout + ran.stderr
         per_job.append(read_collected(ran.stdout))
     assert [sorted(j) for j in per_job] == [sorted(j) for j in jobs]
+
+
+def test_a_python_file_collected_as_data_is_named_by_its_item(tmp_path: Path) -> None:
+    # Pygments collects tests/examplefiles/**/*.py as data (one item named ""); named alone as
+    # a path, pytest also imports it as a test module, which fails.
+    (tmp_path / "conftest.py").write_text(
+        "import pytest\n"
+        "class Data(pytest.File):\n"
+        "    def collect(self):\n"
+        "        yield Item.from_parent(self, name='')\n"
+        "class Item(pytest.Item):\n"
+        "    def runtest(self): pass\n"
+        "def pytest_collect_file(parent, file_path):\n"
+        "    if file_path.parent.name == 'examples':\n"
+        "        return Data.from_parent(parent, path=file_path)\n"
+    )
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "broken.py").write_text("this is not python\n")
+    (tmp_path / "examples" / "data.txt").write_text("x\n")
+    (tmp_path / "test_a.py").write_text("def test_a(): pass\n")
+    ids = ["examples/broken.py::", "examples/data.txt::", "test_a.py::test_a"]
+    for jobs in ([ids[:2], ids[2:]], [ids[2:], ids[:2]], [ids[:1], ids[1:]]):
+        per_job = []
+        for args in job_args(ids, jobs, Invocation(), home=0):
+            ran = _pytest(tmp_path, tmp_path, *args, "--collect-only", "-q")
+            assert ran.returncode == 0, ran.stdout + ran.stderr
+            per_job.append(read_collected(ran.stdout))
+        assert [sorted(j) for j in per_job] == [sorted(j) for j in jobs]
