@@ -150,11 +150,22 @@ def _starting_with(ordered: Sequence[str], prefix: str) -> int:
 
 
 def exclusion_args(members: Iterable[str]) -> tuple[str, ...]:
-    """pytest options leaving `members` out: a whole file by `--ignore`, which skips its
-    import and collection (`--deselect` still pays both), a part of one by `--deselect`."""
+    """pytest options leaving `members` out: a whole Python file by `--ignore`, which skips
+    its import and collection (`--deselect` still pays both), anything else by `--deselect`
+    (a file's by `file::`, which no other file's nodeids start with).
+
+    Why not `--ignore` for every file: pytest rebuilds its list of ignored paths for every
+    path it visits, so N ignores over V visited paths cost N x V path operations (770 data
+    files ignored over Pygments' tree took 11.6 s to collect, the whole suite 1.3 s), while
+    collecting a data file costs next to nothing; a Python file's import is what is saved."""
     out: list[str] = []
     for member in members:
-        out.extend(("--deselect", member) if "::" in member else ("--ignore", member))
+        if "::" in member:
+            out.extend(("--deselect", member))
+        elif member.endswith(".py"):
+            out.extend(("--ignore", member))
+        else:
+            out.extend(("--deselect", member + "::"))
     return tuple(out)
 
 
