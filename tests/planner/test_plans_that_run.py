@@ -364,4 +364,4 @@ def test_the_catch_all_job_deselects_other_jobs_data_files() -> None:
     args = job_args(
         ids, [["a.py::t", "data/x.txt2::"], ["data/x.txt::", "b.py::u"]], Invocation(), home=0
     )
-    assert args[0] == ("--deselect", "data/x.txt::", "--ignore", "b.py")
+    assert args[0] == ("--ignore", "b.py", "--deselect", "data/x.txt::")
