@@ -21,7 +21,7 @@ from analysis.changes import detect_changes
 from app.cli.main import cli
 from app.db.engine import make_engine
 from app.db.projects import get_project
-from app.db.uploads import IncomingFile, insert_upload
+from app.db.uploads import IncomingFile, UploadMetadata, insert_upload
 from ingest.change_detection import retry_backlog
 from ingest.change_states import forget_all
 from ingest.worker import WorkerConfig, drain, process_next
@@ -181,7 +181,7 @@ def _queue(url: str, slug: str | None, uploads: slice) -> str:
                 project = get_project(conn, slug)
                 assert project is not None
                 insert_upload(
-                    conn, project, [IncomingFile(name, body)], meta,
+                    conn, project, [IncomingFile(name, body)], UploadMetadata.of(meta),
                     idempotency_key=None, max_report_bytes=10**9,
                 )  # fmt: skip
     finally:
