@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import pandas as pd
 from psycopg import sql
@@ -60,8 +60,9 @@ def changes_statement(
     return (
         sql.SQL(
             """
-            SELECT d.id, d.kind, d.key, tc.nodeid, coalesce(tc.file, CASE WHEN d.kind = 'file'
-                THEN d.key WHEN d.kind = 'function' THEN split_part(d.key, '::', 1) END)
+            SELECT d.id, d.cell_id, d.kind, d.key, tc.nodeid,
+                coalesce(tc.file, CASE WHEN d.kind = 'file' THEN d.key
+                    WHEN d.kind = 'function' THEN split_part(d.key, '::', 1) END)
                 AS file, coalesce(c.job, '') AS job, coalesce(c.machine, '') AS machine,
                 coalesce(c.branch, ra.branch, '') AS branch,
                 coalesce(c.labels_key, '') AS labels_key,
@@ -81,6 +82,36 @@ def changes_statement(
         ).format(sql.SQL(" AND ").join(where)),
         params,
     )
+
+
+def recent_run_rates(
+    conn: Connection, project_id: int, branch: str | None, *, days: int = 28
+) -> tuple[dict[int, float], float | None]:
+    """Runs a week per cell over the last `days` (or since the project's first run in them,
+    if later), and the default branch's pipelines a week (None without a branch)."""
+    since = date.today() - timedelta(days=days - 1)
+    rows = conn.execute(
+        text(
+            "SELECT cell_id, count(*), min(day) FROM run "
+            "WHERE project_id = :p AND day >= :since GROUP BY cell_id"
+        ),
+        {"p": project_id, "since": since},
+    ).all()
+    if not rows:
+        return {}, None
+    first = min(r[2] for r in rows)
+    weeks = max((date.today() - first).days + 1, 7) / 7.0
+    per_cell = {int(r[0]): int(r[1]) / weeks for r in rows}
+    if branch is None:
+        return per_cell, None
+    pipelines = conn.execute(
+        text(
+            "SELECT count(DISTINCT pipeline) FROM run WHERE project_id = :p AND day >= :since "
+            "AND branch = :b AND pipeline IS NOT NULL"
+        ),
+        {"p": project_id, "since": since, "b": branch},
+    ).scalar_one()
+    return per_cell, int(pipelines) / weeks
 
 
 def set_change_state(conn: Connection, project_id: int, change_id: int, state: str) -> bool:
