@@ -37,12 +37,12 @@ from bench.common import scratch_database
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
 from ingest.store import KnownTests, RunMetadata, store_run
-from ingest.worker import Outcome, detect_after_commit, mark_changes
+from ingest.upload_ingest import Outcome, detect_after_commit, mark_changes
 
 # Phases of detection after the commit, by the function that does them (file, name): each
 # row is that function's cumulative time, so nested rows are parts of the row above.
 PHASES = (
-    ("detection after the commit, whole", "ingest/worker.py", "detect_after_commit"),
+    ("detection after the commit, whole", "ingest/upload_ingest.py", "detect_after_commit"),
     ("  the run's points (run_points)", "analysis/changes/run_points.py", "run_points"),
     ("  the cell's states (load_cell)", "ingest/change_states.py", "load_cell"),
     ("  rows of the touched series (rows_of)", "ingest/change_states.py", "rows_of"),
@@ -59,6 +59,7 @@ PHASES = (
     ("  log row + snapshot (save_push)", "ingest/change_states.py", "save_push"),
     ("    snapshot rewrite", "ingest/change_states.py", "_write_snapshot"),
     ("  changes stored (_store_changes)", "ingest/change_detection.py", "_store_changes"),
+    ("  pipeline series (push_pipelines)", "ingest/change_detection.py", "push_pipelines"),
     ("  database round trips (psycopg wait)", "psycopg/connection.py", "wait"),
 )
 

@@ -1,4 +1,5 @@
-"""Plans that come true on suites the planner was never tuned on: more-itertools and attrs.
+"""Plans that come true on suites the planner was never tuned on: more-itertools, attrs,
+Pygments and mpmath.
 
     .venv/bin/python -m bench.bench_plan_acceptance                  # both suites, N = 2, 3
     .venv/bin/python -m bench.bench_plan_acceptance /tmp/acc --suites attrs --jobs 2 --repeats 3
@@ -38,7 +39,9 @@ from typing import Any
 from bench.bench_plan_accuracy import RAN_CODES, Run, error_pct, reference_loop_s
 
 REPO = Path(__file__).resolve().parent.parent
-TOOLS = ("pytest==9.2.0", "hypothesis==6.170.27", "pympler", "cloudpickle")
+# Test-only dependencies of the suites: hypothesis (attrs), pympler and cloudpickle (attrs),
+# wcag-contrast-ratio (Pygments' contrast tests).
+TOOLS = ("pytest==9.2.0", "hypothesis==6.170.27", "pympler", "cloudpickle", "wcag-contrast-ratio")
 PYTEST_SPLIT = "pytest-split==0.11.0"
 
 
@@ -57,6 +60,10 @@ SUITES = {
         "more-itertools", "more-itertools==10.7.0", "more_itertools-10.7.0", "tests"
     ),
     "attrs": Suite("attrs", "attrs==26.1.0", "attrs-26.1.0", "tests"),
+    # Longer jobs: Pygments (5,330 tests, ~15 s in one process) and mpmath (339 heavy tests,
+    # ~40 s), where the fixed costs of a process weigh less than in the two above.
+    "pygments": Suite("pygments", "Pygments==2.21.0", "pygments-2.21.0", "tests"),
+    "mpmath": Suite("mpmath", "mpmath==1.3.0", "mpmath-1.3.0", "mpmath/tests"),
 }
 
 
@@ -67,8 +74,8 @@ def install(venv: Path, suites: list[Suite]) -> tuple[Path, dict[str, Path]]:
     pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([*pip, *TOOLS, *(s.sdist for s in SUITES.values())], check=True)
-    subprocess.run([*pip, PYTEST_SPLIT], check=True)  # a no-op once installed
+    # No-ops once installed; a venv made before a suite was added gets it here.
+    subprocess.run([*pip, *TOOLS, *(s.sdist for s in suites), PYTEST_SPLIT], check=True)
     subprocess.run([*pip, "--no-deps", str(REPO / "client")], check=True)
     sources = venv / "src"
     sources.mkdir(exist_ok=True)

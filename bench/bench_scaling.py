@@ -100,7 +100,7 @@ def ingest_phase(
     """Queue the uploads at once (round robin over `projects` projects) in front of `workers`
     ready workers; time the drain."""
     from app.db.engine import make_engine
-    from app.db.uploads import IncomingFile, insert_upload
+    from app.db.uploads import IncomingFile, UploadMetadata, insert_upload
 
     owners = [_project(url, f"ingest{workers}-{projects}")[0] for _ in range(projects)]
     ids = [p.id for p in owners]  # type: ignore[attr-defined]
@@ -117,7 +117,7 @@ def ingest_phase(
                     conn,
                     owners[i % projects],  # type: ignore[arg-type]
                     [IncomingFile("junit.xml", body)],
-                    {"job": f"job{i % 8}", "pipeline": f"p{i // 8}"},
+                    UploadMetadata(job=f"job{i % 8}", pipeline=f"p{i // 8}"),
                     idempotency_key=None,
                     max_report_bytes=10**9,
                 )

@@ -180,7 +180,7 @@ def queue_uploads(url: str, uploads: int, tests: int) -> int:
     """Queue distinct reports through the API's insert_upload; returns the project id."""
     from app.db.engine import make_engine, transaction
     from app.db.projects import create_project
-    from app.db.uploads import IncomingFile, insert_upload
+    from app.db.uploads import IncomingFile, UploadMetadata, insert_upload
     from tests.factories import junit_xml
 
     engine = make_engine(url)
@@ -193,7 +193,7 @@ def queue_uploads(url: str, uploads: int, tests: int) -> int:
                 conn,
                 project,
                 [IncomingFile("junit.xml", body)],
-                {"job": f"job{i % 12}", "pipeline": f"p{i}"},
+                UploadMetadata(job=f"job{i % 12}", pipeline=f"p{i}"),
                 idempotency_key=None,
                 max_report_bytes=1 << 30,
             )

@@ -31,20 +31,22 @@ from ingest.merge import MergedRun
 from ingest.model import ReportParseError
 from ingest.store import KnownTests, RunMetadata, prepare_run
 from ingest.store_batch import store_runs
-from ingest.worker import (
-    Claim,
+from ingest.upload_ingest import (
     Outcome,
-    ShutdownRequested,
-    TransientFailure,
-    WorkerConfig,
     detect_after_commit,
     mark_changes,
     merge_upload,
     metadata_from_json,
     parse_upload_files,
+    upload_counts,
+)
+from ingest.worker import (
+    Claim,
+    ShutdownRequested,
+    TransientFailure,
+    WorkerConfig,
     process_one,
     report_outcome,
-    upload_counts,
     worker_name,
 )
 from model.frames import labels_key
@@ -272,7 +274,7 @@ def _parse(
     files: list[tuple[str, bytes]], config: WorkerConfig, runner: str | None
 ) -> MergedRun | None:
     """The upload's files as one merged run; None when it holds none."""
-    reports = parse_upload_files(files, config, runner)
+    reports = parse_upload_files(files, config.limits, runner)
     return merge_upload(reports) if reports else None
 
 

@@ -6,7 +6,9 @@ detection never delays the ingest's commit. Right after that commit the worker d
 a short transaction of its own (`detect_marked`): each series of the run's cell keeps its
 detector state (ingest/change_states.py); the cell's states are loaded, one point pushed into
 each touched series in one vectorised pass (analysis.changes.table.SeriesTable), the push
-logged, the changes confirmed stored and the mark deleted, all in that transaction. A worker
+logged, the changes confirmed stored, the run's pipeline watched and every pipeline final now
+pushed into the project's pipeline series (ingest/pipeline_changes.py), and the mark deleted,
+all in that transaction. A worker
 that dies between the two commits leaves the mark: the next pass (`retry_backlog`, after each
 drain of the queue, or the cell's next upload) detects the run from its stored results. A
 cell's marked runs are always taken oldest first, so a series never takes its runs out of
@@ -30,6 +32,7 @@ from analysis.changes import DEFAULT_SETTINGS, Change, DetectionSettings
 from analysis.changes.attribution import commits_between, pick_default_branch
 from analysis.changes.run_points import run_points
 from ingest.change_states import forget, load_cell, save_push
+from ingest.pipeline_changes import watch_pipeline
 
 log = logging.getLogger("laptime.changes")
 
@@ -110,7 +113,7 @@ def retry_backlog(
 
 # The cell's oldest mark, with what reading its stored results back needs.
 _OLDEST_MARK = """
-SELECT b.run_id, b.project_id, b.error, r.id IS NOT NULL, r.branch, r.day, r.wall_s,
+SELECT b.run_id, b.project_id, b.error, r.id IS NOT NULL, r.branch, r.day, r.pipeline, r.wall_s,
     r.job_wall_s, r.cpu_s, r.xdist_workers
 FROM change_backlog b LEFT JOIN run r ON r.id = b.run_id
 WHERE b.cell_id = %s ORDER BY b.run_id LIMIT 1
@@ -141,7 +144,7 @@ def _detect_cell(
                 row = conn.execute(_OLDEST_MARK, (cell_id,)).fetchone()
                 if row is None or int(row[0]) > last or (row[2] is not None and not retry):
                     return done, found
-                run_id, project_id, _error, exists, branch, day, *measures = row
+                run_id, project_id, _error, exists, branch, day, pipeline, *measures = row
                 if not exists:  # the run was deleted since: nothing to detect
                     conn.execute("DELETE FROM change_backlog WHERE run_id = %s", (run_id,))
                     continue
@@ -153,6 +156,8 @@ def _detect_cell(
                 else:
                     points = run_points(stored_results(conn, run, day), run=_measures(measures))
                 found += push_run(conn, run, points, settings)
+                if pipeline and branch:  # a marked run is of the default branch
+                    found += push_pipelines(conn, run, str(branch), str(pipeline), settings)
                 conn.execute("DELETE FROM change_backlog WHERE run_id = %s", (run.run_id,))
             done += 1
         except Exception as exc:
@@ -215,17 +220,40 @@ def push_run(
         )  # fmt: skip
         if found:
             named = [((states.kinds[row], states.keys[row]), change) for row, change in found]
-            _store_changes(conn, run, named)
+            _store_changes(conn, run, named, cell_id=run.cell_id)
     except BaseException:
         forget(run.cell_id)  # half-pushed, or pushed in a transaction that rolls back
         raise
     return len(found)
 
 
+def push_pipelines(
+    conn: psycopg.Connection[Any],
+    run: RunToDetect,
+    branch: str,
+    pipeline: str,
+    settings: DetectionSettings = DEFAULT_SETTINGS,
+) -> int:
+    """Watch the run's pipeline; push the project's pipelines of `branch` that are final now
+    into its pipeline series (ingest/pipeline_changes.py) and store the changes they confirm.
+    The caller holds the run's cell lock, inside the run's detection transaction."""
+    found = watch_pipeline(
+        conn, project_id=run.project_id, branch=branch, pipeline=pipeline, settings=settings
+    )
+    if found:
+        _store_changes(conn, run, found, cell_id=None)
+    return len(found)
+
+
 def _store_changes(
-    conn: psycopg.Connection[Any], run: RunToDetect, found: list[tuple[tuple[str, str], Change]]
+    conn: psycopg.Connection[Any],
+    run: RunToDetect,
+    found: list[tuple[tuple[str, str], Change]],
+    *,
+    cell_id: int | None,
 ) -> None:
-    """Insert the changes with their runs' commits, times and the commits between."""
+    """Insert the changes (of the cell's series, or with None the project's pipeline series)
+    with their runs' commits, times and the commits between; `run` confirmed them."""
     run_ids = sorted({c.run_id_before for _, c in found} | {c.run_id_after for _, c in found})
     known = {
         int(r[0]): r[1:]
@@ -241,7 +269,7 @@ def _store_changes(
         between = commits_between(after[2], before[0], after[0])
         rows.append(
             (
-                run.project_id, run.cell_id, kind, key, change.index,
+                run.project_id, cell_id, kind, key, change.index,
                 change.run_id_before, change.run_id_after, run.run_id,
                 before[0], after[0], before[1], after[1],
                 change.runs_before, change.runs_after,
@@ -261,7 +289,7 @@ def _store_changes(
             spread_before_s, spread_after_s, noise, z, between_commits, between_complete)
         VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,
             %s, %s, %s, %s)
-        ON CONFLICT (cell_id, kind, key, position) DO NOTHING
+        ON CONFLICT DO NOTHING
         """,
         rows,
     )

@@ -176,15 +176,15 @@ def numeric_column(frame: pd.DataFrame, name: str) -> pd.Series:
 
 
 def unnamed(nodeids: pd.Series) -> pd.Series:
-    """True where a result has no test name: a missing or blank nodeid, or one ending in `::`
-    (a class and no test; pytest writes a nameless testcase when SIGINT stops a run).
+    """True where a result has no test name: a missing or blank nodeid.
 
-    The one rule for parsers and readers: such a row can be neither planned nor shown."""
+    The one rule for readers and the store: such a row can be neither planned nor shown. A
+    nodeid ending in `::` is a test: pytest names an item collected with an empty name so
+    (Pygments collects its example files that way, `.py` files among them). Parsers whose
+    format can lose a name (a JUnit testcase with no name attribute, whose nodeid is then its
+    class prefix alone) drop those rows themselves, before they are stored."""
     # One pass in plain Python: Series.map and .str cost more than the test itself here.
-    drop = [
-        not (name := value.strip() if isinstance(value, str) else "") or name.endswith("::")
-        for value in nodeids.tolist()
-    ]
+    drop = [not (value.strip() if isinstance(value, str) else "") for value in nodeids.tolist()]
     return pd.Series(drop, index=nodeids.index, dtype=bool)
 
 

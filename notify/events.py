@@ -102,7 +102,7 @@ EVENTS: dict[str, EventKind] = {
             "branch, sent once per change",
             {
                 "change_id": (str, int),
-                "kind": _TEXT,  # test, function, file, job, pipeline_wall, pipeline_machine
+                "kind": _TEXT,  # test, function, file, job, pipeline
                 "subject": _TEXT,  # the nodeid, file, job or pipeline it is about
                 "cell": _TEXT,  # the matrix cell (labels key), "" for none
                 "median_before_s": _NUMBER,

@@ -77,7 +77,8 @@ def bisect_steps(
     *, kind: str, name: str, file: str | None, runner: str | None, commits: Sequence[str]
 ) -> tuple[BisectStep, ...]:
     """What to run at each commit in the range, in the runner's own words: the test or the
-    file that changed (the whole job for a job wall), oldest commit first."""
+    file that changed (the whole job for a job wall, the pipeline for its wall or machine
+    time), oldest commit first."""
     command = _runner_command(kind, name, file, runner or "pytest")
     return tuple(
         BisectStep(sha, f"git checkout {shlex.quote(sha)} && {command}") for sha in commits
@@ -87,6 +88,8 @@ def bisect_steps(
 def _runner_command(kind: str, name: str, file: str | None, runner: str) -> str:
     if kind == "job":
         return f"run the job {shlex.quote(name)}"
+    if kind == "pipeline":
+        return "run the pipeline"
     target = name if kind == "test" else (file or name)
     if runner == "pytest":
         return shlex.join(["pytest", target])

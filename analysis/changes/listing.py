@@ -1,9 +1,10 @@
-"""Stored changes as people read them: named, sized, attributed, ranked by time added per run."""
+"""Stored changes as people read them: named, sized, attributed, ranked by time added per run,
+per week of machine time, or per week of money."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from dataclasses import dataclass
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.changes.attribution import BisectStep, bisect_steps
+from analysis.changes.pipelines import PIPELINE_NAMES
 
 
 @dataclass(frozen=True)
@@ -18,8 +20,8 @@ class ChangeItem:
     """One stored change with what it is about and which commits it came with."""
 
     id: int
-    kind: str  # test, function, file or job
-    name: str  # the nodeid, file path or job name
+    kind: str  # test, function, file, job or pipeline
+    name: str  # the nodeid, function key, file path, job name or pipeline series name
     test: str | None
     file: str | None
     job: str
@@ -47,11 +49,52 @@ class ChangeItem:
     between_complete: bool
     bisect: tuple[BisectStep, ...]  # what to run at each commit in (before, after]
     detected_at: datetime
+    cell_id: int | None = None  # the series' cell (None: a pipeline's)
+    # Machine seconds added per week: delta_s x the cell's (or the pipelines') runs a week.
+    per_week_s: float | None = None
+    per_week_cost: float | None = None  # dollars a week, where the cell's machine is priced
 
     @property
     def slower(self) -> bool:
         """True when the runs after take longer."""
         return self.delta_s > 0
+
+
+# How a list can be ranked: time added per run, machine time a week, money a week.
+CHANGE_SORTS = ("per_run", "per_week", "cost")
+
+
+def with_weekly(
+    items: Sequence[ChangeItem],
+    runs_per_week: Mapping[int, float],
+    pipelines_per_week: float | None,
+    usd_per_min: Mapping[str, float],
+) -> list[ChangeItem]:
+    """Each change with the machine time and money it adds a week: its delta per run times
+    how often its cell (or, for a pipeline's, the default branch's pipelines) ran lately."""
+    out = []
+    for item in items:
+        rate = pipelines_per_week if item.cell_id is None else runs_per_week.get(item.cell_id)
+        if rate is None:
+            out.append(item)
+            continue
+        seconds = item.delta_s * rate
+        price = usd_per_min.get(item.machine) if item.cell_id is not None else None
+        cost = None if price is None else seconds / 60.0 * price
+        out.append(replace(item, per_week_s=seconds, per_week_cost=cost))
+    return out
+
+
+def sort_changes(items: Sequence[ChangeItem], by: str = "per_run") -> list[ChangeItem]:
+    """The most added first by `by` (CHANGE_SORTS); changes it cannot size come last."""
+    if by not in CHANGE_SORTS:
+        raise ValueError(f"sort must be one of {', '.join(CHANGE_SORTS)}")
+
+    def key(c: ChangeItem) -> tuple[bool, float, int]:
+        value = {"per_run": c.delta_s, "per_week": c.per_week_s, "cost": c.per_week_cost}[by]
+        return (value is None, -(value or 0.0), c.id)
+
+    return sorted(items, key=key)
 
 
 def change_items(frame: pd.DataFrame) -> list[ChangeItem]:
@@ -67,6 +110,7 @@ def _item(row: dict[Hashable, Any]) -> ChangeItem:
         "function": row["key"],
         "file": row["key"],
         "job": row["job"],
+        "pipeline": PIPELINE_NAMES.get(str(row["key"]), row["key"]),
     }[kind]
     between = row.get("between_commits")
     commits = tuple(str(c) for c in between) if isinstance(between, list | tuple) else None
@@ -109,6 +153,7 @@ def _item(row: dict[Hashable, Any]) -> ChangeItem:
             commits=candidates if commits else (),
         ),
         detected_at=_time(row["detected_at"]) or datetime.min,
+        cell_id=None if _text(row.get("cell_id")) is None else int(float(str(row["cell_id"]))),
     )
 
 

@@ -52,14 +52,22 @@ def run_points(
         in_file = known & files.notna()
         by_file = quiet[in_file].groupby(files[in_file].astype(str)).sum()
         parts.append(_frame("file", by_file.index.astype(str), by_file.to_numpy()))
-    job_wall = run.get("job_wall_s")
-    if job_wall is None or not np.isfinite(job_wall):
-        job_wall = run.get("wall_s")
-    if job_wall is not None and np.isfinite(job_wall) and job_wall > 0:
-        parts.append(_frame("job", pd.Index([""]), np.array([float(job_wall)])))
+    job_wall = job_wall_of(run)
+    if job_wall is not None:
+        parts.append(_frame("job", pd.Index([""]), np.array([job_wall])))
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in POINT_FRAME_COLUMNS})
     return pd.concat(parts, ignore_index=True)
+
+
+def job_wall_of(run: Mapping[str, float | None]) -> float | None:
+    """A run's job wall as the job series takes it: the CI job's wall (`job_wall_s`), else the
+    test process's (`wall_s`); None when neither is a positive number."""
+    for name in ("job_wall_s", "wall_s"):
+        value = run.get(name)
+        if value is not None and np.isfinite(value):
+            return float(value) if value > 0 else None
+    return None
 
 
 def _functions(results: pd.DataFrame, quiet: pd.Series, passed: pd.Series) -> pd.DataFrame:

@@ -61,6 +61,11 @@ Allocator. Under glibc's dynamic mmap threshold a long history process serves la
 from its heap that a fresh job process maps and faults in each time; which earlier tests
 warmed it is not in the history, so nothing is corrected: `malloc` is listed missing unless
 every run's allocator was fixed (`MALLOC_FIXED`).
+
+Why one module (about 640 lines): the parts are fitted from the same runs and depend on each
+other (a run's tail is normalised with its CPU share, first-use costs come out of the tests'
+estimates the tests part uses), and the equation above is checked against its fits here;
+calibration and the heap model live in their own modules.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
@@ -10,7 +10,9 @@ from app.http.deps import AdminProject, ConnDep, ReadProject
 from app.http.params import ROW_ID_MAX, IsoDate, NodeidText, TextList, given
 from app.http.responses import PROJECT_ERRORS, answers
 from app.schemas.changes import (
+    ChangeKind,
     ChangeList,
+    ChangeSort,
     ChangeState,
     ChangeStateRequest,
     ChangeStateSet,
@@ -28,14 +30,17 @@ def read_changes(
     conn: ConnDep,
     state: ChangeState | None = None,
     since: Annotated[IsoDate, Query(description="first run after the step on or after")] = None,
-    kind: Literal["test", "function", "file", "job"] | None = None,
+    kind: ChangeKind | None = None,
     test: Annotated[NodeidText | None, Query(description="a test's nodeid")] = None,
     file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
     job: TextList = [],  # noqa: B006
+    sort: ChangeSort = "per_run",
 ) -> ChangeList:
-    """Lasting steps in test, file and job durations on the default branch, the most time
-    added per run first; each with its medians, spread, commit range and bisect list.
-    `file` and `job` are repeatable (any of them); an empty one is no filter."""
+    """Lasting steps in test, function, file and job durations and in pipeline wall and
+        machine time on the default branch, the most time added per run first; each with its
+        medians, spread, commit range and bisect list. `file` and `job` are repeatable (any of
+        them; they match no pipeline change); an empty one is no filter. `sort`: the most time
+    added per run first (default), the most machine time a week, or the most money a week."""
     query = ChangeQuery(
         state=state,
         since=since,
@@ -44,7 +49,7 @@ def read_changes(
         files=given(file),
         jobs=given(job),
     )
-    return ChangeList.of(change_list(conn, project, query))
+    return ChangeList.of(change_list(conn, project, query, sort))
 
 
 @router.post("/changes/{change_id}/state", **answers(ChangeStateSet, 400, *PROJECT_ERRORS))

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime
+from typing import get_args
 
 import click
 from sqlalchemy import Connection
 
 from app.cli.admin_cmds import on_project
 from app.project_records import Project
-from app.schemas.changes import ChangeList, ChangeModel, ChangeStateSet, DefaultBranchSet
+from app.schemas.changes import (
+    ChangeKind,
+    ChangeList,
+    ChangeModel,
+    ChangeSort,
+    ChangeStateSet,
+    DefaultBranchSet,
+)
 from app.services.changes import (
     ChangeNotFound,
     ChangeQuery,
@@ -39,12 +47,16 @@ def changes_text(answer: ChangeList) -> str:
     lines = [f"default branch: {answer.default_branch or 'none'}; {len(answer.changes)} changes"]
     for c in answer.changes:
         sign = "+" if c.delta_s >= 0 else ""
+        job = f" ({c.job})" if c.job else ""  # a pipeline's change is of no one job
         lines.append(
-            f"change {c.id} [{c.state}] {c.kind} {c.name} ({c.job}): "
+            f"change {c.id} [{c.state}] {c.kind} {c.name}{job}: "
             f"{sign}{c.delta_s:.3f}s per run, "
             f"{c.median_before_s:.3f}s -> {c.median_after_s:.3f}s ({sign}{c.relative:.0%}), "
             f"{_commits(c)}, {c.at_after:%Y-%m-%d}"
         )
+        if c.per_week_s is not None:
+            cost = "" if c.per_week_cost is None else f", ${c.per_week_cost:+,.2f}"
+            lines.append(f"    per week: {c.per_week_s:+.1f}s of machine time{cost}")
         lines += [f"    bisect: {step.command}" for step in c.bisect]
     return "\n".join(lines)
 
@@ -53,12 +65,17 @@ def changes_text(answer: ChangeList) -> str:
 @click.option("--project", "slug", required=True, help="Project slug.")
 @click.option("--state", type=click.Choice(STATES), help="Only changes in this state.")
 @click.option("--since", type=click.DateTime(["%Y-%m-%d"]), help="First run after on or after.")
-@click.option(
-    "--kind", type=click.Choice(["test", "function", "file", "job"]), help="Only this kind."
-)
+@click.option("--kind", type=click.Choice(get_args(ChangeKind)), help="Only this kind.")
 @click.option("--test", multiple=True, help="Only changes of this test (nodeid); repeatable.")
 @click.option("--file", "file_", multiple=True, help="Only this file or its tests; repeatable.")
 @click.option("--job", multiple=True, help="Only changes in this job; repeatable.")
+@click.option(
+    "--sort",
+    type=click.Choice(get_args(ChangeSort)),
+    default="per_run",
+    show_default=True,
+    help="The most time added per run first, machine time a week, or money a week.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 def changes(
     slug: str,
@@ -68,16 +85,17 @@ def changes(
     test: tuple[str, ...],
     file_: tuple[str, ...],
     job: tuple[str, ...],
+    sort: str,
     as_json: bool,
 ) -> None:
-    """Lasting steps in durations on the default branch, the most time added per run first."""
+    """Lasting steps in durations on the default branch, the most added first (`--sort`)."""
     day: date | None = since.date() if since else None
     query = ChangeQuery(
         state=state, since=day, kind=kind, tests=tuple(test), files=tuple(file_), jobs=tuple(job)
     )
 
     def answer_of(conn: Connection, project: Project) -> ChangeList:
-        return ChangeList.of(change_list(conn, project, query))
+        return ChangeList.of(change_list(conn, project, query, sort))
 
     answer = on_project(slug, answer_of)
     if as_json:

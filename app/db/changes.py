@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 import pandas as pd
 from psycopg import sql
@@ -60,16 +60,19 @@ def changes_statement(
     return (
         sql.SQL(
             """
-            SELECT d.id, d.kind, d.key, tc.nodeid, coalesce(tc.file, CASE WHEN d.kind = 'file'
-                THEN d.key WHEN d.kind = 'function' THEN split_part(d.key, '::', 1) END)
-                AS file, c.job, c.machine, c.branch, c.labels_key,
+            SELECT d.id, d.cell_id, d.kind, d.key, tc.nodeid,
+                coalesce(tc.file, CASE WHEN d.kind = 'file' THEN d.key
+                    WHEN d.kind = 'function' THEN split_part(d.key, '::', 1) END)
+                AS file, coalesce(c.job, '') AS job, coalesce(c.machine, '') AS machine,
+                coalesce(c.branch, ra.branch, '') AS branch,
+                coalesce(c.labels_key, '') AS labels_key,
                 d.commit_before, d.commit_after, d.at_before, d.at_after, d.runs_before,
                 d.runs_after, d.median_before_s, d.median_after_s, d.spread_before_s,
                 d.spread_after_s, d.noise, d.z, d.between_commits, d.between_complete,
                 d.state, d.state_at, d.detected_at, ra.pipeline AS pipeline_after,
                 ra.runner AS runner, ra.upload_id AS upload_after
             FROM duration_change d
-            JOIN cell c ON c.id = d.cell_id
+            LEFT JOIN cell c ON c.id = d.cell_id  -- none for a pipeline's change
             LEFT JOIN test_case tc ON tc.id = CASE WHEN d.kind = 'test' THEN d.key::bigint END
             LEFT JOIN run ra ON ra.id = d.run_id_after
             WHERE {}
@@ -79,6 +82,36 @@ def changes_statement(
         ).format(sql.SQL(" AND ").join(where)),
         params,
     )
+
+
+def recent_run_rates(
+    conn: Connection, project_id: int, branch: str | None, *, days: int = 28
+) -> tuple[dict[int, float], float | None]:
+    """Runs a week per cell over the last `days` (or since the project's first run in them,
+    if later), and the default branch's pipelines a week (None without a branch)."""
+    since = date.today() - timedelta(days=days - 1)
+    rows = conn.execute(
+        text(
+            "SELECT cell_id, count(*), min(day) FROM run "
+            "WHERE project_id = :p AND day >= :since GROUP BY cell_id"
+        ),
+        {"p": project_id, "since": since},
+    ).all()
+    if not rows:
+        return {}, None
+    first = min(r[2] for r in rows)
+    weeks = max((date.today() - first).days + 1, 7) / 7.0
+    per_cell = {int(r[0]): int(r[1]) / weeks for r in rows}
+    if branch is None:
+        return per_cell, None
+    pipelines = conn.execute(
+        text(
+            "SELECT count(DISTINCT pipeline) FROM run WHERE project_id = :p AND day >= :since "
+            "AND branch = :b AND pipeline IS NOT NULL"
+        ),
+        {"p": project_id, "since": since, "b": branch},
+    ).scalar_one()
+    return per_cell, int(pipelines) / weeks
 
 
 def set_change_state(conn: Connection, project_id: int, change_id: int, state: str) -> bool:

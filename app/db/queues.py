@@ -1,5 +1,10 @@
 """Queue mode's tables (`work_queue*`): items claimed in leased batches with
-`FOR UPDATE SKIP LOCKED`, every claim, start, finish and measured duration recorded."""
+`FOR UPDATE SKIP LOCKED`, every claim, start, finish and measured duration recorded.
+
+Why one module (about 660 lines): every statement on the `work_queue*` tables, so the lock
+order the transitions rely on (queue row, claim row, items) and the columns each statement
+touches can be read in one place; the transitions are app/services/queues.py.
+"""
 
 from __future__ import annotations
 

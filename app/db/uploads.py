@@ -27,6 +27,73 @@ class IncomingFile:
 
 
 @dataclass(frozen=True)
+class UploadMetadata:
+    """The run an upload describes, as the upload form gave it; stored on the upload row as
+    a JSON document (`document`), which the worker reads back (ingest/upload_ingest.py)."""
+
+    job: str = "default"
+    commit: str | None = None
+    branch: str | None = None
+    pipeline: str | None = None
+    machine: str | None = None
+    pull_request: str | None = None
+    runner_os: str | None = None
+    plan_id: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    started_at: datetime | None = None
+    wall_s: float | None = None
+    peak_rss_mib: float | None = None
+    job_wall_s: float | None = None
+    backfill: bool = False
+    runner: str | None = None
+    first_parents: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, document: Mapping[str, Any]) -> UploadMetadata:
+        """From a document of the stored form (keys left out take their defaults)."""
+        started = document.get("started_at")
+        return cls(
+            job=str(document.get("job") or "default"),
+            commit=document.get("commit"),
+            branch=document.get("branch"),
+            pipeline=document.get("pipeline"),
+            machine=document.get("machine"),
+            pull_request=document.get("pull_request"),
+            runner_os=document.get("runner_os"),
+            plan_id=document.get("plan_id"),
+            labels=dict(document.get("labels") or {}),
+            started_at=datetime.fromisoformat(started) if isinstance(started, str) else started,
+            wall_s=document.get("wall_s"),
+            peak_rss_mib=document.get("peak_rss_mib"),
+            job_wall_s=document.get("job_wall_s"),
+            backfill=bool(document.get("backfill")),
+            runner=document.get("runner"),
+            first_parents=tuple(document.get("first_parents") or ()),
+        )
+
+    def document(self) -> dict[str, Any]:
+        """The stored JSON document (its keys and their order are what stored uploads hold)."""
+        return {
+            "commit": self.commit,
+            "branch": self.branch,
+            "pipeline": self.pipeline,
+            "job": self.job or "default",
+            "machine": self.machine,
+            "pull_request": self.pull_request,
+            "runner_os": self.runner_os,
+            "plan_id": self.plan_id,
+            "labels": dict(self.labels),
+            "started_at": self.started_at.isoformat() if self.started_at else None,
+            "wall_s": self.wall_s,
+            "peak_rss_mib": self.peak_rss_mib,
+            "job_wall_s": self.job_wall_s,
+            "backfill": self.backfill,
+            "runner": self.runner,
+            "first_parents": list(self.first_parents),
+        }
+
+
+@dataclass(frozen=True)
 class UploadReceipt:
     """The answer to an upload: its id, whether it repeated an earlier one, and whether that
     repeat put a failed upload back in the queue."""
@@ -75,7 +142,7 @@ def insert_upload(
     conn: Connection,
     project: Project,
     files: list[IncomingFile],
-    metadata: dict[str, Any],
+    run: UploadMetadata,
     *,
     idempotency_key: str | None,
     max_report_bytes: int,
@@ -87,6 +154,7 @@ def insert_upload(
     `digests` are the files' content_digest when the caller computed them already (the API
     does, before it opens its transaction: inflating a report can take seconds).
     """
+    metadata = run.document()
     job = str(metadata.get("job") or "")
     if digests is None:
         digests = [content_digest(f.data, max_bytes=max_report_bytes) for f in files]

@@ -3,7 +3,7 @@ added per run first, with their commits; a signed-in admin sets their state."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -15,7 +15,7 @@ from app.http.params import ROW_ID_MAX, IsoDate, NodeidText, TextList, given
 from app.http.session import csrf_ok, visitor_of
 from app.pages.common import PageError, PageProject, project_context, render
 from app.project_records import Project
-from app.schemas.changes import ChangeState
+from app.schemas.changes import ChangeKind, ChangeSort, ChangeState
 from app.services.changes import ChangeQuery, changes_of, set_state
 from app.services.changes import project_default_branch as default_branch_of
 
@@ -41,7 +41,8 @@ def changes_page(
     project: PageProject,
     conn: ConnDep,
     state: ChangeState | None = None,
-    kind: Literal["test", "function", "file", "job"] | None = None,
+    kind: ChangeKind | None = None,
+    sort: ChangeSort = "per_run",
     since: IsoDate = None,
     test: NodeidText | None = None,
     file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
@@ -61,11 +62,17 @@ def changes_page(
         conn,
         project,
         "changes",
-        changes=changes_of(conn, project, query),
+        changes=changes_of(conn, project, query, sort),
         default_branch=default_branch_of(conn, project.id),
         admin=is_admin(request, conn, project),
         state_filter=state or "",
         kind_filter=kind or "",
+        sort=sort,
+        sorts=(
+            ("per_run", "time per run"),
+            ("per_week", "machine time a week"),
+            ("cost", "money a week"),
+        ),
         states=("open", "acknowledged", "resolved"),
     )
     return render(request, "changes.html", context)

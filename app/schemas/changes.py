@@ -11,6 +11,11 @@ from app.schemas.base import ApiModel
 from app.services.changes import ChangesAnswer, DefaultBranch, StateSet
 
 ChangeState = Literal["open", "acknowledged", "resolved"]
+# The series kinds (docs/changes.md): a test, a parametrized function, a file, a cell's job
+# wall, the pipeline's wall and machine time (key `wall` or `machine`).
+ChangeKind = Literal["test", "function", "file", "job", "pipeline"]
+# How a list is ranked (analysis.changes.listing.CHANGE_SORTS).
+ChangeSort = Literal["per_run", "per_week", "cost"]
 
 
 class BisectStepModel(ApiModel):
@@ -24,8 +29,11 @@ class ChangeModel(ApiModel):
     """A lasting step in a duration series of the default branch, with its commit range."""
 
     id: int
-    kind: Literal["test", "function", "file", "job"]
-    name: str = Field(description="the test nodeid, file path or job name")
+    kind: ChangeKind
+    name: str = Field(
+        description="the test nodeid, function key, file path, job name, or for a pipeline "
+        "`pipeline wall` or `pipeline machine time`"
+    )
     test: str | None
     file: str | None
     job: str
@@ -58,10 +66,17 @@ class ChangeModel(ApiModel):
         description="where commits lie between: what to run at each candidate commit"
     )
     detected_at: datetime
+    per_week_s: float | None = Field(
+        description="machine seconds added a week: delta_s x how often the cell (for a "
+        "pipeline's change, the default branch's pipelines) ran over the last 4 weeks"
+    )
+    per_week_cost: float | None = Field(
+        description="dollars added a week, where the project's catalogue prices the machine"
+    )
 
 
 class ChangeList(ApiModel):
-    """The project's changes, the most time added per run first."""
+    """The project's changes, the most added first (per run, per week or in money: `sort`)."""
 
     default_branch: str | None
     changes: list[ChangeModel]

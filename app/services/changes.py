@@ -6,17 +6,20 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from analysis.changes.listing import ChangeItem, change_items
+from analysis.changes.listing import ChangeItem, change_items, sort_changes, with_weekly
 from analysis.errors import AnswerError
+from analysis.sizing.catalogue import machine_prices
 from app.db.changes import (
     ChangeQuery,
     default_branch_override,
     load_changes,
     project_default_branch,
+    recent_run_rates,
     set_change_state,
 )
 from app.db.changes import set_default_branch as store_default_branch
 from app.project_records import Project
+from app.services.recommendations import project_catalogue
 
 __all__ = [
     "ChangeNotFound",
@@ -38,9 +41,18 @@ class ChangeNotFound(AnswerError):
     code = "change-not-found"
 
 
-def changes_of(conn: Connection, project: Project, query: ChangeQuery) -> list[ChangeItem]:
-    """The project's changes that match `query`, the most time added per run first."""
-    return change_items(load_changes(conn, project.id, query))
+def changes_of(
+    conn: Connection, project: Project, query: ChangeQuery, sort: str = "per_run"
+) -> list[ChangeItem]:
+    """The project's changes that match `query`, with the machine time and money each adds a
+    week, the most added first by `sort` (per_run, per_week or cost)."""
+    items = change_items(load_changes(conn, project.id, query))
+    if items:
+        per_cell, pipelines = recent_run_rates(
+            conn, project.id, project_default_branch(conn, project.id)
+        )
+        items = with_weekly(items, per_cell, pipelines, _prices(project, items))
+    return sort_changes(items, sort)
 
 
 @dataclass(frozen=True)
@@ -59,11 +71,26 @@ class StateSet:
     state: str
 
 
-def change_list(conn: Connection, project: Project, query: ChangeQuery) -> ChangesAnswer:
+def _prices(project: Project, items: list[ChangeItem]) -> dict[str, float]:
+    """Dollars a minute by the changes' machine types; none where no catalogue prices them
+    (a project naming a catalogue that is gone still lists its changes, unpriced)."""
+    machines = sorted({c.machine for c in items if c.machine})
+    if not machines:
+        return {}
+    try:
+        catalogue = project_catalogue(project, machines)
+    except AnswerError:
+        return {}
+    return machine_prices(catalogue, machines) if catalogue is not None else {}
+
+
+def change_list(
+    conn: Connection, project: Project, query: ChangeQuery, sort: str = "per_run"
+) -> ChangesAnswer:
     """The answer of `query` (app.schemas.changes.ChangeList is its wire form)."""
     return ChangesAnswer(
         default_branch=project_default_branch(conn, project.id),
-        changes=tuple(changes_of(conn, project, query)),
+        changes=tuple(changes_of(conn, project, query, sort)),
     )
 
 

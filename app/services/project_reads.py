@@ -1,6 +1,11 @@
 """What the API and the dashboard read for a project: queries in, analysis results out.
 
 Both edges call these functions, so a number on a page and in the API cannot disagree.
+
+Why one module (about 600 lines): the kept frames (`SharedFrames`, `FrameCache`) and the reads
+that fill and use them change together: a read's cache key is its filters and the data version
+the cache keeps, and the cache folds a project's new runs into what the reads last loaded.
+Apart, every read would reach into the cache's internals.
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ its earlier attempts: those items go back to the queue reserved for it, and it t
 first, then whatever the queue still holds. A CI re-run of a failed job so runs the same
 tests again (taking over only the rest would run nothing and turn a red job green), and never
 skips the queue's rest.
+
+Why one module (about 560 lines): every transition (open or join, claim, take-over, start,
+finish, release, expiry) locks the same rows in the same order (queue, claim, items), and one
+file is where that order can be checked; the statements are app/db/queues.py, the sizing
+rules analysis/queue/, the typed answers app/services/queue_answers.py.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 The REST API, the dashboard and the CLI call these functions; each answers a typed object
 holding the domain's results (app/schemas builds the wire form from it, once).
+
+Why one module (just over 500 lines): each recommendation is a short function over the same
+loaded history (`load_history`) and its cache; the engines themselves live in analysis/.
 """
 
 from __future__ import annotations

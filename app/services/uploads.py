@@ -8,6 +8,7 @@ from app.db.engine import transaction
 from app.db.uploads import (
     IncomingFile,
     UploadLine,
+    UploadMetadata,
     UploadReceipt,
     UploadStatus,
     content_digest,
@@ -20,6 +21,7 @@ from app.db.uploads import (
 __all__ = [
     "IncomingFile",
     "UploadLine",
+    "UploadMetadata",
     "UploadReceipt",
     "UploadStatus",
     "content_digest",

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from app.http.text_bounds import FIELD_MAX_CHARS
+from app.services.uploads import UploadMetadata
 from ingest.parsers.runners import RUNNERS
 from laptime_ci.labels import parse_labels, split_label
 
@@ -159,23 +160,23 @@ class UploadForm(BaseModel):
         json_schema_extra={"enum": ["", "auto", *RUNNERS]},
     )
 
-    def run_metadata(self) -> dict[str, Any]:
-        """The metadata document stored on the upload row (what the worker reads back)."""
-        return {
-            "commit": self.commit,
-            "branch": self.branch,
-            "pipeline": self.pipeline,
-            "job": self.job or "default",
-            "machine": self.machine,
-            "pull_request": self.pull_request,
-            "runner_os": self.runner_os,
-            "plan_id": self.plan_id,
-            "labels": parse_labels(self.label),
-            "started_at": self.started_at.isoformat() if self.started_at else None,
-            "wall_s": self.wall_s,
-            "peak_rss_mib": self.peak_rss_mib,
-            "job_wall_s": self.job_wall_s,
-            "backfill": self.backfill,
-            "runner": self.runner,
-            "first_parents": [sha.lower() for sha in self.first_parent],
-        }
+    def run_metadata(self) -> UploadMetadata:
+        """The run the upload describes, as stored on the upload row (the worker reads it)."""
+        return UploadMetadata(
+            commit=self.commit,
+            branch=self.branch,
+            pipeline=self.pipeline,
+            job=self.job or "default",
+            machine=self.machine,
+            pull_request=self.pull_request,
+            runner_os=self.runner_os,
+            plan_id=self.plan_id,
+            labels=parse_labels(self.label),
+            started_at=self.started_at,
+            wall_s=self.wall_s,
+            peak_rss_mib=self.peak_rss_mib,
+            job_wall_s=self.job_wall_s,
+            backfill=self.backfill,
+            runner=self.runner,
+            first_parents=tuple(sha.lower() for sha in self.first_parent),
+        )

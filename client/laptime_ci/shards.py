@@ -32,7 +32,8 @@ CACHE_VERSION = 1
 FALLBACKS = ("cache", "hash")
 # A collected test's nodeid: a path (no spaces), "::" names, and maybe a "[params]" id
 # (which may hold anything); or a bare test file.
-_NODEID = re.compile(r"^[^\s:\[\]]*(::[^\s:\[\]]+)+(\[.*\])?$|^[^\s:]+\.py$")
+# The last name may be empty: pytest names an item collected with name "" `path::`.
+_NODEID = re.compile(r"^[^\s:\[\]]*(::[^\s:\[\]]+)*::[^\s:\[\]]*(\[.*\])?$|^[^\s:]+\.py$")
 
 
 class ShardSpecError(ValueError):

@@ -271,6 +271,8 @@ def _build_report(cols: Columns) -> ParsedReport:
         {**columns, "_pytest": pytest_rows, "_flaky_marks": flaky_marks},
         lambda row: f'testcase {row + 1} (time="{times[row] or ""}")',
         warnings,
+        # A testcase with no name attribute leaves its nodeid the class prefix alone.
+        prefix_only=True,
     )
     pytest_rows, flaky_marks = columns.pop("_pytest"), columns.pop("_flaky_marks")
     n = len(columns["nodeid"])

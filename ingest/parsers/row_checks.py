@@ -4,6 +4,9 @@ One odd row must never reach the tables: pytest writes `<testcase time="0.001"/>
 classname and no name when SIGINT stops a run, and `time="inf"` or `"1e308"` would make every
 sum of its project infinite. A nameless row is left out, an out-of-range time is unknown, and
 each says so in one warning that names the rows (the first few), whatever the format.
+A nodeid ending in `::` names a real test where pytest wrote the nodeid (the plugin's JSON,
+`--durations`): an item collected with an empty name. Only a JUnit testcase with no name
+attribute, whose nodeid is then its class prefix alone, is nameless that way.
 """
 
 from __future__ import annotations
@@ -27,17 +30,29 @@ _FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 _BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
 
-def nameless(nodeids: Sequence[Any]) -> _BoolArray:
-    """Rows with no test name (model.frames.unnamed: the one rule readers apply too)."""
-    return unnamed(pd.Series(list(nodeids), dtype=object)).to_numpy(dtype=bool)
+def nameless(nodeids: Sequence[Any], *, prefix_only: bool = False) -> _BoolArray:
+    """Rows with no test name (model.frames.unnamed: the one rule readers apply too);
+    `prefix_only`: also nodeids that are a class prefix alone (ending in `::`)."""
+    drop = unnamed(pd.Series(list(nodeids), dtype=object)).to_numpy(dtype=bool, copy=True)
+    if prefix_only:
+        drop |= np.fromiter(
+            (isinstance(v, str) and v.rstrip().endswith("::") for v in nodeids),
+            dtype=bool,
+            count=len(nodeids),
+        )
+    return drop
 
 
 def keep_named(
-    columns: dict[str, Any], where: Callable[[int], str], warnings: list[str]
+    columns: dict[str, Any],
+    where: Callable[[int], str],
+    warnings: list[str],
+    *,
+    prefix_only: bool = False,
 ) -> dict[str, Any]:
-    """`columns` (equal-length arrays or lists, one `nodeid`) without their nameless rows;
-    `where(i)` says where row i was in the report, for the warning."""
-    drop = nameless(columns["nodeid"])
+    """`columns` (equal-length arrays or lists, one `nodeid`) without their nameless rows
+    (`prefix_only`: see `nameless`); `where(i)` says where row i was in the report."""
+    drop = nameless(columns["nodeid"], prefix_only=prefix_only)
     if not drop.any():
         return columns
     rows = np.flatnonzero(drop)

@@ -197,7 +197,7 @@ def queue_upload(url: str, body: bytes, *, job: str = "unit") -> int:
     """Queue one upload of `body` in a new project of the database at `url`; its id."""
     from app.db.engine import make_engine
     from app.db.projects import get_project
-    from app.db.uploads import IncomingFile, insert_upload
+    from app.db.uploads import IncomingFile, UploadMetadata, insert_upload
     from tests.conftest import make_project
 
     engine = make_engine(url, pool_size=1)
@@ -210,7 +210,7 @@ def queue_upload(url: str, body: bytes, *, job: str = "unit") -> int:
                 conn,
                 found,
                 [IncomingFile("r.xml", body)],
-                {"job": job},
+                UploadMetadata(job=job),
                 idempotency_key=None,
                 max_report_bytes=10**9,
             )

@@ -12,7 +12,7 @@ import psycopg
 from analysis.changes import detect_changes
 from app.db.engine import make_engine
 from app.db.projects import get_project
-from app.db.uploads import IncomingFile, insert_upload
+from app.db.uploads import IncomingFile, UploadMetadata, insert_upload
 from ingest.change_detection import retry_backlog
 from ingest.change_states import SNAPSHOT_EVERY, forget_all
 from ingest.worker import WorkerConfig, drain, process_next
@@ -55,7 +55,8 @@ def _queue_history(
                         # As the client sends it: HEAD, a commit that did not run, the last run.
                         "first_parents": [f"{i:040x}", f"{i:039x}f", f"{i - 1:040x}"]}  # fmt: skip
                 receipt = insert_upload(
-                    conn, project, [IncomingFile("r.xml", _report(i, rng))], meta,
+                    conn, project, [IncomingFile("r.xml", _report(i, rng))],
+                    UploadMetadata.of(meta),
                     idempotency_key=None, max_report_bytes=10**9,
                 )  # fmt: skip
                 ids.append(receipt.id)

@@ -19,7 +19,7 @@ from analysis.changes import detect_changes
 from analysis.changes.run_points import SERIES_KINDS, run_points
 from app.db.engine import make_engine
 from app.db.projects import get_project
-from app.db.uploads import IncomingFile, insert_upload
+from app.db.uploads import IncomingFile, UploadMetadata, insert_upload
 from ingest.change_detection import RunToDetect, retry_backlog, stored_results
 from ingest.change_states import forget_all
 from ingest.worker import WorkerConfig, drain, process_next
@@ -108,7 +108,8 @@ def _queue(url: str, slug: str | None, rounds: range) -> str:
                     assert project is not None
                     meta = {"job": job, "branch": "main", "commit": f"{i:040x}"}
                     insert_upload(
-                        conn, project, [IncomingFile("r.xml", _report(i, job))], meta,
+                        conn, project, [IncomingFile("r.xml", _report(i, job))],
+                        UploadMetadata.of(meta),
                         idempotency_key=None, max_report_bytes=10**9,
                     )  # fmt: skip
     finally:

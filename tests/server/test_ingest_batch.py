@@ -92,7 +92,7 @@ def queue(url: str, project_slug: str, uploads: tuple[tuple[str, str, bytes], ..
     """Queue uploads of one project (raw files committed, as the API does); their ids."""
     from app.db.engine import make_engine
     from app.db.projects import get_project
-    from app.db.uploads import IncomingFile, insert_upload
+    from app.db.uploads import IncomingFile, UploadMetadata, insert_upload
 
     engine = make_engine(url, pool_size=1)
     ids = []
@@ -106,7 +106,9 @@ def queue(url: str, project_slug: str, uploads: tuple[tuple[str, str, bytes], ..
                     conn,
                     project,
                     [IncomingFile(name, body)],
-                    {"job": job, "started_at": started_at, "pipeline": f"p{len(ids)}"},
+                    UploadMetadata.of(
+                        {"job": job, "started_at": started_at, "pipeline": f"p{len(ids)}"}
+                    ),
                     idempotency_key=None,
                     max_report_bytes=10**9,
                 )
