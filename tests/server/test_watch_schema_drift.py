@@ -30,7 +30,8 @@ PAIRS: list[tuple[type[BaseModel], type, set[str], set[str]]] = [
         # The question, and what pricing and the stored plan add.
         {"pipeline", "base", "cells", "machine_time", "cost", "unpriced_machines", "plan_fit"},
     ),
-    (changes.ChangeModel, ChangeItem, {"slower"}, set()),
+    # cell_id: the row id the weekly rate is looked up by, not part of the answer.
+    (changes.ChangeModel, ChangeItem, {"slower", "cell_id"}, set()),
     (changes.BisectStepModel, BisectStep, set(), set()),
     (changes.ChangeList, ChangesAnswer, set(), set()),
     (changes.ChangeStateSet, StateSet, set(), set()),
