@@ -126,6 +126,11 @@ def live_server(database: Database, engine: Engine) -> Iterator[LiveServer]:
         database_url=database.url,
         worker_poll_s=0.5,
         webhook_allow_private=True,
+        # Every test reaches this server from 127.0.0.1 and failures are counted per address
+        # in the shared database: one test's wrong tokens (the API fuzzers send hundreds)
+        # would refuse every other test for a minute. The budget itself is tested on servers
+        # of their own (tests/server/test_auth_rate_limit.py).
+        auth_failures=1_000_000,
     )
     port = free_port()
     server = uvicorn.Server(
