@@ -191,7 +191,8 @@ def machine_prices(catalogue: Catalogue, machines: Iterable[str | None]) -> dict
     """
     out: dict[str, float] = {}
     for raw in machines:
-        if raw is None or raw in out:
+        # A frame's unknown machine arrives as NaN, not None.
+        if not isinstance(raw, str) or raw in out:
             continue
         price = price_per_min(catalogue, raw)
         if price is not None:
