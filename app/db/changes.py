@@ -178,3 +178,130 @@ def default_branch_override(conn: Connection, project_id: int) -> str | None:
         text("SELECT default_branch FROM project WHERE id = :p"), {"p": project_id}
     ).scalar()
     return None if value is None else str(value)
+
+
+# Runs a change's series is drawn over, on either side of its step.
+SERIES_RUNS = 40
+
+
+@dataclass(frozen=True)
+class ChangeSource:
+    """Where a stored change's series lives: its kind and key in its cell (a pipeline's: in
+    the project's pipelines of its branch), and the first run after its step."""
+
+    kind: str
+    key: str
+    cell_id: int | None
+    run_id_after: int
+    branch: str | None
+
+
+def change_source(conn: Connection, project_id: int, change_id: int) -> ChangeSource | None:
+    """The change's series, or None when the project has no such change."""
+    row = conn.execute(
+        text(
+            "SELECT d.kind, d.key, d.cell_id, d.run_id_after, coalesce(c.branch, r.branch) "
+            "FROM duration_change d LEFT JOIN cell c ON c.id = d.cell_id "
+            "LEFT JOIN run r ON r.id = d.run_id_after WHERE d.id = :id AND d.project_id = :p"
+        ),
+        {"id": change_id, "p": project_id},
+    ).first()
+    if row is None:
+        return None
+    kind, key, cell_id, run_id_after, branch = row
+    return ChangeSource(
+        str(kind), str(key), None if cell_id is None else int(cell_id), int(run_id_after), branch
+    )
+
+
+def runs_around(conn: Connection, cell_id: int, run_id_after: int) -> pd.DataFrame:
+    """The cell's SERIES_RUNS runs before the step and as many from its first run after, oldest
+    first, with what a series point is made of (analysis.changes.step_series.RUN_MEASURES)."""
+    columns = (
+        "SELECT id AS run_id, commit_sha AS commit, started_at, day, wall_s, job_wall_s, "
+        "cpu_s, xdist_workers FROM run WHERE cell_id = %(cell)s"
+    )
+    return read_frame(
+        conn,
+        _composed(
+            f"SELECT * FROM (({columns} AND id < %(after)s ORDER BY id DESC LIMIT %(n)s) "
+            f"UNION ALL ({columns} AND id >= %(after)s ORDER BY id LIMIT %(n)s)) w "
+            "ORDER BY run_id"
+        ),
+        {"cell": cell_id, "after": run_id_after, "n": SERIES_RUNS},
+    )
+
+
+def series_results(
+    conn: Connection, project_id: int, runs: pd.DataFrame, kind: str, key: str
+) -> pd.DataFrame:
+    """The runs' stored results a point of series (kind, key) is made of: the test's, or the
+    file's; every result of the runs where their CPU share matters (recorded CPU time)."""
+    narrow = {
+        "test": "tr.test_id = %(key)s::bigint",
+        "function": "tc.file = split_part(%(key)s, '::', 1)",
+        "file": "tc.file = %(key)s",
+    }.get(kind)
+    if narrow is None or runs.empty:
+        return pd.DataFrame(columns=["run_id", *_RESULT_COLUMNS])
+    params = {
+        "p": project_id,
+        "days": sorted(set(runs["day"])),
+        "runs": [int(r) for r in runs["run_id"]],
+        "key": key,
+    }
+    found = read_frame(conn, _results_statement(narrow), params)
+    if found["cpu_s"].notna().any():  # the run's CPU share is read from all its results
+        found = read_frame(conn, _results_statement("true"), params)
+    for name in _RESULT_COLUMNS[5:]:
+        found[name] = pd.to_numeric(found[name], errors="coerce").astype(float)
+    return found
+
+
+_RESULT_COLUMNS = (
+    "test_id", "nodeid", "params", "file", "outcome", "duration_s", "setup_s", "call_s",
+    "teardown_s", "cpu_s", "cpu_wait_s",
+)  # fmt: skip
+
+
+def _results_statement(narrow: str) -> sql.Composed:
+    return sql.SQL(
+        "SELECT tr.run_id, tr.test_id, tc.nodeid, tc.params, tc.file, tr.outcome, tr.duration_s, "
+        "tr.setup_s, tr.call_s, tr.teardown_s, tr.cpu_s, tr.cpu_wait_s FROM test_result tr "
+        "JOIN test_case tc ON tc.id = tr.test_id WHERE tr.project_id = %(p)s "
+        "AND tr.day = ANY(%(days)s) AND tr.run_id = ANY(%(runs)s) AND {}"
+    ).format(sql.SQL(narrow))  # type: ignore[arg-type]
+
+
+def pipeline_runs_around(
+    conn: Connection, project_id: int, branch: str, key: str, run_id_after: int
+) -> pd.DataFrame:
+    """The branch's pipeline points of series `key` (wall or machine) on either side of the
+    step, oldest first, as the pipeline series took them: run_id, commit, started_at,
+    duration_s, after."""
+    column = {"wall": "w.wall_s", "machine": "w.machine_s"}[key]
+
+    def side(after: bool) -> str:
+        return (
+            f"SELECT w.run_id, r.commit_sha AS commit, r.started_at, {column} AS duration_s, "
+            f"{after} AS after, w.first_run_id FROM pipeline_watch w "
+            "JOIN run r ON r.id = w.run_id WHERE w.project_id = %(p)s AND w.branch = %(b)s "
+            f"AND w.pushed AND w.first_run_id {'>=' if after else '<'} "
+            "(SELECT first_run_id FROM pipeline_watch WHERE project_id = %(p)s "
+            "AND branch = %(b)s AND run_id = %(after)s LIMIT 1) "
+            f"ORDER BY w.first_run_id {'' if after else 'DESC'} LIMIT %(n)s"
+        )
+
+    return read_frame(
+        conn,
+        _composed(
+            f"SELECT run_id, commit, started_at, duration_s, after FROM (({side(False)}) "
+            f"UNION ALL ({side(True)})) p ORDER BY first_run_id"
+        ),
+        {"p": project_id, "b": branch, "after": run_id_after, "n": SERIES_RUNS},
+    )
+
+
+def _composed(statement: str) -> sql.Composed:
+    """A statement with no identifiers to quote, as read_frame takes it."""
+    return sql.Composed([sql.SQL(statement)])  # type: ignore[arg-type]

@@ -3,23 +3,27 @@ added per run first, with their commits; a signed-in admin sets their state."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 from fastapi import APIRouter, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from sqlalchemy import Connection
 
 from analysis.changes.listing import ChangeItem
+from app.http.change_filters import ChangeFiltersDep
 from app.http.deps import ConnDep
-from app.http.params import ROW_ID_MAX, IsoDate, NodeidText, TextList, given
+from app.http.params import ROW_ID_MAX
 from app.http.session import csrf_ok, visitor_of
 from app.pages.common import PageError, PageProject, project_context, render
 from app.project_records import Project
-from app.schemas.changes import ChangeKind, ChangeSort, ChangeState
-from app.services.changes import ChangeQuery, changes_of, set_state
+from app.schemas.changes import ChangeSort, ChangeState
+from app.services.changes import ChangeQuery, change_series, changes_of, set_state
 from app.services.changes import project_default_branch as default_branch_of
+from figures.change_step import change_step_figure
+from figures.theme import figure_html
 
 router = APIRouter(include_in_schema=False)
+CHANGE_STATES = get_args(ChangeState)
 # Changes a badge list shows on the overview, test and file pages.
 BADGE_ROWS = 5
 
@@ -40,23 +44,10 @@ def changes_page(
     request: Request,
     project: PageProject,
     conn: ConnDep,
-    state: ChangeState | None = None,
-    kind: ChangeKind | None = None,
+    query: ChangeFiltersDep,
     sort: ChangeSort = "per_run",
-    since: IsoDate = None,
-    test: NodeidText | None = None,
-    file: TextList = [],  # noqa: B006 (FastAPI copies defaults; never mutated)
-    job: TextList = [],  # noqa: B006
 ) -> Any:
     """Every change (or those matching the filters), as REST `GET .../changes` lists them."""
-    query = ChangeQuery(
-        state=state,
-        since=since,
-        kind=kind,
-        tests=(test,) if test else (),
-        files=given(file),
-        jobs=given(job),
-    )
     context = project_context(
         request,
         conn,
@@ -65,17 +56,41 @@ def changes_page(
         changes=changes_of(conn, project, query, sort),
         default_branch=default_branch_of(conn, project.id),
         admin=is_admin(request, conn, project),
-        state_filter=state or "",
-        kind_filter=kind or "",
+        state_filter=query.state or "",
+        kind_filter=query.kind or "",
         sort=sort,
         sorts=(
             ("per_run", "time per run"),
             ("per_week", "machine time a week"),
             ("cost", "money a week"),
         ),
-        states=("open", "acknowledged", "resolved"),
+        states=CHANGE_STATES,
     )
     return render(request, "changes.html", context)
+
+
+@router.get("/p/{slug}/changes/{change_id}", response_class=HTMLResponse)
+def change_page(
+    request: Request,
+    project: PageProject,
+    conn: ConnDep,
+    change_id: Annotated[int, Path(ge=1, le=ROW_ID_MAX)],
+) -> Any:
+    """One change: its row of the list and its series around the step, the step marked."""
+    answer = change_series(conn, project, change_id)
+    context = project_context(
+        request,
+        conn,
+        project,
+        "changes",
+        change=answer.change,
+        changes=[answer.change],
+        points=len(answer.points),
+        admin=is_admin(request, conn, project),
+        states=CHANGE_STATES,
+        figure=figure_html(change_step_figure(answer.change, answer.points), "fig-step"),
+    )
+    return render(request, "change.html", context)
 
 
 @router.post("/p/{slug}/changes/{change_id}/state", response_class=HTMLResponse)

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from app.schemas.base import ApiModel
-from app.services.changes import ChangesAnswer, DefaultBranch, StateSet
+from app.services.changes import ChangesAnswer, ChangeSeries, DefaultBranch, StateSet
 
 ChangeState = Literal["open", "acknowledged", "resolved"]
 # The series kinds (docs/changes.md): a test, a parametrized function, a file, a cell's job
@@ -87,6 +87,31 @@ class ChangeList(ApiModel):
         return cls(
             default_branch=answer.default_branch,
             changes=[ChangeModel.model_validate(c, from_attributes=True) for c in answer.changes],
+        )
+
+
+class SeriesRunModel(ApiModel):
+    """One run's point in a change's series, as detection took it at ingest."""
+
+    run_id: int
+    commit: str | None
+    started_at: datetime
+    duration_s: float = Field(description="seconds, on a quiet machine where CPU was recorded")
+    after: bool = Field(description="the first run after the step, or a later one")
+
+
+class ChangeSeriesModel(ApiModel):
+    """A change and its series' points on either side of the step (up to 40 runs each)."""
+
+    change: ChangeModel
+    points: list[SeriesRunModel]
+
+    @classmethod
+    def of(cls, answer: ChangeSeries) -> ChangeSeriesModel:
+        """The wire form of a change's series."""
+        return cls(
+            change=ChangeModel.model_validate(answer.change, from_attributes=True),
+            points=[SeriesRunModel.model_validate(p, from_attributes=True) for p in answer.points],
         )
 
 

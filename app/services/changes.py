@@ -7,14 +7,19 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 
 from analysis.changes.listing import ChangeItem, change_items, sort_changes, with_weekly
+from analysis.changes.step_series import SeriesRun, series_runs, step_points
 from analysis.errors import AnswerError
 from analysis.sizing.catalogue import machine_prices
 from app.db.changes import (
     ChangeQuery,
+    change_source,
     default_branch_override,
     load_changes,
+    pipeline_runs_around,
     project_default_branch,
     recent_run_rates,
+    runs_around,
+    series_results,
     set_change_state,
 )
 from app.db.changes import set_default_branch as store_default_branch
@@ -24,10 +29,12 @@ from app.services.recommendations import project_catalogue
 __all__ = [
     "ChangeNotFound",
     "ChangeQuery",
+    "ChangeSeries",
     "ChangesAnswer",
     "DefaultBranch",
     "StateSet",
     "change_list",
+    "change_series",
     "changes_of",
     "project_default_branch",
     "set_state",
@@ -92,6 +99,32 @@ def change_list(
         default_branch=project_default_branch(conn, project.id),
         changes=tuple(changes_of(conn, project, query, sort)),
     )
+
+
+@dataclass(frozen=True)
+class ChangeSeries:
+    """A change and its series' points on either side of the step (what its figure draws)."""
+
+    change: ChangeItem
+    points: tuple[SeriesRun, ...]
+
+
+def change_series(conn: Connection, project: Project, change_id: int) -> ChangeSeries:
+    """The change `change_id` of the project and its series around the step."""
+    source = change_source(conn, project.id, change_id)
+    found = changes_of(conn, project, ChangeQuery(change_id=change_id))
+    if source is None or not found:
+        raise ChangeNotFound(f"no change {change_id} in project {project.slug!r}")
+    if source.cell_id is None:
+        stored = pipeline_runs_around(
+            conn, project.id, source.branch or "", source.key, source.run_id_after
+        )
+        points = series_runs(stored)
+    else:
+        runs = runs_around(conn, source.cell_id, source.run_id_after)
+        results = series_results(conn, project.id, runs, source.kind, source.key)
+        points = step_points(source.kind, source.key, runs, results, source.run_id_after)
+    return ChangeSeries(change=found[0], points=points)
 
 
 def set_state(conn: Connection, project: Project, change_id: int, state: str) -> StateSet:

@@ -287,3 +287,21 @@ def test_pushed_once_across_a_killed_worker_and_batches(private_db: str) -> None
     assert [s[:4] for s in stored] == sorted(want)
     assert {s[0] for s in stored} == {"wall", "machine"}
     assert {s[4] for s in stored} == {commit_of(STEP_AT)}
+
+
+def test_a_pipeline_change_series_is_its_pipelines_points(
+    live_server: LiveServer, stepped: ProjectFixture
+) -> None:
+    for change in _get(live_server, stepped, kind="pipeline").json()["changes"]:
+        response = httpx.get(
+            f"{live_server.url}/api/v1/projects/{stepped.slug}/changes/{change['id']}/series",
+            headers={"Authorization": f"Bearer {stepped.read_token}"},
+        )
+        assert response.status_code == 200, response.text
+        points = response.json()["points"]
+        shown = range(max(0, STEP_AT - 40), min(PIPELINES, STEP_AT + 40))
+        assert [p["commit"] for p in points] == [commit_of(i) for i in shown]
+        assert [p["after"] for p in points] == [i >= STEP_AT for i in shown]
+        which = 0 if change["name"] == NAMES["wall"] else 1
+        want = [_want_point(f"p-{i}")[which] for i in shown]
+        assert [p["duration_s"] for p in points] == pytest.approx(want)

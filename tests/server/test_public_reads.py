@@ -10,6 +10,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
+from tests.changes_history import upload_step_history
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.pages.conftest import session_cookies
 from tests.server.test_rollup_api import junit
@@ -25,6 +26,7 @@ class TwoProjects:
     a: ProjectFixture
     b: ProjectFixture
     queue_id: int  # B's queue of pipeline p1
+    change_id: int  # a lasting step in B's default branch
 
 
 @pytest.fixture(scope="module")
@@ -70,10 +72,15 @@ def two(live_server: LiveServer, engine: Engine) -> TwoProjects:
         timeout=30,
     )
     assert opened.status_code == 200, opened.text
-    return TwoProjects(a, b, int(opened.json()["queue_id"]))
+    # A default-branch history with a lasting step, so a change's reads answer from data.
+    upload_step_history(live_server, b)
+    changes = httpx.get(
+        f"{live_server.url}/api/v1/projects/{b.slug}/changes", params={"kind": "test"}, timeout=30
+    ).json()["changes"]
+    return TwoProjects(a, b, int(opened.json()["queue_id"]), int(changes[0]["id"]))
 
 
-def page_paths(slug: str) -> list[str]:
+def page_paths(slug: str, change_id: int) -> list[str]:
     """Every project page of `slug`."""
     base = f"/p/{quote(slug)}"
     return [
@@ -85,6 +92,8 @@ def page_paths(slug: str) -> list[str]:
         f"{base}/flaky",
         f"{base}/files/{NODE_FILE}",
         f"{base}/test?nodeid={quote(NODE_FILE + '::test_one')}",
+        f"{base}/changes",
+        f"{base}/changes/{change_id}",
     ]
 
 
@@ -93,7 +102,7 @@ def page_paths(slug: str) -> list[str]:
 ADMIN_READS = ("/tokens", "/webhooks", "/webhook-deliveries")
 
 
-def api_read_paths(server: LiveServer, slug: str, queue_id: int) -> list[str]:
+def api_read_paths(server: LiveServer, slug: str, queue_id: int, change_id: int) -> list[str]:
     """Every GET of the API under /projects/{slug} that a read token may call, from the
     OpenAPI document itself (a new read route is covered without touching this test)."""
     paths = httpx.get(f"{server.url}/openapi.json", timeout=30).json()["paths"]
@@ -109,7 +118,11 @@ def api_read_paths(server: LiveServer, slug: str, queue_id: int) -> list[str]:
             "/export": "?runner=go",
             "/pipeline": "?pipeline=p1",
         }.get(path[path.rindex("/") :], "")
-        filled = path.replace("{slug}", quote(slug)).replace("{queue_id}", str(queue_id))
+        filled = (
+            path.replace("{slug}", quote(slug))
+            .replace("{queue_id}", str(queue_id))
+            .replace("{change_id}", str(change_id))
+        )
         reads.append(filled + query)
     return reads
 
@@ -120,7 +133,7 @@ def test_signed_in_elsewhere_reads_public_pages(live_server: LiveServer, two: Tw
     own = httpx.get(f"{live_server.url}/p/{two.a.slug}", cookies=cookies, timeout=60)
     assert own.status_code == 200
     answers = {}
-    for path in page_paths(two.b.slug):
+    for path in page_paths(two.b.slug, two.change_id):
         anonymous = httpx.get(f"{live_server.url}{path}", timeout=60)
         signed_in = httpx.get(f"{live_server.url}{path}", cookies=cookies, timeout=60)
         answers[path] = (anonymous.status_code, signed_in.status_code)
@@ -133,7 +146,7 @@ def test_foreign_token_reads_public_api(
 ) -> None:
     token = getattr(two.a, f"{scope}_token")
     answers = {}
-    for path in api_read_paths(live_server, two.b.slug, two.queue_id):
+    for path in api_read_paths(live_server, two.b.slug, two.queue_id, two.change_id):
         anonymous = httpx.get(f"{live_server.url}{path}", timeout=60)
         foreign = httpx.get(
             f"{live_server.url}{path}", headers={"Authorization": f"Bearer {token}"}, timeout=60

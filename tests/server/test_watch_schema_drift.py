@@ -8,11 +8,12 @@ from pydantic import BaseModel
 
 from analysis.changes.attribution import BisectStep
 from analysis.changes.listing import ChangeItem
+from analysis.changes.step_series import SeriesRun
 from analysis.compare import runs  # its TestMove would look like a test class here
 from analysis.compare.cost import CostComparison
 from analysis.compare.plan_fit import JobOverrun, PlanFit
 from app.schemas import changes, compare
-from app.services.changes import ChangesAnswer, DefaultBranch, StateSet
+from app.services.changes import ChangesAnswer, ChangeSeries, DefaultBranch, StateSet
 from tests.server.test_recommendation_schema_drift import _attributes
 
 # (answer model, domain class, domain attributes the answer leaves out, answer fields that
@@ -35,6 +36,8 @@ PAIRS: list[tuple[type[BaseModel], type, set[str], set[str]]] = [
     (changes.BisectStepModel, BisectStep, set(), set()),
     (changes.ChangeList, ChangesAnswer, set(), set()),
     (changes.ChangeStateSet, StateSet, set(), set()),
+    (changes.SeriesRunModel, SeriesRun, set(), set()),
+    (changes.ChangeSeriesModel, ChangeSeries, set(), set()),
     (changes.DefaultBranchSet, DefaultBranch, set(), set()),
 ]
 
