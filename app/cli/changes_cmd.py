@@ -70,6 +70,16 @@ def changes_text(answer: ChangeList) -> str:
 @click.option("--file", "file_", multiple=True, help="Only this file or its tests; repeatable.")
 @click.option("--job", multiple=True, help="Only changes in this job; repeatable.")
 @click.option(
+    "--min-delta",
+    type=click.FloatRange(min=0),
+    help="Only steps of at least this many seconds per run (slower or faster).",
+)
+@click.option(
+    "--min-relative",
+    type=click.FloatRange(min=0),
+    help="Only steps of at least this share of the time before (0.2: 20%), either way.",
+)
+@click.option(
     "--sort",
     type=click.Choice(get_args(ChangeSort)),
     default="per_run",
@@ -85,13 +95,22 @@ def changes(
     test: tuple[str, ...],
     file_: tuple[str, ...],
     job: tuple[str, ...],
+    min_delta: float | None,
+    min_relative: float | None,
     sort: str,
     as_json: bool,
 ) -> None:
     """Lasting steps in durations on the default branch, the most added first (`--sort`)."""
     day: date | None = since.date() if since else None
     query = ChangeQuery(
-        state=state, since=day, kind=kind, tests=tuple(test), files=tuple(file_), jobs=tuple(job)
+        state=state,
+        since=day,
+        kind=kind,
+        tests=tuple(test),
+        files=tuple(file_),
+        jobs=tuple(job),
+        min_delta_s=min_delta,
+        min_relative=min_relative,
     )
 
     def answer_of(conn: Connection, project: Project) -> ChangeList:

@@ -28,6 +28,8 @@ class ChangeQuery:
     files: tuple[str, ...] = ()  # any of these files (their file changes and tests' changes)
     jobs: tuple[str, ...] = ()
     change_id: int | None = None
+    min_delta_s: float | None = None  # at least this many seconds per run, added or saved
+    min_relative: float | None = None  # at least this share of the time before, either way
 
 
 def load_changes(conn: Connection, project_id: int, query: ChangeQuery) -> pd.DataFrame:
@@ -50,6 +52,11 @@ def changes_statement(
         ("files", "(tc.file = ANY(%(files)s) OR (d.kind = 'file' AND d.key = ANY(%(files)s)))"),
         ("jobs", "c.job = ANY(%(jobs)s)"),
         ("change_id", "d.id = %(change_id)s"),
+        ("min_delta_s", "abs(d.median_after_s - d.median_before_s) >= %(min_delta_s)s"),
+        (
+            "min_relative",
+            "abs(d.median_after_s / nullif(d.median_before_s, 0) - 1) >= %(min_relative)s",
+        ),
     ):
         value = getattr(query, name)
         if isinstance(value, tuple):

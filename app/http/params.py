@@ -15,7 +15,7 @@ from typing import Annotated
 import anyio.from_thread
 from fastapi import Depends, Query, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import AfterValidator, BeforeValidator, StringConstraints
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 
 from analysis.durations import MAX_DURATION_CHARS
 from analysis.filters import Filters
@@ -65,6 +65,17 @@ def none_if_empty(value: str | None) -> str | None:
 
 
 MaybeText = Annotated[Text | None, AfterValidator(none_if_empty)]
+
+
+def empty_as_none(value: object) -> object:
+    """An empty number field of a form (`?min=`) is one not given."""
+    return None if value == "" else value
+
+
+# An optional parameter a form's "any" option (or an empty field) sends empty.
+EmptyIsNone = BeforeValidator(empty_as_none)
+# A size a list is filtered by: at least 0, finite; empty is none.
+MinSize = Annotated[Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)] | None, EmptyIsNone]
 
 
 def iso_date(value: object) -> object:

@@ -58,6 +58,8 @@ def changes_page(
         admin=is_admin(request, conn, project),
         state_filter=query.state or "",
         kind_filter=query.kind or "",
+        min_delta_s=query.min_delta_s,
+        min_relative=query.min_relative,
         sort=sort,
         sorts=(
             ("per_run", "time per run"),

@@ -76,6 +76,17 @@ def test_filters_narrow_the_list(live_server: LiveServer, stepped: ProjectFixtur
     assert names(since=date.today().isoformat()) == both
     assert names(since="2999-01-01") == set()
     assert _get(live_server, stepped, state="gone").status_code == 422
+    # Sizes: test_slow and its file both stepped by about 0.5 s per run, +50%.
+    listed = _get(live_server, stepped).json()["changes"]
+    smallest = min(abs(c["delta_s"]) for c in listed)
+    largest = max(abs(c["delta_s"]) for c in listed)
+    assert names(min_delta_s=smallest) == both
+    assert names(min_delta_s=largest + 1e-3) == set()
+    assert names(min_relative=0.4) == both
+    assert names(min_relative=0.6) == set()
+    assert names(min_delta_s="", min_relative="") == both  # a form's empty fields: no filter
+    for bad in ("-1", "nan", "inf", "x"):
+        assert _get(live_server, stepped, min_delta_s=bad).status_code == 422, bad
 
 
 def test_an_admin_sets_the_state(
@@ -198,6 +209,13 @@ def test_cli_answers_what_rest_answers(
     printed = runner.invoke(cli, ["changes", "--project", stepped.slug, "--json"], env=env)
     assert printed.exit_code == 0, printed.output
     assert json.loads(printed.output) == _get(live_server, stepped).json()
+    for args, params in (
+        (["--min-delta", "0.3"], {"min_delta_s": 0.3}),
+        (["--min-relative", "0.6"], {"min_relative": 0.6}),
+    ):
+        sized = runner.invoke(cli, ["changes", "--project", stepped.slug, "--json", *args], env=env)
+        assert sized.exit_code == 0, sized.output
+        assert json.loads(sized.output) == _get(live_server, stepped, **params).json()
     text = runner.invoke(cli, ["changes", "--project", stepped.slug, "--kind", "test"], env=env)
     assert text.exit_code == 0, text.output
     assert SLOW in text.output
@@ -232,3 +250,27 @@ def test_an_admin_names_the_default_branch(
     assert "main (detected)" in cleared.output
     assert _get(live_server, stepped).json()["default_branch"] == "main"
     assert put(stepped.admin_token, None).json() == {"override": None, "default_branch": "main"}
+
+
+def test_the_page_filters_by_size_as_rest_does(
+    live_server: LiveServer, stepped: ProjectFixture
+) -> None:
+    with httpx.Client(base_url=live_server.url, timeout=60) as client:
+        fields = sign_in_form(client)
+        client.post("/signin", data={**fields, "token": stepped.read_token})
+        for params in (
+            # What the page's own form sends with nothing typed in.
+            {"state": "", "kind": "", "min_delta_s": "", "min_relative": "", "sort": "per_run"},
+            {"min_relative": "0.4"},
+            {"min_relative": "0.6"},
+            {"min_delta_s": "0.3", "kind": "test"},
+        ):
+            page = client.get(f"/p/{stepped.slug}/changes", params=params)
+            assert page.status_code == 200, (params, page.text[:300])
+            doc = lxml.html.fromstring(page.text)
+            shown = [r.get("data-change") for r in doc.cssselect("#changes tbody tr[data-change]")]
+            rest = {k: v for k, v in params.items() if v}
+            want = [str(c["id"]) for c in _get(live_server, stepped, **rest).json()["changes"]]
+            assert shown == want, params
+            typed = doc.cssselect("input[name=min_relative]")[0].get("value")
+            assert typed == params.get("min_relative", ""), params
