@@ -119,6 +119,8 @@ class RunMetadata:
     # The commits before this run's, newest first, as the client's git saw them (its
     # first-parent history): what lies between two runs' commits (docs/changes.md).
     first_parents: tuple[str, ...] = ()
+    # `sha:number` of those commits whose message names the request they came in.
+    merged_requests: tuple[str, ...] = ()
 
     def executed_plan(self) -> str | None:
         """The id of the plan this run executed, if it names one."""
@@ -361,6 +363,7 @@ def prepare_run(
         "file_derived": merged.file_derived,
         "plan_id": meta.executed_plan(),
         "first_parents": list(meta.first_parents) or None,
+        "merged_requests": list(meta.merged_requests) or None,
         **_session_measures(merged.session, meta),
     }
     run_id = _insert_run(conn, run_values)
@@ -474,7 +477,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             xdist_workers, partial, hidden_rows, missing, runner, file_derived, plan_id, cpu_s,
             startup_s, collect_s, job_wall_s, collected_tests, collected_files, collect_by_file,
             invocation, rootdir, heap_objects_start, heap_objects_collected, heap_objects_end,
-            cpu_wait_s, malloc, platform, exit_s, first_parents)
+            cpu_wait_s, malloc, platform, exit_s, first_parents, merged_requests)
         VALUES (%(project)s, %(upload)s, %(cell)s, %(pipeline)s, %(job)s, %(commit)s,
             %(branch)s, %(machine)s, %(labels)s, %(labels_key)s, %(started_at)s, %(day)s,
             %(wall_s)s, %(test_s)s, %(tests)s, %(peak)s, %(workers)s, %(partial)s, %(hidden)s,
@@ -482,7 +485,7 @@ def _insert_run(conn: psycopg.Connection[Any], values: dict[str, Any]) -> int:
             %(collect_s)s, %(job_wall_s)s, %(collected_tests)s, %(collected_files)s,
             %(collect_by_file)s, %(invocation)s, %(rootdir)s, %(heap_objects_start)s,
             %(heap_objects_collected)s, %(heap_objects_end)s, %(cpu_wait_s)s,
-            %(malloc)s, %(platform)s, %(exit_s)s, %(first_parents)s)
+            %(malloc)s, %(platform)s, %(exit_s)s, %(first_parents)s, %(merged_requests)s)
         RETURNING id
         """,
         values,

@@ -57,6 +57,7 @@ def metadata_from_json(
         runner=raw.get("runner"),
         plan_id=raw.get("plan_id"),
         first_parents=tuple(str(c) for c in raw.get("first_parents") or ()),
+        merged_requests=tuple(str(c) for c in raw.get("merged_requests") or ()),
     )
 
 

@@ -44,6 +44,27 @@ def commits_between(
     return Between(tuple(reversed(history[1:])), complete=False)
 
 
+def requests_of(
+    merged: Sequence[str] | None, commits: Sequence[str], own: str | None = None
+) -> tuple[str, ...]:
+    """The pull or merge requests that brought `commits` (oldest first), each once: from the
+    after run's `sha:number` entries (laptime_ci.git_history), then the after run's own
+    request (a merge train's or merge queue's run carries the request it tests)."""
+    named: dict[str, str] = {}
+    for entry in merged or ():
+        sha, _, number = str(entry).partition(":")
+        if sha and number:
+            named[sha.lower()] = number
+    found: list[str] = []
+    for commit in commits:
+        request = next((n for sha, n in named.items() if _same(sha, commit)), None)
+        if request is not None and request not in found:
+            found.append(request)
+    if own and own not in found:
+        found.append(own)
+    return tuple(found)
+
+
 def _same(a: str, b: str) -> bool:
     """Commit ids equal, one possibly abbreviated."""
     a, b = a.lower(), b.lower()

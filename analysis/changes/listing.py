@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.changes.attribution import BisectStep, bisect_steps
+from analysis.changes.attribution import BisectStep, bisect_steps, requests_of
 from analysis.changes.pipelines import PIPELINE_NAMES
 
 
@@ -53,6 +53,8 @@ class ChangeItem:
     # Machine seconds added per week: delta_s x the cell's (or the pipelines') runs a week.
     per_week_s: float | None = None
     per_week_cost: float | None = None  # dollars a week, where the cell's machine is priced
+    # The pull or merge requests that brought the commits in (before, after], where known.
+    pull_requests: tuple[str, ...] = ()
 
     @property
     def slower(self) -> bool:
@@ -154,6 +156,11 @@ def _item(row: dict[Hashable, Any]) -> ChangeItem:
         ),
         detected_at=_time(row["detected_at"]) or datetime.min,
         cell_id=None if _text(row.get("cell_id")) is None else int(float(str(row["cell_id"]))),
+        pull_requests=requests_of(
+            row.get("merged_after") if isinstance(row.get("merged_after"), list) else None,
+            candidates,
+            _text(row.get("request_after")),
+        ),
     )
 
 

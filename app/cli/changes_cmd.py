@@ -57,6 +57,8 @@ def changes_text(answer: ChangeList) -> str:
         if c.per_week_s is not None:
             cost = "" if c.per_week_cost is None else f", ${c.per_week_cost:+,.2f}"
             lines.append(f"    per week: {c.per_week_s:+.1f}s of machine time{cost}")
+        if c.pull_requests:
+            lines.append("    requests: " + " ".join(f"#{n}" for n in c.pull_requests))
         lines += [f"    bisect: {step.command}" for step in c.bisect]
     return "\n".join(lines)
 

@@ -77,11 +77,14 @@ def changes_statement(
                 d.runs_after, d.median_before_s, d.median_after_s, d.spread_before_s,
                 d.spread_after_s, d.noise, d.z, d.between_commits, d.between_complete,
                 d.state, d.state_at, d.detected_at, ra.pipeline AS pipeline_after,
-                ra.runner AS runner, ra.upload_id AS upload_after
+                ra.runner AS runner, ra.upload_id AS upload_after,
+                ra.merged_requests AS merged_after,
+                nullif(ua.metadata ->> 'pull_request', '') AS request_after
             FROM duration_change d
             LEFT JOIN cell c ON c.id = d.cell_id  -- none for a pipeline's change
             LEFT JOIN test_case tc ON tc.id = CASE WHEN d.kind = 'test' THEN d.key::bigint END
             LEFT JOIN run ra ON ra.id = d.run_id_after
+            LEFT JOIN upload ua ON ua.id = ra.upload_id
             WHERE {}
             ORDER BY d.at_after DESC, d.id DESC
             LIMIT %(limit)s

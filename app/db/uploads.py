@@ -47,6 +47,7 @@ class UploadMetadata:
     backfill: bool = False
     runner: str | None = None
     first_parents: tuple[str, ...] = ()
+    merged_requests: tuple[str, ...] = ()  # `sha:number`
 
     @classmethod
     def of(cls, document: Mapping[str, Any]) -> UploadMetadata:
@@ -69,6 +70,7 @@ class UploadMetadata:
             backfill=bool(document.get("backfill")),
             runner=document.get("runner"),
             first_parents=tuple(document.get("first_parents") or ()),
+            merged_requests=tuple(document.get("merged_requests") or ()),
         )
 
     def document(self) -> dict[str, Any]:
@@ -90,6 +92,7 @@ class UploadMetadata:
             "backfill": self.backfill,
             "runner": self.runner,
             "first_parents": list(self.first_parents),
+            "merged_requests": list(self.merged_requests),
         }
 
 

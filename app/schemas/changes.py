@@ -73,6 +73,11 @@ class ChangeModel(ApiModel):
     per_week_cost: float | None = Field(
         description="dollars added a week, where the project's catalogue prices the machine"
     )
+    pull_requests: list[str] = Field(
+        description="the pull or merge requests that brought the commits in (before, after], "
+        "oldest first, where their messages name one (laptime-ci reads them from git) or the "
+        "first run after was a request's own (a merge queue's or merge train's)"
+    )
 
 
 class ChangeList(ApiModel):

@@ -152,6 +152,13 @@ class UploadForm(BaseModel):
         description="the checkout's HEAD and its first parents, newest first, repeatable "
         "(`git rev-list --first-parent -n 50 HEAD`): the commits between two runs",
     )
+    merged_request: list[Annotated[str, Field(pattern=r"^[0-9a-fA-F]{7,64}:[0-9]{1,10}$")]] = Field(
+        default_factory=list,
+        max_length=MAX_FIRST_PARENTS,
+        description="`sha:number` of a first-parent commit whose message names the pull or "
+        "merge request it came in (`Merge pull request #412`, `Title (#412)`, `See merge "
+        "request g/p!412`), repeatable: the requests a change names",
+    )
     runner: Annotated[str | None, AfterValidator(_runner)] = Field(
         default=None,
         max_length=40,
@@ -179,4 +186,5 @@ class UploadForm(BaseModel):
             backfill=self.backfill,
             runner=self.runner,
             first_parents=tuple(sha.lower() for sha in self.first_parent),
+            merged_requests=tuple(entry.lower() for entry in self.merged_request),
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 from laptime_ci import __version__
 from laptime_ci.compare_cmd import add_parsers as add_compare_parsers
 from laptime_ci.compare_cmd import run_comment, run_compare
-from laptime_ci.git_history import first_parent_history
+from laptime_ci.git_history import checkout_history
 from laptime_ci.labels import parse_labels
 from laptime_ci.quarantine import add_parsers as add_quarantine_parsers
 from laptime_ci.quarantine import run_export
@@ -156,6 +156,7 @@ def _upload(args: argparse.Namespace) -> int:
         if not url or not token:
             raise UploadError("no server: set LAPTIME_URL and LAPTIME_TOKEN (or --url/--token)")
         base = metadata_from_env(env)
+        history = checkout_history(env)
         metadata: UploadMetadata = replace(
             base,
             commit=args.commit or base.commit,
@@ -171,7 +172,8 @@ def _upload(args: argparse.Namespace) -> int:
             idempotency_key=args.idempotency_key,
             backfill=args.backfill,
             plan_id=args.plan_id,
-            first_parents=first_parent_history(env),
+            first_parents=history.first_parents,
+            merged_requests=history.merged_requests,
         )
         files = []
         for raw in args.files:

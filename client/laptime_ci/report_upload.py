@@ -33,13 +33,15 @@ def upload_document(
             wall_s=session["wall_s"],
             peak_rss_mib=session["peak_rss_mib"],
         )
-        from laptime_ci.git_history import first_parent_history
+        from laptime_ci.git_history import checkout_history
 
+        history = checkout_history(os.environ)
         metadata = replace(
             metadata,
             labels={**metadata.labels, **labels},
             plan_id=plan_id or metadata.plan_id,
-            first_parents=first_parent_history(os.environ),
+            first_parents=history.first_parents,
+            merged_requests=history.merged_requests,
         )
         name = path.name if path is not None else "laptime.json"
         retries = int(os.environ.get("LAPTIME_UPLOAD_RETRIES", "4"))

@@ -68,6 +68,8 @@ class UploadMetadata:
     # HEAD and its first parents, newest first (laptime_ci.git_history): the commits between
     # two runs, for the bisect list of a change.
     first_parents: tuple[str, ...] = ()
+    # `sha:number` of those commits whose message names the pull or merge request they came in.
+    merged_requests: tuple[str, ...] = ()
 
     def with_session(
         self,
@@ -114,6 +116,7 @@ class UploadMetadata:
         if self.backfill:
             fields.append(("backfill", "true"))
         fields.extend(("first_parent", sha) for sha in self.first_parents)
+        fields.extend(("merged_request", entry) for entry in self.merged_requests)
         return fields
 
 

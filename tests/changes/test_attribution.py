@@ -9,6 +9,7 @@ from analysis.changes.attribution import (
     bisect_steps,
     commits_between,
     pick_default_branch,
+    requests_of,
 )
 
 
@@ -73,3 +74,14 @@ def test_default_branch() -> None:
     assert pick_default_branch(None, [("feature", 9), ("master", 1)]) == "master"
     assert pick_default_branch(None, [("a", 1), ("b", 5), ("", 9)]) == "b"
     assert pick_default_branch(None, []) is None
+
+
+def test_the_requests_of_a_range_oldest_first_each_once() -> None:
+    merged = [f"{sha(5)}:12", f"{sha(4)}:12", f"{sha(3)}:9", "junk", f"{sha(1)}:"]
+    # Commits oldest first, one abbreviated; two commits of one request name it once.
+    assert requests_of(merged, [sha(3), sha(4)[:10], sha(5)]) == ("9", "12")
+    assert requests_of(merged, [sha(2)]) == ()
+    # The after run's own request comes last, unless a commit already named it.
+    assert requests_of(merged, [sha(3)], "77") == ("9", "77")
+    assert requests_of(merged, [sha(3)], "9") == ("9",)
+    assert requests_of(None, [sha(3)], None) == ()

@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from laptime_ci.git_history import first_parent_history
+from laptime_ci.git_history import checkout_history, first_parent_history, first_parent_log
 from laptime_ci.upload import UploadMetadata
 
 
@@ -67,3 +67,41 @@ def test_a_hostile_repository_runs_nothing(tmp_path: Path) -> None:
     _git(repo, "config", "core.hooksPath", str(tmp_path))
     assert first_parent_history({}, cwd=repo) == (shas[1], shas[0])
     assert not witness.exists()
+
+
+def test_each_commit_names_the_request_its_message_names(tmp_path: Path) -> None:
+    repo, shas = _repo(tmp_path, 1)
+    messages = {
+        "github-merge": "Merge pull request #112 from dev/topic\n\nTopic",
+        "squash": "Faster fixture (#113)",
+        "gitlab": "Merge branch 'topic' into 'main'\n\nFaster\n\nSee merge request grp/sub/proj!114",
+        "plain": "No request here (#x) #115",
+        "hostile": "Subject (#116)\x1f\x1e12345",
+    }
+    made = {}
+    for name, message in messages.items():
+        (repo / "f.txt").write_text(name)
+        _git(repo, "add", "f.txt")
+        _git(repo, "commit", "-q", "-m", message)
+        made[name] = _git(repo, "rev-parse", "HEAD")
+    log = dict(first_parent_log({}, cwd=repo))
+    assert log == {
+        made["github-merge"]: "112",
+        made["squash"]: "113",
+        made["gitlab"]: "114",
+        made["plain"]: None,
+        # Separators in a message spoil at most its own reading, never the commits after it.
+        made["hostile"]: "116",
+        shas[0]: None,
+    }
+    history = checkout_history({}, cwd=repo)
+    assert history.first_parents == tuple(reversed([*shas, *made.values()]))
+    assert set(history.merged_requests) == {
+        f"{made['github-merge']}:112",
+        f"{made['squash']}:113",
+        f"{made['gitlab']}:114",
+        f"{made['hostile']}:116",
+    }
+    fields = UploadMetadata(merged_requests=history.merged_requests[:1]).form_fields()
+    assert fields == [("merged_request", history.merged_requests[0])]
+    assert checkout_history({"LAPTIME_GIT_HISTORY": "off"}, cwd=repo) == ((), ())

@@ -101,8 +101,12 @@ def test_a_regression_is_found_and_its_commit_bisected(
         _run_job(repo, live_server, project, run, sha)
         run += 1
     last_good = sha
-    regression = _commit(repo, "bigger batch", {"work.py": _work(0.25)})
-    skipped = _commit(repo, "docs after", {"README": "after\n"})
+    # Messages as GitHub writes them: a squashed pull request, then a merged one; the first
+    # run after the step is on a commit that names none.
+    regression = _commit(repo, "Bigger batch (#141)", {"work.py": _work(0.25)})
+    skipped = _commit(
+        repo, "Merge pull request #142 from dev/docs\n\nDocs after", {"README": "after\n"}
+    )
     for i in range(RUNS_AFTER):
         sha = _commit(repo, f"later {i}", {"README": f"later {i}\n"})
         if i == 0:
@@ -139,6 +143,7 @@ def test_a_regression_is_found_and_its_commit_bisected(
     assert change["between_complete"] is True
     assert [s["commit"] for s in change["bisect"]] == [regression, skipped, first_bad]
     assert 0.1 < change["delta_s"] < 0.2  # the sleep went from 0.10 to 0.25 s
+    assert change["pull_requests"] == ["141", "142"]  # the requests that brought the range
 
     # The bisect list, run as printed, in the repository: the first slower commit is the one.
     timings = {}
@@ -161,11 +166,18 @@ def test_a_regression_is_found_and_its_commit_bisected(
     assert page.status_code == 200
     assert f'data-commit-after="{first_bad}"' in page.text
     assert f'data-commit="{regression}"' in page.text
+    assert 'data-requests="141 142"' in page.text
     printed = CliRunner().invoke(
         cli, ["changes", "--project", project.slug, "--json"], env={"DATABASE_URL": database.url}
     )
     assert printed.exit_code == 0, printed.output
     assert printed.output.count(regression) >= 2
+    text = CliRunner().invoke(
+        cli,
+        ["changes", "--project", project.slug, "--kind", "test"],
+        env={"DATABASE_URL": database.url},
+    )
+    assert "    requests: #141 #142" in text.output, text.output
 
 
 def _series(database: Database, project: ProjectFixture) -> str:
