@@ -26,7 +26,7 @@ import psycopg
 from psycopg import sql
 
 from bench.bench_pages import demo_size, p95, timings
-from bench.common import scratch_database
+from bench.common import bench_project, scratch_database
 
 
 def detect_history(dsn: str, project_id: int) -> tuple[int, float]:
@@ -110,24 +110,14 @@ def main() -> None:
 
     from app.db.changes import ChangeQuery
     from app.db.engine import make_engine
-    from app.db.projects import create_project, get_project
-    from app.demo_load import load_demo
     from app.factory import create_app
     from app.settings import Settings
 
     size = demo_size(args.results)
     with scratch_database(args.keep_home) as (url, dsn):
         engine = make_engine(url)
-        with engine.begin() as conn:
-            kept = get_project(conn, "bench")
-            project = kept or create_project(conn, "bench", public=True)
-        if kept is None:
-            start = time.perf_counter()
-            stored = load_demo(dsn, project.id, size)  # type: ignore[arg-type]
-            print(f"stored {stored:,} results ({size}) in {time.perf_counter() - start:.1f} s")
-        else:
-            print(f"reusing the history kept in {args.keep_home}")
-        if kept is None or args.redetect:
+        project, kept = bench_project(engine, dsn, size, args.keep_home)
+        if not kept or args.redetect:
             with psycopg.connect(dsn) as conn:
                 conn.execute("TRUNCATE change_state, change_log, change_backlog, duration_change")
             done, seconds = detect_history(dsn, project.id)

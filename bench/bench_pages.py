@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from bench.common import scratch_database, store_upload
+from bench.common import bench_project, scratch_database, store_upload
 
 
 def demo_size(results: int) -> object:
@@ -87,8 +87,6 @@ def main() -> None:
     from sqlalchemy import text
 
     from app.db.engine import make_engine
-    from app.db.projects import create_project, get_project
-    from app.demo_load import load_demo
     from app.factory import create_app
     from app.settings import Settings
     from demo.synthetic import TRANSFORMS_FILE
@@ -96,15 +94,7 @@ def main() -> None:
     size = demo_size(args.results)
     with scratch_database(args.keep_home) as (url, dsn):
         engine = make_engine(url)
-        with engine.begin() as conn:
-            kept = get_project(conn, "bench")
-            project = kept or create_project(conn, "bench", public=True)
-        if kept is None:
-            start = time.perf_counter()
-            stored = load_demo(dsn, project.id, size)  # type: ignore[arg-type]
-            print(f"stored {stored:,} results ({size}) in {time.perf_counter() - start:.1f} s")
-        else:
-            print(f"reusing the history kept in {args.keep_home}")
+        project, _ = bench_project(engine, dsn, size, args.keep_home)
         with engine.connect() as conn:
             nodeid = conn.execute(
                 text(

@@ -37,6 +37,24 @@ def scratch_database(keep_home: Path | None = None) -> Iterator[tuple[str, str]]
             yield url, libpq_url(url)
 
 
+def bench_project(engine: Any, dsn: str, size: Any, keep_home: Path | None) -> tuple[Any, bool]:
+    """The "bench" project of the database and whether it was kept from an earlier run; a new
+    one gets the demo history of `size` (app.demo_load.DemoSize) loaded."""
+    from app.db.projects import create_project, get_project
+    from app.demo_load import load_demo
+
+    with engine.begin() as conn:
+        kept = get_project(conn, "bench")
+        project = kept or create_project(conn, "bench", public=True)
+    if kept is None:
+        start = time.perf_counter()
+        stored = load_demo(dsn, project.id, size)
+        print(f"stored {stored:,} results ({size}) in {time.perf_counter() - start:.1f} s")
+    else:
+        print(f"reusing the history kept in {keep_home}")
+    return project, kept is not None
+
+
 def best_of(rounds: int, fn: Callable[[], object]) -> tuple[float, list[float]]:
     """Median and all timings (seconds) of `rounds` calls of fn."""
     times = []

@@ -3,9 +3,10 @@ config to copy."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy import Connection
 
@@ -34,24 +35,33 @@ from figures.theme import figure_html
 router = APIRouter(include_in_schema=False)
 
 
+@dataclass(frozen=True)
+class PlanQuestion:
+    """The page's form: the split asked for (query parameters of both the read and the POST
+    that tracks it)."""
+
+    jobs: str = "2-6"
+    granularity: str = "auto"
+    objective: str = "wait"
+    overhead: str | None = None
+    budget: str | None = None
+    cell: str | None = None
+
+
+PlanQuestionDep = Annotated[PlanQuestion, Depends()]
+
+
 @router.get("/p/{slug}/recommendations", response_class=HTMLResponse)
 def recommendations_page(
     request: Request,
     project: PageProject,
     conn: ConnDep,
     filters: FiltersDep,
-    jobs: str = "2-6",
-    granularity: str = "auto",
-    objective: str = "wait",
-    overhead: str | None = None,
-    budget: str | None = None,
-    cell: str | None = None,
+    question: PlanQuestionDep,
 ) -> Any:
     """The split plan as a before/after Gantt, machine sizing, and the config to copy; a read,
     it stores nothing (the "Track this plan" form POSTs)."""
-    return _page(
-        request, project, conn, filters, jobs, granularity, objective, overhead, budget, cell
-    )
+    return _page(request, project, conn, filters, question)
 
 
 @router.post("/p/{slug}/recommendations", response_class=HTMLResponse)
@@ -60,20 +70,14 @@ def track_plan(
     project: PageProject,
     conn: ConnDep,
     filters: FiltersDep,
-    jobs: str = "2-6",
-    granularity: str = "auto",
-    objective: str = "wait",
-    overhead: str | None = None,
-    budget: str | None = None,
-    cell: str | None = None,
+    question: PlanQuestionDep,
     csrf: Annotated[str, Form(max_length=200)] = "",
 ) -> Any:
     """Store the plan shown for the same question and show it with its id and labelled config."""
-    question = (jobs, granularity, objective, overhead, budget, cell)
     if not csrf_ok(request, csrf):
         notice = "The form expired: reload the page and track the plan again."
-        return _page(request, project, conn, filters, *question, notice=notice, status=403)
-    return _page(request, project, conn, filters, *question, track=True)
+        return _page(request, project, conn, filters, question, notice=notice, status=403)
+    return _page(request, project, conn, filters, question, track=True)
 
 
 def _page(
@@ -81,17 +85,14 @@ def _page(
     project: Project,
     conn: Connection,
     filters: Filters,
-    jobs: str,
-    granularity: str,
-    objective: str,
-    overhead: str | None,
-    budget: str | None,
-    cell: str | None,
+    question: PlanQuestion,
     *,
     track: bool = False,
     notice: str | None = None,
     status: int = 200,
 ) -> Any:
+    jobs, granularity, objective = question.jobs, question.granularity, question.objective
+    overhead, budget, cell = question.overhead, question.budget, question.cell
     plan: SplitAnswer | None = None
     machines: MachinesAnswer | None = None
     error: str | None = None
