@@ -130,6 +130,13 @@ def main() -> None:
                 "WHERE position < 1000), (SELECT max(at_after)::date - 7 FROM duration_change)"
             ).fetchone()
             job = conn.execute("SELECT job FROM cell ORDER BY id LIMIT 1").fetchone()
+            # Detected changes (the added ones have no series behind them) of each kind.
+            detected_ids = dict(
+                conn.execute(
+                    "SELECT DISTINCT ON (kind) kind, id FROM duration_change "
+                    "WHERE position < 1000 ORDER BY kind, id"
+                ).fetchall()
+            )
             # A test with no stored change: its filter reads the most rows to find none.
             quiet = ("tests/test_unchanged.py::test_none",)
         assert counts is not None
@@ -150,6 +157,14 @@ def main() -> None:
             ("REST, a quiet test", f"{api}?test={quote(quiet[0])}"),
             ("page", f"/p/{project.slug}/changes"),
             ("page, kind=file", f"/p/{project.slug}/changes?kind=file"),
+            *(
+                (f"{kind} series", f"{api}/{change_id}/series")
+                for kind, change_id in sorted(detected_ids.items())
+            ),
+            *(
+                (f"page, a {kind}", f"/p/{project.slug}/changes/{change_id}")
+                for kind, change_id in sorted(detected_ids.items())[:1]
+            ),
         ]
         settings = Settings(database_url=url)
         with TestClient(create_app(settings, engine)) as client:

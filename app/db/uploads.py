@@ -74,8 +74,9 @@ class UploadMetadata:
         )
 
     def document(self) -> dict[str, Any]:
-        """The stored JSON document (its keys and their order are what stored uploads hold)."""
-        return {
+        """The stored JSON document (its keys and their order are what stored uploads hold;
+        `merged_requests` only when there are some, so answers without them keep their bytes)."""
+        document = {
             "commit": self.commit,
             "branch": self.branch,
             "pipeline": self.pipeline,
@@ -92,8 +93,10 @@ class UploadMetadata:
             "backfill": self.backfill,
             "runner": self.runner,
             "first_parents": list(self.first_parents),
-            "merged_requests": list(self.merged_requests),
         }
+        if self.merged_requests:
+            document["merged_requests"] = list(self.merged_requests)
+        return document
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,9 @@ def test_each_commit_names_the_request_its_message_names(tmp_path: Path) -> None
     messages = {
         "github-merge": "Merge pull request #112 from dev/topic\n\nTopic",
         "squash": "Faster fixture (#113)",
-        "gitlab": "Merge branch 'topic' into 'main'\n\nFaster\n\nSee merge request grp/sub/proj!114",
+        "gitlab": (
+            "Merge branch 'topic' into 'main'\n\nFaster\n\nSee merge request grp/sub/proj!114"
+        ),
         "plain": "No request here (#x) #115",
         "hostile": "Subject (#116)\x1f\x1e12345",
     }

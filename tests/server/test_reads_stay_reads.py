@@ -16,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 
 from app.factory import create_app
 from app.settings import Settings
+from tests.changes_history import upload_step_history
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
 from tests.factories import junit_xml
 from tests.server.app_server import serve
@@ -61,6 +62,8 @@ def seeded(live_server: LiveServer, engine: Engine) -> ProjectFixture:
         timeout=60,
     )
     assert opened.status_code == 200, opened.text
+    # A lasting step on the default branch, so a change's reads answer with content.
+    upload_step_history(live_server, project)
     return project
 
 
@@ -91,8 +94,9 @@ def get_paths(app_routes: list[object]) -> list[tuple[str, dict[str, str]]]:
     return found
 
 
-def fill(path: str, project: ProjectFixture, upload_id: int, queue_id: int) -> str:
+def fill(path: str, project: ProjectFixture, upload_id: int, queue_id: int, change_id: int) -> str:
     values = {
+        "change_id": str(change_id),
         "slug": project.slug,
         "upload_id": str(upload_id),
         "name": "laptime.css",
@@ -120,6 +124,9 @@ def test_every_get_route_answers_from_a_read_only_database(
         queue_id = conn.execute(
             text("SELECT max(id) FROM work_queue WHERE project_id = :p"), {"p": seeded.id}
         ).scalar_one()
+        change_id = conn.execute(
+            text("SELECT max(id) FROM duration_change WHERE project_id = :p"), {"p": seeded.id}
+        ).scalar_one()
         plans_before = conn.execute(
             text("SELECT count(*) FROM plan WHERE project_id = :p"), {"p": seeded.id}
         ).scalar_one()
@@ -130,7 +137,7 @@ def test_every_get_route_answers_from_a_read_only_database(
     with serve(app) as url:
         for path, query in paths:
             token = seeded.admin_token if path.endswith(ADMIN_READS) else seeded.read_token
-            target = fill(path, seeded, upload_id, queue_id)
+            target = fill(path, seeded, upload_id, queue_id, change_id)
             answer = httpx.get(
                 url + target,
                 params=query,
