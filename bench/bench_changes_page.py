@@ -130,11 +130,12 @@ def main() -> None:
                 "WHERE position < 1000), (SELECT max(at_after)::date - 7 FROM duration_change)"
             ).fetchone()
             job = conn.execute("SELECT job FROM cell ORDER BY id LIMIT 1").fetchone()
-            # Detected changes (the added ones have no series behind them) of each kind.
+            # A change of each kind, detected ones first (an added one's series is its test
+            # in its cell's runs all the same).
             detected_ids = dict(
                 conn.execute(
                     "SELECT DISTINCT ON (kind) kind, id FROM duration_change "
-                    "WHERE position < 1000 ORDER BY kind, id"
+                    "ORDER BY kind, position >= 1000, id"
                 ).fetchall()
             )
             # A test with no stored change: its filter reads the most rows to find none.
