@@ -51,6 +51,28 @@ def step_points(
     return series_runs(frame)
 
 
+def nearest_runs(run_ids: np.ndarray, tests: np.ndarray, run_id_after: int, cap: int) -> np.ndarray:
+    """Which runs (a mask, in the given order) to read every result of within `cap` results:
+    the runs nearest the step first, alternating sides, until the next would pass the cap
+    (the first run after and the last before are kept whatever their size)."""
+    ids = np.asarray(run_ids, dtype=np.int64)
+    sizes = np.nan_to_num(np.asarray(tests, dtype=np.float64), nan=0.0)
+    after = ids >= run_id_after
+    # Distance from the step in runs: the first after and the last before are both 0.
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[after] = np.arange(int(after.sum()))
+    rank[~after] = np.arange(int((~after).sum()))[::-1]
+    order = np.lexsort((~after, rank))  # by distance, the side after first
+    kept = np.zeros(len(ids), dtype=bool)
+    total = 0.0
+    for i in order:
+        if total + sizes[i] > cap and rank[i] > 0:
+            break
+        kept[i] = True
+        total += sizes[i]
+    return kept
+
+
 def series_runs(frame: pd.DataFrame) -> tuple[SeriesRun, ...]:
     """Rows of run_id, commit, started_at, duration_s and after as points, in row order;
     rows without a finite duration left out."""

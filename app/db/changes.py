@@ -10,6 +10,7 @@ from psycopg import sql
 from sqlalchemy import Connection, text
 
 from analysis.changes.attribution import pick_default_branch
+from analysis.changes.step_series import nearest_runs
 from app.db.copy_frames import read_frame
 
 CHANGE_STATES = ("open", "acknowledged", "resolved")
@@ -192,6 +193,9 @@ def default_branch_override(conn: Connection, project_id: int) -> str | None:
 
 # Runs a change's series is drawn over, on either side of its step.
 SERIES_RUNS = 40
+# Where points need every result of their runs (recorded CPU time), at most this many results
+# are read: the runs nearest the step are kept (a request's work stays bounded).
+SERIES_MAX_RESULTS = 300_000
 
 
 @dataclass(frozen=True)
@@ -229,7 +233,7 @@ def runs_around(conn: Connection, cell_id: int, run_id_after: int) -> pd.DataFra
     first, with what a series point is made of (analysis.changes.step_series.RUN_MEASURES)."""
     columns = (
         "SELECT id AS run_id, commit_sha AS commit, started_at, day, wall_s, job_wall_s, "
-        "cpu_s, xdist_workers FROM run WHERE cell_id = %(cell)s"
+        "cpu_s, xdist_workers, tests FROM run WHERE cell_id = %(cell)s"
     )
     return read_frame(
         conn,
@@ -243,17 +247,26 @@ def runs_around(conn: Connection, cell_id: int, run_id_after: int) -> pd.DataFra
 
 
 def series_results(
-    conn: Connection, project_id: int, runs: pd.DataFrame, kind: str, key: str
-) -> pd.DataFrame:
-    """The runs' stored results a point of series (kind, key) is made of: the test's, or the
-    file's; every result of the runs where their CPU share matters (recorded CPU time)."""
+    conn: Connection,
+    project_id: int,
+    runs: pd.DataFrame,
+    kind: str,
+    key: str,
+    run_id_after: int,
+    *,
+    max_results: int = SERIES_MAX_RESULTS,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(runs, results): the stored results a point of series (kind, key) is made of, the
+    test's or the file's; where the runs recorded CPU time, every result of them (the CPU
+    share is read from all), for the runs nearest the step within `max_results` (the runs
+    left out are left out of the answer too)."""
     narrow = {
         "test": "tr.test_id = %(key)s::bigint",
         "function": "tc.file = split_part(%(key)s, '::', 1)",
         "file": "tc.file = %(key)s",
     }.get(kind)
     if narrow is None or runs.empty:
-        return pd.DataFrame(columns=["run_id", *_RESULT_COLUMNS])
+        return runs, pd.DataFrame(columns=["run_id", *_RESULT_COLUMNS])
     params = {
         "p": project_id,
         "days": sorted(set(runs["day"])),
@@ -262,10 +275,17 @@ def series_results(
     }
     found = read_frame(conn, _results_statement(narrow), params)
     if found["cpu_s"].notna().any():  # the run's CPU share is read from all its results
+        ids = runs["run_id"].to_numpy()
+        runs = runs.loc[nearest_runs(ids, runs["tests"].to_numpy(), run_id_after, max_results)]
+        params = {
+            **params,
+            "runs": [int(r) for r in runs["run_id"]],
+            "days": sorted(set(runs["day"])),
+        }
         found = read_frame(conn, _results_statement("true"), params)
     for name in _RESULT_COLUMNS[5:]:
         found[name] = pd.to_numeric(found[name], errors="coerce").astype(float)
-    return found
+    return runs, found
 
 
 _RESULT_COLUMNS = (

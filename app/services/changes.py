@@ -122,7 +122,9 @@ def change_series(conn: Connection, project: Project, change_id: int) -> ChangeS
         points = series_runs(stored)
     else:
         runs = runs_around(conn, source.cell_id, source.run_id_after)
-        results = series_results(conn, project.id, runs, source.kind, source.key)
+        runs, results = series_results(
+            conn, project.id, runs, source.kind, source.key, source.run_id_after
+        )
         points = step_points(source.kind, source.key, runs, results, source.run_id_after)
     return ChangeSeries(change=found[0], points=points)
 

@@ -7,6 +7,7 @@ give the range; its bisect list, run as printed, finds the commit."""
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,10 @@ import httpx
 import psycopg
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import Engine
 
 from app.cli.main import cli
+from app.db.changes import change_source, runs_around, series_results
 from tests.conftest import Database, LiveServer, ProjectFixture
 from tests.server.conftest import wait_for
 
@@ -87,7 +90,11 @@ def _run_job(repo: Path, server: LiveServer, project: ProjectFixture, run: int, 
 
 @pytest.mark.timeout(1200)  # about 45 pytest runs, each a process start and an upload
 def test_a_regression_is_found_and_its_commit_bisected(
-    live_server: LiveServer, project: ProjectFixture, database: Database, tmp_path: Path
+    live_server: LiveServer,
+    project: ProjectFixture,
+    database: Database,
+    engine: Engine,
+    tmp_path: Path,
 ) -> None:
     repo = tmp_path / "project"
     repo.mkdir()
@@ -144,6 +151,33 @@ def test_a_regression_is_found_and_its_commit_bisected(
     assert [s["commit"] for s in change["bisect"]] == [regression, skipped, first_bad]
     assert 0.1 < change["delta_s"] < 0.2  # the sleep went from 0.10 to 0.25 s
     assert change["pull_requests"] == ["141", "142"]  # the requests that brought the range
+
+    # Its series: every run, split at the step, each point as detection took it (the plugin
+    # recorded CPU time, so from every result of the run); the medians are the change's own.
+    series = httpx.get(
+        f"{live_server.url}/api/v1/projects/{project.slug}/changes/{change['id']}/series",
+        headers={"Authorization": f"Bearer {project.read_token}"},
+    ).json()["points"]
+    assert [p["after"] for p in series] == [False] * RUNS_BEFORE + [True] * RUNS_AFTER
+    assert series[RUNS_BEFORE]["commit"] == first_bad
+    before = [p["duration_s"] for p in series if not p["after"]][-change["runs_before"] :]
+    after = [p["duration_s"] for p in series if p["after"]][: change["runs_after"]]
+    assert statistics.median(before) == pytest.approx(change["median_before_s"])
+    assert statistics.median(after) == pytest.approx(change["median_after_s"])
+    # Bounded: with room for three runs' results, the three nearest the step are read.
+    with engine.connect() as conn:
+        source = change_source(conn, project.id, change["id"])
+        assert source is not None
+        assert source.cell_id is not None
+        runs = runs_around(conn, source.cell_id, source.run_id_after)
+        per_run = int(runs["tests"].max())
+        kept, results = series_results(
+            conn, project.id, runs, "test", source.key, source.run_id_after,
+            max_results=3 * per_run,
+        )  # fmt: skip
+    assert len(kept) == 3
+    assert set(results["run_id"]) == set(kept["run_id"])
+    assert int((kept["run_id"] >= source.run_id_after).sum()) == 2  # the side after first
 
     # The bisect list, run as printed, in the repository: the first slower commit is the one.
     timings = {}
