@@ -18,9 +18,11 @@ import pytest
 from sqlalchemy import Engine
 
 from figures.plot_text import NARROW_TICK_CHARS, short_name
+from tests.changes_history import RUNS, STEP_AT
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.pages.conftest import Watched, watch
 from tests.server.test_upload_flow import upload, wait_done
+from tests.uploads import upload_all
 
 pytestmark = pytest.mark.browser
 
@@ -75,6 +77,7 @@ class Hostile:
     project: ProjectFixture
     nodeid: str
     file: str
+    change_id: int  # a lasting step in a hostile test, at a hostile commit
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +107,30 @@ def hostile(live_server: LiveServer, engine: Engine) -> Hostile:
     files = httpx.get(
         f"{live_server.url}/api/v1/projects/{project.slug}/rollups", params={"by": "file"}
     ).json()["rows"]
-    return Hostile(project=project, nodeid=nodeid, file=files[0]["key"])
+    # A history of the hostile branch (its only one: the watched one) whose tests step up
+    # at run STEP_AT, at commits that carry payloads too.
+    upload_all(
+        live_server,
+        project.upload_token,
+        [
+            (
+                "hostile.xml",
+                junit_report((2.0 if i >= STEP_AT else 0.0) + (i % 3) / 100),
+                {
+                    "job": JOB,
+                    "branch": BRANCH,
+                    "commit": f"c{i}{SCRIPT}{ATTR}",
+                    "pipeline": f"step{SCRIPT}{i}",
+                    "label": [f"{LABEL_KEY}={LABEL_VALUES[0]}"],
+                },
+            )
+            for i in range(RUNS)
+        ],
+    )
+    changes = httpx.get(f"{live_server.url}/api/v1/projects/{project.slug}/changes").json()
+    assert changes["changes"], changes
+    change_id = int(changes["changes"][0]["id"])
+    return Hostile(project=project, nodeid=nodeid, file=files[0]["key"], change_id=change_id)
 
 
 def pages(h: Hostile) -> list[str]:
@@ -123,6 +149,9 @@ def pages(h: Hostile) -> list[str]:
         f"{base}/recommendations?{urlencode({'jobs': TEXT, 'cell': SCRIPT})}",
         f"{base}/reductions",
         f"{base}/flaky",
+        f"{base}/changes",
+        f"{base}/changes/{h.change_id}",
+        f"{base}/changes?{urlencode({'kind': TEXT, 'min_delta_s': SCRIPT})}",  # an error page
         f"{base}/test?{urlencode({'nodeid': TEXT + SCRIPT})}",  # a 404 page echoing it
         f"/signin?{urlencode({'next': '/' + ATTR, 'reason': TEXT + SCRIPT})}",
     ]
@@ -177,8 +206,13 @@ def test_no_report_string_runs_on_any_page(
             "boldInFigures": 0,
         }, path
         assert dialogs == [], path
-    # 404 pages (the unknown nodeid) are expected; nothing else may go wrong.
-    problems = [p for p in watched.problems if "HTTP 404" not in p and "status of 404" not in p]
+    # 404 pages (the unknown nodeid) and 422 (the changes page asked a hostile kind) are
+    # expected; nothing else may go wrong.
+    problems = [
+        p
+        for p in watched.problems
+        if not any(f"{w} 4{c}" in p for w in ("HTTP", "status of") for c in ("04", "22"))
+    ]
     assert problems == []
 
 
@@ -210,3 +244,23 @@ def test_hostile_strings_show_literally_in_html_and_charts(
     page.goto(f"{base}/test?{urlencode({'nodeid': hostile.nodeid})}")  # type: ignore[attr-defined]
     assert MESSAGE in page.locator("table#flaky").inner_text()  # type: ignore[attr-defined]
     assert hostile.nodeid in page.locator("h1.nodeid").inner_text()  # type: ignore[attr-defined]
+
+
+def test_a_hostile_change_shows_literally(
+    visitor: tuple[Watched, list[str]], hostile: Hostile, live_server: LiveServer
+) -> None:
+    page = visitor[0].page
+    page.goto(f"{live_server.url}/p/{hostile.project.slug}/changes/{hostile.change_id}")  # type: ignore[attr-defined]
+    page.wait_for_selector("#fig-step .main-svg")  # type: ignore[attr-defined]
+    row = page.locator(f"#change-{hostile.change_id}")  # type: ignore[attr-defined]
+    assert row.locator("[data-commit-after]").get_attribute("data-commit-after") == (
+        f"c{STEP_AT}{SCRIPT}{ATTR}"
+    )
+    assert f"job{ATTR}" in row.inner_text()  # shown as text (a long name is cut short)
+    # The figure's hover shows the commit as text.
+    page.evaluate(  # type: ignore[attr-defined]
+        'Plotly.Fx.hover(document.getElementById("fig-step"), [{curveNumber: 1, pointNumber: 0}])'
+    )
+    page.wait_for_selector("#fig-step .hoverlayer .hovertext")  # type: ignore[attr-defined]
+    hover = page.locator("#fig-step .hoverlayer").text_content()  # type: ignore[attr-defined]
+    assert f"c{STEP_AT}{SCRIPT}"[:12] in hover
