@@ -18,7 +18,7 @@ import pytest
 
 from laptime_ci.budget import JobClock
 from laptime_ci.queue_client import QueueConfig
-from laptime_ci.queue_node import Batch, NodeSummary, QueueNode
+from laptime_ci.queue_node import Batch, NodeSummary, QueueNode, looks_ahead
 from laptime_ci.shards import DEFAULT_CACHE, parse_shard_spec
 
 
@@ -80,14 +80,16 @@ class QueueRunner:
             while i < len(run):
                 if not self._fits(node, batch, run[i]):
                     break
-                if i + 1 == len(run):
-                    # The last test begun: begin the batch's next segment, else claim the next
-                    # batch, so this test's teardown knows what comes next (module fixtures
-                    # shared with it stay up).
+                reserved = batch.predicted_s.get(run[i])
+                ahead = looks_ahead(reserved)
+                if i + 1 == len(run) and ahead:
+                    # The last test begun, a short one: begin the batch's next segment, else
+                    # claim the next batch, so this test's teardown knows what comes next
+                    # (module fixtures shared with it stay up). A long one begins nothing
+                    # while it runs (looks_ahead).
                     run += [n for n in node.begin_next(batch) if n in by_id]
                     if i + 1 == len(run):
-                        reserved = batch.predicted_s.get(run[i], 0.0)
-                        following = node.next_batch(reserved_s=reserved, wait=False)
+                        following = node.next_batch(reserved_s=reserved or 0.0, wait=False)
                 if i + 1 < len(run):
                     nextitem: pytest.Item | None = by_id[run[i + 1]]
                 else:
@@ -99,6 +101,8 @@ class QueueRunner:
                 self.clock.pace.add(predicted, self.seconds.get(item.nodeid))
                 if session.shouldfail or session.shouldstop:
                     break
+                if i + 1 == len(run) and not ahead:
+                    run += [n for n in node.begin_next(batch) if n in by_id]  # after, not during
                 i += 1
             ran = [(n, self.seconds.get(n, 0.0), self.outcomes.get(n, "passed"))
                    for n in batch.nodeids if n in self.seconds]  # fmt: skip

@@ -139,6 +139,39 @@ def test_an_idle_node_takes_over_what_a_parked_node_has_not_begun(
     assert {tuple(r) for r in taken} == {("2", "1")}
 
 
+def test_a_long_test_does_not_hold_what_comes_after_it(
+    live_server: LiveServer, engine: Engine, tmp_path: Path
+) -> None:
+    project = make_project(engine)
+    where = tmp_path / "suite"
+    nodeids = make_suite(where, files=10, per_file=2, blocking=True)
+    # History: test_block is long, the rest short; its file is cut finer, and node 1's first
+    # batch is test_block alone.
+    seconds = {n: 30.0 if n.endswith("::test_block") else 0.05 for n in nodeids}
+    upload_all(live_server, project.upload_token, [("h.xml", junit(seconds), {"pipeline": "h"})])
+    log = tmp_path / "ran.log"
+    env1 = node_env(
+        live_server.url, project.upload_token, project.slug, "p-long", 1, log, BLOCK_NODE="1"
+    )
+    parked = start_node(where, 1, 2, env1)
+    wait_file(Path(f"{log}.blocked"))
+    # While node 1 runs its long test it holds nothing else begun: node 2 runs all the rest.
+    idle = start_node(
+        where, 2, 2, node_env(live_server.url, project.upload_token, project.slug, "p-long", 2, log)
+    )
+    rest = set(nodeids) - {"test_a_block.py::test_block"}
+    deadline = time.monotonic() + 120
+    while not rest <= set(counts(log)):
+        assert time.monotonic() < deadline, runs(log)
+        time.sleep(0.05)
+    Path(f"{log}.go").touch()
+    for proc in (parked, idle):
+        code, out = finish(proc)
+        assert code == 0, out
+    assert counts(log) == dict.fromkeys(nodeids, 1)  # exactly once
+    assert {n for n, at in runs(log) if at == "1@1"} == {"test_a_block.py::test_block"}
+
+
 def test_a_retried_job_replays_the_tests_it_ran(
     live_server: LiveServer, engine: Engine, tmp_path: Path
 ) -> None:
