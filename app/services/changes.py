@@ -12,6 +12,7 @@ from analysis.errors import AnswerError
 from analysis.sizing.catalogue import machine_prices
 from app.db.changes import (
     ChangeQuery,
+    ChangeSource,
     change_source,
     default_branch_override,
     load_changes,
@@ -24,6 +25,7 @@ from app.db.changes import (
 )
 from app.db.changes import set_default_branch as store_default_branch
 from app.project_records import Project
+from app.services.project_reads import FrameCache
 from app.services.recommendations import project_catalogue
 
 __all__ = [
@@ -115,18 +117,27 @@ def change_series(conn: Connection, project: Project, change_id: int) -> ChangeS
     found = changes_of(conn, project, ChangeQuery(change_id=change_id))
     if source is None or not found:
         raise ChangeNotFound(f"no change {change_id} in project {project.slug!r}")
+    # The points change only with the stored data (a change's runs are fixed): kept under the
+    # project's data version, so asking again (a page reload, a script polling) reads nothing.
+    cache = FrameCache.for_project(conn, project.id)
+    points = cache.get(("change-series", change_id), lambda: _series_points(conn, project, source))
+    return ChangeSeries(change=found[0], points=points)
+
+
+def _series_points(
+    conn: Connection, project: Project, source: ChangeSource
+) -> tuple[SeriesRun, ...]:
+    """The change's series around its step, from the stored runs and results."""
     if source.cell_id is None:
         stored = pipeline_runs_around(
             conn, project.id, source.branch or "", source.key, source.run_id_after
         )
-        points = series_runs(stored)
-    else:
-        runs = runs_around(conn, source.cell_id, source.run_id_after)
-        runs, results = series_results(
-            conn, project.id, runs, source.kind, source.key, source.run_id_after
-        )
-        points = step_points(source.kind, source.key, runs, results, source.run_id_after)
-    return ChangeSeries(change=found[0], points=points)
+        return series_runs(stored)
+    runs = runs_around(conn, source.cell_id, source.run_id_after)
+    runs, results = series_results(
+        conn, project.id, runs, source.kind, source.key, source.run_id_after
+    )
+    return step_points(source.kind, source.key, runs, results, source.run_id_after)
 
 
 def set_state(conn: Connection, project: Project, change_id: int, state: str) -> StateSet:
