@@ -89,9 +89,7 @@ def compare_pipeline(conn: Connection, project: Project, pipeline: str, base: st
 
 def _priced(project: Project, head: pd.DataFrame, base_runs: pd.DataFrame) -> CostComparison:
     """Machine time and its cost from the project's catalogue (cost None when unpriced)."""
-    machines = [
-        m for m in (*head["machine"].tolist(), *base_runs["machine"].tolist()) if isinstance(m, str)
-    ]
+    machines = [*head["machine"].tolist(), *base_runs["machine"].tolist()]
     try:
         catalogue = project_catalogue(project, machines)
     except AnswerError:

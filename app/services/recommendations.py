@@ -318,7 +318,8 @@ def project_catalogue(project: Project, machines: Sequence[str | None] = ()) -> 
         if project.catalogue not in catalogues:
             raise RecommendationError(f"project catalogue {project.catalogue!r} does not exist")
         return catalogues[project.catalogue]
-    known = [m for m in machines if m]
+    # A frame's unknown machine arrives as NaN, not None.
+    known = [m for m in machines if isinstance(m, str) and m]
     if not known:
         return None
     best = max(catalogues.values(), key=lambda c: sum(c.match(m) is not None for m in known))
