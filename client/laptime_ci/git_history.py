@@ -85,14 +85,6 @@ def request_named(subject: str, body: str = "") -> str | None:
     return None
 
 
-def first_parent_history(
-    env: Mapping[str, str], cwd: Path | None = None, limit: int = MAX_COMMITS
-) -> tuple[str, ...]:
-    """HEAD and its first parents, newest first, at most `limit`; () when unknown or turned
-    off (LAPTIME_GIT_HISTORY=0)."""
-    return tuple(sha for sha, _ in first_parent_log(env, cwd, limit))
-
-
 def merged_requests(log: tuple[tuple[str, str | None], ...]) -> tuple[str, ...]:
     """`sha:number` of each commit of a first-parent log whose message names a request."""
     return tuple(f"{sha}:{request}" for sha, request in log if request)

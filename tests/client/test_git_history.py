@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from laptime_ci.git_history import checkout_history, first_parent_history, first_parent_log
+from laptime_ci.git_history import checkout_history, first_parent_log
 from laptime_ci.upload import UploadMetadata
 
 
@@ -17,6 +17,11 @@ def _git(repo: Path, *args: str) -> str:
         ["git", *args], cwd=repo, env=env, check=True, capture_output=True, text=True
     )
     return done.stdout.strip()
+
+
+def first_parent_history(env: dict[str, str], cwd: Path, limit: int = 50) -> tuple[str, ...]:
+    """The commit ids of the client's first-parent log (what `first_parent` sends)."""
+    return tuple(sha for sha, _ in first_parent_log(env, cwd, limit))
 
 
 def _repo(tmp_path: Path, commits: int) -> tuple[Path, list[str]]:
