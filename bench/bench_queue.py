@@ -171,42 +171,50 @@ def pipeline(
     tag: str,
     slow: str | None,
     split_dir: str | None = None,
+    nodes: int = 2,
+    wait_factor: float = 1.0,
 ) -> dict[str, Any]:
-    """2 nodes at once (node K on core K-1), static shards, pytest-split groups or queue;
-    their walls, and for the queue the server's own record of each node's last batch. `slow`:
-    node 1 slowed by a CPU competitor pinned beside it (`cpu`), or by sleeping as long again
-    after each test (`sleep`: exactly half speed whatever else the shared machine runs)."""
+    """`nodes` nodes at once (node K on core (K-1) mod cores), static shards, pytest-split
+    groups or queue; their walls, and for the queue the server's own record of each node's
+    last batch. `slow`: node 1 slowed by a CPU competitor pinned beside it (`cpu`), or by
+    sleeping as long again after each test (`sleep`: exactly half speed whatever else the
+    shared machine runs). `wait_factor` > 1: every node's tests wait (sleep) that many times
+    their own time in all, so more nodes than cores still run side by side (a waiting suite)."""
     load_before = load_average()
+    cores = os.cpu_count() or 1
     hog = None
     if slow == "cpu":
         hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c", "while True: pass"])
     try:
         procs, reports, starts = [], [], []
-        for k in (1, 2):
+        for k in range(1, nodes + 1):
             report = where / f"{tag}-{k}.json"
             node_env = {**env, "LAPTIME_PIPELINE": tag, "LAPTIME_JOB_STARTED_AT": str(time.time())}
             if mode == "split":
                 node_env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], split_dir or ""])
-                flags = ["--splits=2", f"--group={k}", "--splitting-algorithm=least_duration",
+                flags = [f"--splits={nodes}", f"--group={k}",
+                         "--splitting-algorithm=least_duration",
                          f"--durations-path={where / 'split-durations.json'}"]  # fmt: skip
             else:
-                flags = [f"--laptime-{mode}={k}/2"]
-            if slow == "sleep" and k == 1:
-                node_env["BENCH_SLOW_FACTOR"] = "2"
+                flags = [f"--laptime-{mode}={k}/{nodes}"]
+            factor = wait_factor * (2 if slow == "sleep" and k == 1 else 1)
+            if factor > 1:
+                node_env["BENCH_SLOW_FACTOR"] = str(factor)
                 flags.append("-pbench.slow_node")
                 node_env["PYTHONPATH"] = os.pathsep.join([node_env["PYTHONPATH"], str(ROOT)])
             starts.append(time.monotonic())
-            procs.append(pytest_node(suite, where, k - 1, node_env, *flags, report=report))
+            core = (k - 1) % cores
+            procs.append(pytest_node(suite, where, core, node_env, *flags, report=report))
             reports.append(report)
-        walls: list[float] = [0.0, 0.0]
-        outputs: list[list[str]] = [[], []]
+        walls: list[float] = [0.0] * nodes
+        outputs: list[list[str]] = [[] for _ in range(nodes)]
 
         def wait(k: int) -> None:
             out, _ = procs[k].communicate(timeout=3600)
             walls[k] = time.monotonic() - starts[k]  # this node's own end
             outputs[k] = out.splitlines()[-3:]
 
-        waiters = [threading.Thread(target=wait, args=(k,)) for k in (0, 1)]
+        waiters = [threading.Thread(target=wait, args=(k,)) for k in range(nodes)]
         for t in waiters:
             t.start()
         for t in waiters:
@@ -218,6 +226,8 @@ def pipeline(
     counts = Counter(n for r in reports for n in ran_in(r))
     row = {
         "mode": mode,
+        "nodes": nodes,
+        "wait_factor": wait_factor,
         "slow": slow,
         "load_average": [load_before, load_average()],
         "node_walls_s": [round(w, 1) for w in walls],
@@ -273,9 +283,18 @@ def main() -> None:
         "--slow", default="cpu,sleep", help="how node 1 is slowed in the slow cases: cpu, sleep"
     )
     parser.add_argument("--claim-tests", type=int, default=3000)
+    parser.add_argument("--nodes", default="2", help="comma-separated node counts, one round each")
+    parser.add_argument(
+        "--wait-factor",
+        type=float,
+        default=1.0,
+        help="each test (history and nodes) takes this many times its time, the rest asleep",
+    )
+    parser.add_argument("--skip-budget", action="store_true", help="no budget run")
     parser.add_argument("--out", default=None, help="write the JSON result here too")
     args = parser.parse_args()
-    results: dict[str, Any] = {"suite": args.suite}
+    results: dict[str, Any] = {"suite": args.suite, "wait_factor": args.wait_factor}
+    counts = [int(n) for n in args.nodes.split(",")]
     with scratch_database() as (url, _dsn):
         serve, base = start_serve(url)
         try:
@@ -311,6 +330,11 @@ def main() -> None:
             history_env = {**env, "LAPTIME_PIPELINE": "history"}
             if split_dir:
                 history_env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], split_dir])
+            waits = []
+            if args.wait_factor > 1:
+                history_env["BENCH_SLOW_FACTOR"] = str(args.wait_factor)
+                history_env["PYTHONPATH"] = os.pathsep.join([history_env["PYTHONPATH"], str(ROOT)])
+                waits = ["-pbench.slow_node"]
             full = pytest_node(
                 args.suite,
                 where,
@@ -318,6 +342,7 @@ def main() -> None:
                 history_env,
                 "--laptime-upload",
                 *split_flags,
+                *waits,
                 report=where / "history.json",
             )
             full.communicate(timeout=3600)
@@ -327,22 +352,34 @@ def main() -> None:
             time.sleep(3)  # the worker ingests the history (polls every 0.5 s)
             modes = ("shard", "split", "queue") if split_dir else ("shard", "queue")
             cases = {"equal": None, **{f"slow-{how}": how for how in args.slow.split(",") if how}}
-            for case, slow in cases.items():
-                for mode in modes:
-                    tag = f"{mode}-{case}"
-                    row = pipeline(args.suite, where, env, mode, tag, slow, split_dir)
-                    row["exactly_once"] = row["tests"] == len(set(history)) and not row["ran_twice"]
-                    results[tag] = row
-                    print(json.dumps(row), flush=True)
+            # Each round's tag names its node count unless it is the 2-node default alone.
+            rounds = [("" if counts == [2] else f"n{n}-", n) for n in counts]
+            for prefix, n in rounds:
+                for case, slow in cases.items():
+                    for mode in modes:
+                        tag = f"{mode}-{prefix}{case}"
+                        row = pipeline(
+                            args.suite, where, env, mode, tag, slow, split_dir, n, args.wait_factor
+                        )
+                        row["exactly_once"] = (
+                            row["tests"] == len(set(history)) and not row["ran_twice"]
+                        )
+                        results[tag] = row
+                        print(json.dumps(row), flush=True)
             results["queue_vs"] = {
-                f"{other} {case}": round(
-                    results[f"queue-{case}"]["wait_s"] / results[f"{other}-{case}"]["wait_s"], 2
+                f"{other} {prefix}{case}": round(
+                    results[f"queue-{prefix}{case}"]["wait_s"]
+                    / results[f"{other}-{prefix}{case}"]["wait_s"],
+                    2,
                 )
+                for prefix, _n in rounds
                 for other in modes
                 if other != "queue"
                 for case in cases
             }
             print(json.dumps(results["queue_vs"]), flush=True)
+            if args.skip_budget:
+                return
             # A budget below what the suite needs: one node, half the single-process wall.
             budget = results["single_process_s"] / 2
             begun = time.monotonic()

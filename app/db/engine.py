@@ -9,6 +9,7 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine
+from sqlalchemy.pool import QueuePool
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -16,6 +17,14 @@ MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 def make_engine(url: str, *, pool_size: int = 5) -> Engine:
     """A pooled engine on the psycopg 3 driver."""
     return create_engine(url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
+
+
+def pool_capacity(engine: Engine) -> int:
+    """How many connections `engine` hands out at once (its pool's size and overflow)."""
+    pool = engine.pool
+    if isinstance(pool, QueuePool):
+        return pool.size() + max(pool._max_overflow, 0)
+    return 1
 
 
 def alembic_config(url: str) -> Config:

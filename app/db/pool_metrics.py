@@ -11,6 +11,8 @@ from typing import Any
 from prometheus_client import Gauge
 from sqlalchemy import Engine, QueuePool, event
 
+from app.db.engine import pool_capacity
+
 POOL_IN_USE = Gauge(
     "laptime_db_pool_in_use",
     "Database connections checked out of the web processes' pools.",
@@ -37,6 +39,5 @@ def instrument_pool(engine: Engine) -> None:
         return
     event.listen(engine, "checkout", _checked_out)
     event.listen(engine, "checkin", _checked_in)
-    pool = engine.pool
-    if isinstance(pool, QueuePool):
-        POOL_CAPACITY.inc(pool.size() + max(pool._max_overflow, 0))
+    if isinstance(engine.pool, QueuePool):
+        POOL_CAPACITY.inc(pool_capacity(engine))

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 from fastapi import Depends, Request
+from fastapi.concurrency import contextmanager_in_threadpool
 from sqlalchemy import Connection, Engine
 
 from app.db.auth_failures import record_failure, refusal_wait_s
 from app.db.projects import get_project, resolve_token
+from app.http.connection_slots import connection_slot, hold_connection_slot
 from app.http.errors import ApiError
 from app.project_records import Project, TokenGrant
 from app.settings import Settings
@@ -21,15 +24,26 @@ def get_settings(request: Request) -> Settings:
     return settings
 
 
-def get_conn(request: Request) -> Iterator[Connection]:
-    """One transaction per request: committed when the route returns, rolled back on error.
-    A failed authentication noted meanwhile is recorded once the connection is back."""
+@contextmanager
+def _request_transaction(request: Request) -> Iterator[Connection]:
     engine: Engine = request.app.state.engine
     try:
         with engine.begin() as conn:
             yield conn
     finally:
         record_noted_auth_failure(request)
+
+
+async def get_conn(request: Request) -> AsyncIterator[Connection]:
+    """One transaction per request: committed when the route returns, rolled back on error.
+    A failed authentication noted meanwhile is recorded once the connection is back. The
+    request waits for a pool slot in the event loop first (app.http.connection_slots), then
+    opens and closes the transaction in worker threads as a plain dependency would."""
+    async with (
+        connection_slot(request.app.state.engine),
+        contextmanager_in_threadpool(_request_transaction(request)) as conn,
+    ):
+        yield conn
 
 
 # scope="function": the commit runs when the route returns, BEFORE the response is sent, so a
@@ -45,6 +59,8 @@ def get_engine(request: Request) -> Engine:
 
 
 EngineDep = Annotated[Engine, Depends(get_engine)]
+# A route that opens its transactions itself holds a pool slot for its whole run.
+ConnectionSlot = Annotated[None, Depends(hold_connection_slot, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 

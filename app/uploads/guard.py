@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.http.connection_slots import connection_slot
 from app.http.deps import grant_of, presented_token, record_noted_auth_failure
 from app.http.errors import DATABASE_DOWN, ApiError, database_unavailable, error_response
 from app.http.upload_path import is_upload_post
@@ -67,7 +68,8 @@ class UploadGuard:
 
     async def _authorize(self, request: Request) -> tuple[Response | None, TokenGrant | None]:
         try:
-            grant = await run_in_threadpool(_resolve_grant, request)
+            async with connection_slot(request.app.state.engine):
+                grant = await run_in_threadpool(_resolve_grant, request)
         except DATABASE_DOWN:
             return database_unavailable(), None
         except ApiError as exc:

@@ -16,7 +16,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Connection
 
-from app.http.deps import ConnDep, EngineDep, SettingsDep, grant_of, record_noted_auth_failure
+from app.http.deps import (
+    ConnDep,
+    ConnectionSlot,
+    EngineDep,
+    SettingsDep,
+    grant_of,
+    record_noted_auth_failure,
+)
 from app.http.errors import ApiError
 from app.http.responses import answers
 from app.project_records import TokenGrant
@@ -114,6 +121,7 @@ def _answer(receipt: Receipt) -> JSONResponse:
 def create_upload(
     request: Request,
     engine: EngineDep,
+    _slot: ConnectionSlot,
     settings: SettingsDep,
     file: Annotated[
         list[UploadFile], File(min_length=1, description="report files (gzip allowed)")
