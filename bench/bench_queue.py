@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -101,17 +102,23 @@ def claim_rate(
             if batch["state"] != "batch":
                 return
             ids = [n for item in batch["items"] for n in item["nodeids"]]
-            done = await client.post(
-                f"{api}/{queue}/claims/{batch['claim_id']}/finish",
-                json={"results": [{"nodeid": n, "duration_s": 0.0} for n in ids]},
-            )
+            try:
+                done = await client.post(
+                    f"{api}/{queue}/claims/{batch['claim_id']}/finish",
+                    json={"results": [{"nodeid": n, "duration_s": 0.0} for n in ids]},
+                )
+            except httpx.HTTPError as exc:
+                errors[f"finish {type(exc).__name__}"] += 1
+                return
             if done.status_code != 200:
                 errors[f"finish {done.status_code}"] += 1
             rounds.append(time.perf_counter() - begun)
             seen.update(ids)
 
     async def pull() -> None:
-        limits = httpx.Limits(max_connections=claimers, max_keepalive_connections=claimers)
+        # A connection per call, as the client's urllib opens them: no idle connection for
+        # the server to close just as it is reused.
+        limits = httpx.Limits(max_connections=claimers, max_keepalive_connections=0)
         async with httpx.AsyncClient(headers=headers, timeout=120, limits=limits) as client:
             await asyncio.gather(*(node(client, str(i)) for i in range(claimers)))
 
@@ -136,7 +143,7 @@ def claim_rate(
 def pytest_node(
     suite: str, where: Path, cpu: int | None, env: dict[str, str], *args: str, report: Path
 ) -> subprocess.Popen[str]:
-    """A real pytest process over the suite, pinned to `cpu`."""
+    """A real pytest process over the suite (with BENCH_PYTEST_ARGS), pinned to `cpu`."""
     pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
     argv = [
         *pin,
@@ -151,6 +158,7 @@ def pytest_node(
         "-o",
         "addopts=",
         f"--laptime-report={report}",
+        *shlex.split(env.get("BENCH_PYTEST_ARGS", "")),
         *args,
     ]
     return subprocess.Popen(
@@ -242,6 +250,27 @@ def pipeline(
     return row
 
 
+def history_ingested(url: str, begun: float, timeout_s: float = 600) -> float:
+    """Seconds until every upload is ingested and a run is stored (the worker's work)."""
+    engine = create_engine(url)
+    try:
+        while True:
+            with engine.connect() as conn:
+                left, stored = conn.execute(
+                    text(
+                        "SELECT (SELECT count(*) FROM upload WHERE status <> 'done'),"
+                        " (SELECT count(*) FROM run)"
+                    )
+                ).one()
+            if not left and stored:
+                return round(time.monotonic() - begun, 1)
+            if time.monotonic() - begun > timeout_s:
+                raise RuntimeError(f"the history was not ingested in {timeout_s} s")
+            time.sleep(0.2)  # another process's progress, not a timing
+    finally:
+        engine.dispose()
+
+
 def queue_record(env: dict[str, str], pipeline: str) -> dict[str, Any]:
     """The server's record of a queue: each node's last batch done (its idle tail is what a
     waiting node's wall hides), batches and take-overs per node, tests twice or nowhere."""
@@ -271,6 +300,53 @@ def queue_record(env: dict[str, str], pipeline: str) -> dict[str, Any]:
     }
 
 
+def budget_run(
+    suite: str,
+    where: Path,
+    env: dict[str, str],
+    single_process_s: float,
+    history: list[str],
+    base: str,
+    slug: str,
+    token: str,
+) -> dict[str, Any]:
+    """A budget below what the suite needs: one node, half the single-process wall; whether
+    it stopped before its limit and named exactly the tests it did not run."""
+    budget = single_process_s / 2
+    begun = time.monotonic()
+    node_env = {**env, "LAPTIME_PIPELINE": "budget", "LAPTIME_JOB_STARTED_AT": str(time.time())}
+    proc = pytest_node(
+        suite,
+        where,
+        0,
+        node_env,
+        "--laptime-queue=1/1",
+        f"--laptime-budget={budget}",
+        report=where / "budget.json",
+    )
+    proc.communicate(timeout=3600)
+    wall = time.monotonic() - begun
+    status = httpx.get(
+        f"{base}/api/v1/projects/{slug}/queues/pipeline",
+        params={"pipeline": "budget"},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
+    ).json()
+    ran = set(ran_in(where / "budget.json"))
+    row = {
+        "load_average": load_average(),
+        "budget_s": round(budget, 1),
+        "wall_s": round(wall, 1),
+        "stopped_before_limit": wall < budget,
+        "exit_code": proc.returncode,
+        "ran": len(ran),
+        "never_ran": len(status["never_ran"]),
+        "named_exactly": set(status["never_ran"]) == set(history) - ran,
+    }
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--suite", default="pandas.tests.arithmetic")
@@ -291,6 +367,9 @@ def main() -> None:
         help="each test (history and nodes) takes this many times its time, the rest asleep",
     )
     parser.add_argument("--skip-budget", action="store_true", help="no budget run")
+    parser.add_argument(
+        "--pytest-args", default="", help="more pytest arguments for every run (part of a suite)"
+    )
     parser.add_argument("--out", default=None, help="write the JSON result here too")
     args = parser.parse_args()
     results: dict[str, Any] = {"suite": args.suite, "wait_factor": args.wait_factor}
@@ -317,6 +396,7 @@ def main() -> None:
                     "LAPTIME_PROJECT": slug,
                     "LAPTIME_READ_TOKEN": token,
                     "BENCH_DATABASE_URL": url,
+                    "BENCH_PYTEST_ARGS": args.pytest_args,
                 }
             )
             split_dir = args.pytest_split
@@ -349,7 +429,9 @@ def main() -> None:
             results["single_process_s"] = round(time.monotonic() - begun, 1)
             history = ran_in(where / "history.json")
             results["suite_tests"] = len(history)
-            time.sleep(3)  # the worker ingests the history (polls every 0.5 s)
+            # The static plan asks for its shards at once: the history must be stored by then
+            # (a fixed pause lost that race under load and the server planned without it).
+            results["history_ingest_s"] = history_ingested(url, time.monotonic())
             modes = ("shard", "split", "queue") if split_dir else ("shard", "queue")
             cases = {"equal": None, **{f"slow-{how}": how for how in args.slow.split(",") if how}}
             # Each round's tag names its node count unless it is the 2-node default alone.
@@ -378,45 +460,10 @@ def main() -> None:
                 for case in cases
             }
             print(json.dumps(results["queue_vs"]), flush=True)
-            if args.skip_budget:
-                return
-            # A budget below what the suite needs: one node, half the single-process wall.
-            budget = results["single_process_s"] / 2
-            begun = time.monotonic()
-            node_env = {
-                **env,
-                "LAPTIME_PIPELINE": "budget",
-                "LAPTIME_JOB_STARTED_AT": str(time.time()),
-            }
-            proc = pytest_node(
-                args.suite,
-                where,
-                0,
-                node_env,
-                "--laptime-queue=1/1",
-                f"--laptime-budget={budget}",
-                report=where / "budget.json",
-            )
-            proc.communicate(timeout=3600)
-            wall = time.monotonic() - begun
-            status = httpx.get(
-                f"{base}/api/v1/projects/{slug}/queues/pipeline",
-                params={"pipeline": "budget"},
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=60,
-            ).json()
-            ran = set(ran_in(where / "budget.json"))
-            results["budget"] = {
-                "load_average": load_average(),
-                "budget_s": round(budget, 1),
-                "wall_s": round(wall, 1),
-                "stopped_before_limit": wall < budget,
-                "exit_code": proc.returncode,
-                "ran": len(ran),
-                "never_ran": len(status["never_ran"]),
-                "named_exactly": set(status["never_ran"]) == set(history) - ran,
-            }
-            print(json.dumps(results["budget"]), flush=True)
+            if not args.skip_budget:
+                results["budget"] = budget_run(
+                    args.suite, where, env, results["single_process_s"], history, base, slug, token
+                )
         finally:
             serve.terminate()
             serve.wait(timeout=30)

@@ -20,7 +20,7 @@ from analysis.split.job_model import JobParts
 from analysis.split.result import PlannedJob
 from analysis.split.shards import Shard, plan_id
 
-PlanKind = Literal["split", "shard"]
+PlanKind = Literal["split", "shard", "queue"]
 # Members stored per job: a shard of a 200k-test suite lists every nodeid, the stored record
 # keeps the first ones and the count (the id already names the whole selection).
 MAX_STORED_MEMBERS = 200
@@ -90,27 +90,90 @@ def shard_plan_record(
     over the history's xdist workers (the shards API predicts test seconds only; setup None
     counts as 0 s)."""
     price = price_per_min.get(machine) if price_per_min and machine else None
-    workers = max(workers, 1)
     jobs = []
     for shard in shards:
-        wall = (setup_s or 0.0) + shard.predicted_s / workers
         members, total = _bounded(shard.members)
         jobs.append(
-            PredictedJob(
-                index=shard.index,
-                name=f"shard {shard.index}/{len(shards)}",
-                wall_s=wall,
+            _setup_and_tests_job(
+                shard.index,
+                f"shard {shard.index}/{len(shards)}",
                 tests_s=shard.predicted_s,
                 setup_s=setup_s,
                 workers=workers,
                 machine=machine,
-                cost=None if price is None else wall / 60.0 * price,
+                price=price,
                 n_tests=len(shard.nodeids),
                 members=members,
                 members_total=total,
             )
         )
     return PlanRecord(plan_id(shards), "shard", cell, tuple(jobs))
+
+
+def queue_plan_id(queue_id: int) -> str:
+    """The plan id of a pipeline's queue, the same for every node that opens or joins it."""
+    return hashlib.sha256(f"queue\0{queue_id}".encode()).hexdigest()[:12]
+
+
+def queue_plan_record(
+    queue_id: int,
+    *,
+    nodes: int,
+    tests: int,
+    total_s: float,
+    setup_s: float | None,
+    workers: int = 1,
+    machine: str | None = None,
+) -> PlanRecord:
+    """A queue as a plan of its nodes: the queue hands out work until they finish together,
+    so each node's wall is the history's setup plus an even share of the queue's predicted
+    seconds (over the history's xdist workers). A node's selection is not known in advance."""
+    share = total_s / max(nodes, 1)
+    jobs = tuple(
+        _setup_and_tests_job(
+            index,
+            f"node {index}/{nodes}",
+            tests_s=share,
+            setup_s=setup_s,
+            workers=workers,
+            machine=machine,
+            price=None,
+            n_tests=round(tests / max(nodes, 1)),
+        )
+        for index in range(1, nodes + 1)
+    )
+    return PlanRecord(queue_plan_id(queue_id), "queue", "", jobs)
+
+
+def _setup_and_tests_job(
+    index: int,
+    name: str,
+    *,
+    tests_s: float,
+    setup_s: float | None,
+    workers: int,
+    machine: str | None,
+    price: float | None,
+    n_tests: int,
+    members: tuple[str, ...] = (),
+    members_total: int = 0,
+) -> PredictedJob:
+    """A job predicted as setup (None counts as 0 s) plus its tests over the workers."""
+    workers = max(workers, 1)
+    wall = (setup_s or 0.0) + tests_s / workers
+    return PredictedJob(
+        index=index,
+        name=name,
+        wall_s=wall,
+        tests_s=tests_s,
+        setup_s=setup_s,
+        workers=workers,
+        machine=machine,
+        cost=None if price is None else wall / 60.0 * price,
+        n_tests=n_tests,
+        members=members,
+        members_total=members_total,
+    )
 
 
 def split_plan_id(cell: str, jobs: Sequence[PlannedJob]) -> str:

@@ -221,17 +221,18 @@ class PendingRow:
 
 
 def lock_pending(
-    conn: Connection, queue_id: int, node: str, limit: int = CLAIM_WINDOW
+    conn: Connection, queue_id: int, node: str, limit: int = CLAIM_WINDOW, *, reserved: bool
 ) -> list[PendingRow]:
-    """The first `limit` pending items this node may take, locked; the ones sibling claims
-    hold are skipped (`SKIP LOCKED`). Items reserved for this node (its replay) come first.
-    Each lock writes its row, so a claim locks about what it will take, not the window."""
+    """The first `limit` pending items reserved for this node (its replay; `reserved`) or for
+    nobody, locked; the ones sibling claims hold are skipped (`SKIP LOCKED`). Each lock writes
+    its row, so a claim locks about what it will take, not the window. In queue order, read
+    along the pending index and stopped at `limit`: a claim does not sort the whole queue."""
+    whose = "reserved_for = :n" if reserved else "reserved_for IS NULL"
     rows = conn.execute(
         text(
             "SELECT position, predicted_s, reserved_for IS NOT NULL FROM work_queue_item"
-            " WHERE queue_id = :q AND state = 'pending'"
-            " AND (reserved_for IS NULL OR reserved_for = :n)"
-            " ORDER BY (reserved_for IS NULL), position LIMIT :lim FOR UPDATE SKIP LOCKED"
+            f" WHERE queue_id = :q AND state = 'pending' AND {whose}"
+            " ORDER BY position LIMIT :lim FOR UPDATE SKIP LOCKED"
         ),
         {"q": queue_id, "n": node, "lim": min(limit, CLAIM_WINDOW)},
     ).all()
@@ -246,6 +247,7 @@ class QueueTotals:
     pending_s: float
     open_s: float  # nobody started it: pending, or claimed and not begun
     total_s: float  # the whole queue
+    reserved_items: int = 0  # pending and reserved for this node (its replay)
 
 
 @dataclass(frozen=True)
@@ -280,21 +282,25 @@ def claim_context(
             f" t AS (SELECT count(*) FILTER (WHERE {mine}) AS n,"
             f"   coalesce(sum(predicted_s) FILTER (WHERE {mine}), 0) AS s,"
             "   coalesce(sum(predicted_s) FILTER (WHERE state IN ('pending', 'claimed')), 0) AS o,"
-            "   coalesce(sum(predicted_s), 0) AS total"
+            "   coalesce(sum(predicted_s), 0) AS total,"
+            "   count(*) FILTER (WHERE state = 'pending' AND reserved_for = :n) AS r"
             "   FROM work_queue_item WHERE queue_id = :q),"
             " f AS (SELECT count(*) FILTER (WHERE reserved_for IS NULL OR reserved_for = :n) AS n,"
             "   coalesce(sum(predicted_s) FILTER"
             "     (WHERE reserved_for IS NULL OR reserved_for = :n), 0) AS s,"
-            "   coalesce(sum(predicted_s), 0) AS o FROM freed)"
+            "   coalesce(sum(predicted_s), 0) AS o,"
+            "   count(*) FILTER (WHERE reserved_for = :n) AS r FROM freed)"
             f" SELECT {', '.join('q.' + c.strip() for c in _QUEUE_COLUMNS.split(','))},"
-            " t.n + f.n, t.s + f.s, t.o + f.o, t.total, (SELECT count(*) FROM logged)"
+            " t.n + f.n, t.s + f.s, t.o + f.o, t.total, (SELECT count(*) FROM logged), t.r + f.r"
             " FROM q, t, f"
         ),
         {"p": project_id, "q": queue_id, "n": node},
     ).first()
     if row is None:
         return None
-    totals = QueueTotals(int(row[8]), float(row[9]), float(row[10]), float(row[11]))
+    totals = QueueTotals(
+        int(row[8]), float(row[9]), float(row[10]), float(row[11]), reserved_items=int(row[13])
+    )
     return ClaimContext(_queue(row[:8]), totals, int(row[12]))
 
 

@@ -124,7 +124,7 @@ class PlanAccuracyModel(ApiModel):
     """A plan as handed out and every pipeline that ran it, newest first."""
 
     plan_id: str
-    kind: Literal["split", "shard"]
+    kind: Literal["split", "shard", "queue"]
     cell: str
     created_at: datetime | None
     jobs: list[PredictedJob]

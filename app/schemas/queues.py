@@ -126,6 +126,10 @@ class QueueOpened(ApiModel):
     error: float = Field(description="relative error of the predictions: the budget's margin")
     replay_items: int = Field(description="items a retried job replays (what it ran before)")
     estimated: list[str]
+    plan_id: str = Field(
+        description="the queue as a plan of its nodes: a node's upload names it (with its"
+        " `shard=I/N` label) so the node is compared with its share in the accuracy view"
+    )
 
     @classmethod
     def of(cls, joined: QueueJoin) -> QueueOpened:

@@ -14,6 +14,7 @@ from analysis.accuracy.plan_accuracy import job_samples, plan_accuracy
 from analysis.accuracy.plan_record import (
     median_setup_s,
     median_workers,
+    queue_plan_record,
     shard_plan_record,
     split_plan_record,
 )
@@ -45,11 +46,7 @@ def record_shard_plan(
     prices: dict[str, float] | None,
 ) -> str:
     """Store a shard assignment as a plan, each shard's wall = the history's setup + its tests."""
-    machine, setup_s, workers = None, None, 1
-    if runs is not None and len(runs):
-        machines = runs["machine"].dropna().value_counts()
-        machine = str(machines.index[0]) if len(machines) else None
-        setup_s, workers = median_setup_s(runs), median_workers(runs)
+    machine, setup_s, workers = _history_setup(runs)
     record = shard_plan_record(
         shards,
         cell="",
@@ -60,6 +57,41 @@ def record_shard_plan(
     )
     store_plan(conn, project.id, record)
     return record.id
+
+
+def record_queue_plan(
+    conn: Connection,
+    project: Project,
+    queue_id: int,
+    *,
+    nodes: int,
+    tests: int,
+    total_s: float,
+    runs: pd.DataFrame | None,
+) -> str:
+    """Store a pipeline's queue as a plan of its nodes, each the history's setup plus an even
+    share of the queue; its id (the nodes' uploads name it)."""
+    machine, setup_s, workers = _history_setup(runs)
+    record = queue_plan_record(
+        queue_id,
+        nodes=nodes,
+        tests=tests,
+        total_s=total_s,
+        setup_s=setup_s,
+        workers=workers,
+        machine=machine,
+    )
+    store_plan(conn, project.id, record)
+    return record.id
+
+
+def _history_setup(runs: pd.DataFrame | None) -> tuple[str | None, float | None, int]:
+    """(the history's most common machine, its median setup seconds, its xdist workers)."""
+    if runs is None or not len(runs):
+        return None, None, 1
+    machines = runs["machine"].dropna().value_counts()
+    machine = str(machines.index[0]) if len(machines) else None
+    return machine, median_setup_s(runs), median_workers(runs)
 
 
 def project_calibration(conn: Connection, project: Project) -> Calibration:

@@ -39,6 +39,7 @@ class QueueJoin:
     error: float  # relative error of the predictions: the budget's margin
     replay_items: int  # items a retried job replays (what it ran before)
     estimated: tuple[str, ...]
+    plan_id: str  # the queue as a plan of its nodes: each node's upload names it
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Connection
 
+from analysis.accuracy.plan_record import queue_plan_id
 from analysis.ci.runner_commands import JobSelection, select_jobs
 from analysis.errors import AnswerError
 from analysis.estimate import estimate_durations
@@ -42,7 +43,7 @@ from analysis.queue.report import ClaimRow, ResultRow, StopRow, queue_report
 from app.db import queues as store
 from app.db.runners import runner_of_runs
 from app.project_records import Project
-from app.services.plan_store import project_calibration
+from app.services.plan_store import project_calibration, record_queue_plan
 from app.services.queue_answers import (
     BatchClaim,
     BatchFinished,
@@ -107,7 +108,7 @@ def open_queue(
     queue = store.find_queue(conn, project.id, pipeline)
     opened = False
     if queue is None:
-        items, error = _plan_items(conn, project, collected, nodes, runner, budget_s)
+        items, error, runs = _plan_items(conn, project, collected, nodes, runner, budget_s)
         queue = store.create_queue(
             conn,
             project.id,
@@ -120,6 +121,12 @@ def open_queue(
             items=[_item_row(i) for i in items],
         )
         opened = queue is not None
+        if queue is not None:
+            # "Did it come true?" and the calibration compare each node with its even share.
+            record_queue_plan(
+                conn, project, queue.id, nodes=nodes, tests=len(collected),
+                total_s=sum(i.predicted_s for i in items), runs=runs,
+            )  # fmt: skip
         if queue is None:  # a sibling opened it meanwhile
             queue = store.find_queue(conn, project.id, pipeline)
             assert queue is not None
@@ -142,6 +149,7 @@ def open_queue(
         error=queue.error,
         replay_items=replay,
         estimated=tuple(estimated),
+        plan_id=queue_plan_id(queue.id),
     )
 
 
@@ -165,8 +173,9 @@ def _plan_items(
     nodes: int,
     runner: str,
     budget_s: float | None,
-) -> tuple[list[WorkItem], float]:
-    """The work items from the project's history and the error its predictions carry."""
+) -> tuple[list[WorkItem], float, pd.DataFrame | None]:
+    """The work items from the project's history, the error its predictions carry and the
+    history's runs (None without history)."""
     durations = pd.Series(dtype=float)
     units: pd.Series | None = None
     try:
@@ -183,7 +192,8 @@ def _plan_items(
         durations, collected, nodes=nodes, runner=runner, units=units, budget_s=budget_s
     )
     error = project_calibration(conn, project).expected_error
-    return items, DEFAULT_ERROR if error is None else float(error)
+    runs = None if history is None else history.runs
+    return items, DEFAULT_ERROR if error is None else float(error), runs
 
 
 def _item_row(item: WorkItem) -> store.ItemRow:
@@ -227,14 +237,21 @@ def claim_batch(
     # fits none of those looks at the whole window before saying so.
     mean_s = pending_s / count if count else 1.0
     window = int(min(store.CLAIM_WINDOW, 2 * target / max(mean_s, 1e-9) + 8))
-    pending = store.lock_pending(conn, queue.id, who.node, window) if count else []
-    reserved = [p for p in pending if p.reserved]
-    pool = reserved or pending
-    if reserved:
-        target = sum(p.predicted_s for p in reserved)  # the replay in one go
-    pick = _pick(pool, target, remaining_s, queue.error)
+    # A replay (items reserved for this node) is taken alone and before anything else.
+    mine = (
+        store.lock_pending(conn, queue.id, who.node, window, reserved=True)
+        if totals.reserved_items
+        else []
+    )
+    replay = bool(mine)
+    pending = mine or (
+        store.lock_pending(conn, queue.id, who.node, window, reserved=False) if count else []
+    )
+    if replay:
+        target = sum(p.predicted_s for p in pending)  # the replay in one go
+    pick = _pick(pending, target, remaining_s, queue.error)
     if not pick.positions and len(pending) == window < store.CLAIM_WINDOW:
-        pending = store.lock_pending(conn, queue.id, who.node)
+        pending = store.lock_pending(conn, queue.id, who.node, reserved=replay)
         pick = _pick(pending, target, remaining_s, queue.error)
     nothing = BatchClaim(
         queue_id=queue.id,
@@ -250,7 +267,7 @@ def claim_batch(
     )
     if pick.positions:
         return _hand_out(
-            conn, queue, who, nothing, pick, reserved=bool(reserved), lease_s=lease_s,
+            conn, queue, who, nothing, pick, reserved=replay, lease_s=lease_s,
             first_segment_s=_segment_goal(queue, totals, min_segment_s) if segmented else None,
             remaining_s=remaining_s, pending_left=count - len(pick.positions),
         )  # fmt: skip

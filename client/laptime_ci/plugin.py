@@ -70,6 +70,7 @@ FORMAT = "laptime-json"
 VERSION = 1
 WORKEROUTPUT_KEY = "laptime_max_rss_mib"
 SHARD_PLUGIN_NAME = "laptime-shard"
+QUEUE_PLUGIN_NAME = "laptime-queue"
 WORKEROUTPUT_METHOD_KEY = "laptime_rss_method"
 WORKEROUTPUT_TIMING_KEY = "laptime_timing"
 # The allocator state the tests ran in (plugin_malloc), the report's session.malloc.
@@ -208,7 +209,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if queue and getattr(config, "workerinput", None) is None:
         from laptime_ci.queue_plugin import QueueRunner
 
-        config.pluginmanager.register(QueueRunner(config, str(queue)), "laptime-queue")
+        config.pluginmanager.register(QueueRunner(config, str(queue)), QUEUE_PLUGIN_NAME)
     if path is None and not upload:
         return
     interval_s = max(0.0, float(config.getoption("laptime_rss_interval_ms"))) / 1000
@@ -628,7 +629,9 @@ class ReportWriter(ItemRecorder):
                 self.notes.append((f"wrote {self.path} ({len(document['tests'])} tests)", False))
             except OSError as exc:
                 self.notes.append((f"cannot write {self.path}: {exc}", True))
-        selector = self.config.pluginmanager.get_plugin(SHARD_PLUGIN_NAME)
+        # A shard's or a queue node's labels and plan go with the report.
+        manager = self.config.pluginmanager
+        selector = manager.get_plugin(SHARD_PLUGIN_NAME) or manager.get_plugin(QUEUE_PLUGIN_NAME)
         labels = dict(getattr(selector, "labels", None) or {})
         plan_id = getattr(selector, "plan_id", None)
         handoff = os.environ.get(HANDOFF_ENV)

@@ -98,6 +98,7 @@ class NodeSummary:
     not_fit: list[tuple[str, float]] = field(default_factory=list)
     never_ran: list[str] = field(default_factory=list)  # ran on no node (from the server)
     failed: bool = False  # queue mode says the pipeline must fail
+    plan_id: str | None = None  # the queue as a plan of its nodes (from the server)
 
 
 class QueueNode:
@@ -155,6 +156,7 @@ class QueueNode:
             self._static(f"queue server refused ({exc})")
             return
         self.error = float(opened.get("error") or 0.0)
+        self.summary.plan_id = str(opened.get("plan_id") or "") or None
         verb = "opened" if opened.get("opened") else "joined"
         estimated = opened.get("estimated") or []
         self.summary.notes.append(

@@ -46,6 +46,15 @@ class QueueRunner:
         self.seconds: dict[str, float] = {}
         self.outcomes: dict[str, str] = {}
         self.summary: NodeSummary | None = None
+        # What the report's upload names (read by the report writer, as a shard's are).
+        self.labels: dict[str, str] = {"shard": f"{self.index}/{self.total}"}
+
+    @property
+    def plan_id(self) -> str | None:
+        """The queue's plan, for a node that ran from the queue to the end (a static or lost
+        node ran something else than its share)."""
+        summary = self.summary
+        return summary.plan_id if summary is not None and summary.mode == "queue" else None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Every phase counted; the worst outcome kept."""

@@ -122,12 +122,15 @@ def fetch_server_split(
     if not (server.url and server.token and server.project):
         raise PlanUnavailable("no server configured (LAPTIME_URL, LAPTIME_PROJECT, token)")
     slug = urllib.parse.quote(server.project, safe="")
-    # History up to yesterday (UTC) only: without a pipeline to pin the plan to, shards asking
-    # minutes apart still see the same history.
-    until = (datetime.now(timezone.utc).date() - timedelta(days=1)).isoformat()
-    params: dict[str, str | int] = {"total": total, "until": until}
+    params: dict[str, str | int] = {"total": total}
     if server.pipeline:
+        # The server pins the pipeline's first answer for every shard: all history counts.
         params["pipeline"] = server.pipeline
+    else:
+        # History up to yesterday (UTC) only: with no pipeline to pin the plan to, shards
+        # asking minutes apart must still see the same history.
+        until = datetime.now(timezone.utc).date() - timedelta(days=1)
+        params["until"] = until.isoformat()
     query = urllib.parse.urlencode(params)
     endpoint = f"{server.url.rstrip('/')}/api/v1/projects/{slug}/shards?{query}"
     try:

@@ -143,8 +143,10 @@ def detect_ci_metadata(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def metadata_from_env(env: Mapping[str, str]) -> UploadMetadata:
-    """Metadata from the CI environment plus LAPTIME_JOB, LAPTIME_MACHINE, LAPTIME_LABELS and
-    the job's wall so far (LAPTIME_JOB_STARTED_AT, or the CI service's own job start)."""
+    """Metadata from the CI environment plus LAPTIME_PIPELINE, LAPTIME_JOB, LAPTIME_MACHINE,
+    LAPTIME_LABELS and the job's wall so far (LAPTIME_JOB_STARTED_AT, or the CI service's own
+    job start). LAPTIME_PIPELINE names the run's pipeline as it names the shards' and the
+    queue's, so a pipeline's jobs are one pipeline in every view."""
     ci = detect_ci_metadata(env)
     labels_text = env.get("LAPTIME_LABELS", "")
     # A comma-separated list: spaces around each item are layout, not part of the label.
@@ -152,7 +154,7 @@ def metadata_from_env(env: Mapping[str, str]) -> UploadMetadata:
     return UploadMetadata(
         commit=ci.get("commit"),
         branch=ci.get("branch"),
-        pipeline=ci.get("pipeline"),
+        pipeline=env.get("LAPTIME_PIPELINE") or ci.get("pipeline"),
         job=env.get("LAPTIME_JOB") or ci.get("job"),
         machine=env.get("LAPTIME_MACHINE") or None,
         labels=labels,

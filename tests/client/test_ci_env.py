@@ -204,6 +204,14 @@ def test_upload_metadata_joins_the_attempt_to_the_pipeline() -> None:
 
 
 @pytest.mark.parametrize("service", sorted(CASES))
+def test_laptime_pipeline_names_the_uploaded_run_as_it_names_the_queue(service: str) -> None:
+    env, _ = CASES[service]
+    named = {**env, "LAPTIME_PIPELINE": "nightly 7"}
+    assert metadata_from_env(named).pipeline == "nightly 7"
+    assert metadata_from_env(env).pipeline == detect_ci_metadata(env).get("pipeline")
+
+
+@pytest.mark.parametrize("service", sorted(CASES))
 def test_pull_request_and_runner_os_are_sent_with_the_upload(service: str) -> None:
     env, info = CASES[service]
     fields = dict(metadata_from_env(env).form_fields())

@@ -23,6 +23,8 @@ import pytest
 
 from tests.client.fake_server import fake_server
 from tests.conftest import LiveServer, ProjectFixture, free_port
+from tests.queue.test_queue_nodes import junit
+from tests.uploads import upload_all
 
 ROOT = Path(__file__).resolve().parents[2]
 PATHS = os.pathsep.join([str(ROOT), str(ROOT / "client")])
@@ -325,6 +327,27 @@ def test_live_server_pins_the_plan_per_pipeline(
     assert_exactly_once(ran, collected)
     assert len(plan_ids) == 1
     assert verify(records_of(tmp_path), env).returncode == 0
+
+
+def test_a_pipelines_shards_plan_from_the_history_of_today(
+    tmp_path: Path, live_server: LiveServer, project: ProjectFixture
+) -> None:
+    """A pipeline pins its plan, so its shards may plan from every stored run, today's too:
+    a project whose whole history is from today gets shards balanced by it, not by count."""
+    collected = make_project(tmp_path, 40)
+    heavy = "test_f07.py::test_0"
+    seconds = {n: 20.0 if n == heavy else 0.01 for n in collected}
+    upload_all(live_server, project.upload_token, [("h.xml", junit(seconds), {"pipeline": "h"})])
+    env = base_env(
+        LAPTIME_URL=live_server.url,
+        LAPTIME_TOKEN=project.read_token,
+        LAPTIME_PROJECT=project.slug,
+        LAPTIME_PIPELINE="pipe-today",
+    )
+    shards = {index: set(run_shard(tmp_path, index, 2, env)[0]) for index in (1, 2)}
+    alone = next(s for s in shards.values() if heavy in s)
+    assert alone == {heavy}, f"the 20 s test shares its shard with {len(alone) - 1} others"
+    assert_exactly_once(Counter(n for s in shards.values() for n in s), collected)
 
 
 def test_live_server_then_server_down_leaves_nothing_unrun(

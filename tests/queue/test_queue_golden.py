@@ -26,12 +26,15 @@ _CLOCK = re.compile(
 )
 _SEQUENCE = re.compile(rb'"(queue_id|claim_id)": ?(\d+)')
 _OPENED = re.compile(rb'"opened_at": ?"[^"]*"')
+# The queue's plan id hashes its queue id (a sequence's number).
+_PLAN = re.compile(rb'"plan_id": ?"[0-9a-f]{12}"')
 
 
 def queue_bytes(body: bytes, volatile: dict[str, str]) -> bytes:
     """An answer with clock seconds, queue and claim ids and the opening time made stable."""
     body = _CLOCK.sub(lambda m: b'"' + m.group(1) + b'":"<s>"', body)
     body = _OPENED.sub(b'"opened_at":"<time>"', body)
+    body = _PLAN.sub(b'"plan_id":"<plan>"', body)
     seen: dict[tuple[bytes, bytes], int] = {}
 
     def ordinal(match: re.Match[bytes]) -> bytes:
