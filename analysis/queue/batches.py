@@ -6,7 +6,11 @@ over k x nodes, k growing from SHRINK_START to SHRINK_END as the queue drains), 
 the node's floor (its per-batch cost amortised), so early claims are cheap to hand out and the
 last ones are small enough that the nodes finish together. A node starts a batch in segments
 (half of what a claim would take now, at least its floor); an idle node may take over the back
-half of what a sibling has not started, so a slow node never holds the tail. A budget
+half of what a sibling has not started, so a slow node never holds the tail. Where one item
+is a large share of a node's work, a node's first claim is a probe (the queue's lightest items)
+and a node measured markedly slower than a live sibling leaves to the faster ones the items it
+would finish after the queue's projected end: an item no sibling may take over once begun
+must not start on the slowest node. A budget
 is checked before committing to an item: an item is taken only when its prediction, widened
 by the prediction's stated error, fits what the node has left (the AlgoPerf lesson: check
 before the next piece of work, not after).
@@ -21,6 +25,16 @@ from dataclasses import dataclass
 # SHRINK_END (queue drained): the first claims stay cheap, the last ones small.
 SHRINK_START = 2.0
 SHRINK_END = 4.0
+# A node's speed is unknown before it has run anything, and heaviest first hands the heaviest
+# items to the first claims. When the heaviest pending item is at least PROBE_WHEN of a node's
+# fair share, a node's first claim is a probe: the queue's lightest items, about PROBE_S (at
+# least the node's floor). The first node through its probe is the fastest, and takes the
+# heaviest item.
+PROBE_WHEN = 0.25
+PROBE_S = 2.0
+# A node this many times slower than its fastest live sibling leaves to the faster ones every
+# item it would finish after the queue's projected end.
+SLOWER_THAN = 1.25
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,8 @@ class BatchPick:
     # Items predicted not to fit the budget even alone (every one when nothing was taken).
     unfit: tuple[int, ...]
     predicted_each: tuple[float, ...] = ()  # of `positions`, in order
+    # Items left for faster siblings (heavier than the node's pace limit).
+    passed: tuple[int, ...] = ()
 
 
 def batch_target_s(
@@ -93,6 +109,31 @@ def steal_share(unstarted: Sequence[Candidate]) -> tuple[int, ...]:
     return tuple(sorted(taken))
 
 
+def needs_probe(heaviest_s: float, open_s: float, nodes: int, *, claimed_before: bool) -> bool:
+    """True when a node's first claim should be a probe: it has claimed nothing in this queue,
+    it has siblings, and the heaviest pending item is at least PROBE_WHEN of a node's share
+    of the work nobody has started."""
+    if claimed_before or nodes < 2 or open_s <= 0:
+        return False
+    return heaviest_s >= PROBE_WHEN * open_s / nodes
+
+
+def pace_limit_s(
+    pace: float | None, sibling_paces: Sequence[float], *, open_s: float, nodes: int
+) -> float:
+    """The heaviest item (predicted seconds) a node at `pace` (its measured / predicted
+    seconds; None: not measured) should begin: with a live sibling SLOWER_THAN times faster,
+    only what it would finish by the queue's projected end (`open_s` shared by all `nodes` at
+    their paces, an unmeasured one at the median); otherwise no limit."""
+    live = [p for p in sibling_paces if p > 0]
+    if pace is None or pace <= 0 or not live or pace <= SLOWER_THAN * min(live):
+        return float("inf")
+    known = sorted([pace, *live])
+    typical = known[len(known) // 2]
+    speed = sum(1.0 / p for p in known) + max(nodes - len(known), 0) / typical
+    return open_s / speed / pace
+
+
 def fits_budget(predicted_s: float, remaining_s: float | None, error: float) -> bool:
     """True when `predicted_s`, widened by the relative `error`, fits in `remaining_s`
     (None: no budget)."""
@@ -107,16 +148,23 @@ def pick_batch(
     target_s: float,
     remaining_s: float | None = None,
     error: float = 0.0,
+    max_item_s: float = float("inf"),
+    from_back: bool = False,
 ) -> BatchPick:
-    """Take pending items in queue order until `target_s` is reached (at least one item when
-    any fits), skipping every item whose prediction would not fit the budget left after the
-    items already taken."""
+    """Take pending items in queue order (`from_back`: lightest first, a probe) until
+    `target_s` is reached (at least one item when any fits), skipping every item whose
+    prediction would not fit the budget left after the items already taken, and passing
+    every item heavier than `max_item_s` (see pace_limit_s) to the node's siblings."""
     taken: list[Candidate] = []
     unfit: list[int] = []
+    passed: list[int] = []
     total = 0.0
-    for candidate in sorted(candidates, key=lambda c: c.position):
+    for candidate in sorted(candidates, key=lambda c: c.position, reverse=from_back):
         if not fits_budget(candidate.predicted_s, remaining_s, error):
             unfit.append(candidate.position)
+            continue
+        if candidate.predicted_s > max_item_s:
+            passed.append(candidate.position)
             continue
         if taken and total + candidate.predicted_s > target_s:
             break
@@ -124,6 +172,11 @@ def pick_batch(
             continue  # fits alone, not after what is taken: left for a later claim
         taken.append(candidate)
         total += candidate.predicted_s
+    taken.sort(key=lambda c: c.position)
     return BatchPick(
-        tuple(c.position for c in taken), total, tuple(unfit), tuple(c.predicted_s for c in taken)
+        tuple(c.position for c in taken),
+        total,
+        tuple(unfit),
+        tuple(c.predicted_s for c in taken),
+        tuple(passed),
     )

@@ -77,6 +77,8 @@ def claim(project: CiProject, conn: ConnDep, queue_id: QueueId, body: ClaimReque
         lease_s=body.lease_s,
         segmented=body.segmented,
         min_segment_s=body.min_segment_s,
+        pace=body.pace,
+        paced=body.paced,
     )
     return QueueClaim.of(claimed)
 

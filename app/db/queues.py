@@ -19,6 +19,8 @@ from sqlalchemy import Connection, text
 QUEUE_DAYS = 14
 # Most pending items one claim looks at (and locks): a batch is never larger.
 CLAIM_WINDOW = 500
+# A sibling that finished a claim this recently still counts as live (it is claiming again).
+LIVE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -221,18 +223,26 @@ class PendingRow:
 
 
 def lock_pending(
-    conn: Connection, queue_id: int, node: str, limit: int = CLAIM_WINDOW, *, reserved: bool
+    conn: Connection,
+    queue_id: int,
+    node: str,
+    limit: int = CLAIM_WINDOW,
+    *,
+    reserved: bool,
+    from_back: bool = False,
 ) -> list[PendingRow]:
     """The first `limit` pending items reserved for this node (its replay; `reserved`) or for
     nobody, locked; the ones sibling claims hold are skipped (`SKIP LOCKED`). Each lock writes
-    its row, so a claim locks about what it will take, not the window. In queue order, read
-    along the pending index and stopped at `limit`: a claim does not sort the whole queue."""
+    its row, so a claim locks about what it will take, not the window. In queue order
+    (`from_back`: lightest first, a probe), read along the pending index and stopped at
+    `limit`: a claim does not sort the whole queue."""
     whose = "reserved_for = :n" if reserved else "reserved_for IS NULL"
+    order = "position DESC" if from_back else "position"
     rows = conn.execute(
         text(
             "SELECT position, predicted_s, reserved_for IS NOT NULL FROM work_queue_item"
             f" WHERE queue_id = :q AND state = 'pending' AND {whose}"
-            " ORDER BY position LIMIT :lim FOR UPDATE SKIP LOCKED"
+            f" ORDER BY {order} LIMIT :lim FOR UPDATE SKIP LOCKED"
         ),
         {"q": queue_id, "n": node, "lim": min(limit, CLAIM_WINDOW)},
     ).all()
@@ -248,6 +258,7 @@ class QueueTotals:
     open_s: float  # nobody started it: pending, or claimed and not begun
     total_s: float  # the whole queue
     reserved_items: int = 0  # pending and reserved for this node (its replay)
+    heaviest_s: float = 0.0  # the heaviest item pending that this node may take
 
 
 @dataclass(frozen=True)
@@ -257,6 +268,10 @@ class ClaimContext:
     queue: QueueRow
     totals: QueueTotals
     expired: int  # claims whose lease ran out, expired by this call
+    claimed_before: bool = False  # this node has claimed in this queue (any attempt)
+    # The latest declared pace of each live sibling (an open claim, or one finished within
+    # LIVE_S): the nodes a slow node may leave heavy items to.
+    sibling_paces: tuple[float, ...] = ()
 
 
 def claim_context(
@@ -283,25 +298,39 @@ def claim_context(
             f"   coalesce(sum(predicted_s) FILTER (WHERE {mine}), 0) AS s,"
             "   coalesce(sum(predicted_s) FILTER (WHERE state IN ('pending', 'claimed')), 0) AS o,"
             "   coalesce(sum(predicted_s), 0) AS total,"
-            "   count(*) FILTER (WHERE state = 'pending' AND reserved_for = :n) AS r"
+            "   count(*) FILTER (WHERE state = 'pending' AND reserved_for = :n) AS r,"
+            f"   coalesce(max(predicted_s) FILTER (WHERE {mine}), 0) AS h"
             "   FROM work_queue_item WHERE queue_id = :q),"
             " f AS (SELECT count(*) FILTER (WHERE reserved_for IS NULL OR reserved_for = :n) AS n,"
             "   coalesce(sum(predicted_s) FILTER"
             "     (WHERE reserved_for IS NULL OR reserved_for = :n), 0) AS s,"
             "   coalesce(sum(predicted_s), 0) AS o,"
-            "   count(*) FILTER (WHERE reserved_for = :n) AS r FROM freed)"
+            "   count(*) FILTER (WHERE reserved_for = :n) AS r,"
+            "   coalesce(max(predicted_s) FILTER"
+            "     (WHERE reserved_for IS NULL OR reserved_for = :n), 0) AS h FROM freed),"
+            " paces AS (SELECT DISTINCT ON (node) pace FROM work_queue_claim"
+            "   WHERE queue_id = :q AND node <> :n AND pace IS NOT NULL"
+            "   AND (state = 'open'"
+            "     OR finished_at > clock_timestamp() - make_interval(secs => :live))"
+            "   ORDER BY node, id DESC)"
             f" SELECT {', '.join('q.' + c.strip() for c in _QUEUE_COLUMNS.split(','))},"
-            " t.n + f.n, t.s + f.s, t.o + f.o, t.total, (SELECT count(*) FROM logged), t.r + f.r"
+            " t.n + f.n, t.s + f.s, t.o + f.o, t.total, (SELECT count(*) FROM logged), t.r + f.r,"
+            " greatest(t.h, f.h),"
+            " EXISTS (SELECT 1 FROM work_queue_claim WHERE queue_id = :q AND node = :n),"
+            " ARRAY(SELECT pace FROM paces)"
             " FROM q, t, f"
         ),
-        {"p": project_id, "q": queue_id, "n": node},
+        {"p": project_id, "q": queue_id, "n": node, "live": LIVE_S},
     ).first()
     if row is None:
         return None
     totals = QueueTotals(
-        int(row[8]), float(row[9]), float(row[10]), float(row[11]), reserved_items=int(row[13])
+        int(row[8]), float(row[9]), float(row[10]), float(row[11]),
+        reserved_items=int(row[13]), heaviest_s=float(row[14]),
+    )  # fmt: skip
+    return ClaimContext(
+        _queue(row[:8]), totals, int(row[12]), bool(row[15]), tuple(float(p) for p in row[16])
     )
-    return ClaimContext(_queue(row[:8]), totals, int(row[12]))
 
 
 def queue_totals(conn: Connection, queue_id: int, node: str) -> QueueTotals:
@@ -365,13 +394,15 @@ def hand_out(
     replay: bool,
     kind: str,
     detail: dict[str, Any],
+    pace: float | None = None,
 ) -> tuple[int, list[ItemRow]]:
     """insert_claim, its event and the items it holds, in ONE statement: (claim id, items in
-    queue order)."""
+    queue order). `pace`: what the node declared (see ClaimContext.sibling_paces)."""
     rows = conn.execute(
         text(
             "WITH c AS (INSERT INTO work_queue_claim (queue_id, node, attempt, replay, positions,"
-            "   predicted_s, lease_until, started_at) VALUES (:q, :n, :a, :r, :pos, :s,"
+            "   predicted_s, pace, lease_until, started_at) VALUES (:q, :n, :a, :r, :pos, :s,"
+            "   :pace,"
             "   clock_timestamp() + make_interval(secs => :lease),"
             "   CASE WHEN cardinality(CAST(:run AS integer[])) > 0 THEN clock_timestamp() END)"
             "   RETURNING id),"
@@ -384,7 +415,7 @@ def hand_out(
             " SELECT c.id, u.* FROM c, u ORDER BY u.position"
         ),
         {"q": queue_id, "n": node, "a": attempt, "r": replay, "pos": list(positions),
-         "s": predicted_s, "lease": lease_s, "run": list(started), "k": kind,
+         "s": predicted_s, "pace": pace, "lease": lease_s, "run": list(started), "k": kind,
          "d": json.dumps(detail, allow_nan=False)},
     ).all()  # fmt: skip
     items = [

@@ -63,6 +63,18 @@ class ClaimRequest(NodeRequest):
         "(POST .../start with segment); what is not begun an idle sibling may take over",
     )
     min_segment_s: Annotated[float, Field(ge=0.0, le=86_400.0)] = 0.0
+    paced: bool = Field(
+        default=False,
+        description="this node sends its pace with its claims: where one item is a large "
+        "share of a node's work, its first claim is a probe (the queue's lightest items) so "
+        "that the heaviest go to nodes whose pace is known",
+    )
+    pace: Annotated[float, Field(gt=0.0, le=1000.0)] | None = Field(
+        default=None,
+        description="this node's measured / predicted seconds so far (null: not measured): "
+        "a node markedly slower than a live sibling is not handed the items it would finish "
+        "after the queue's projected end",
+    )
 
 
 class StartRequest(_Request):

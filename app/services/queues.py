@@ -29,10 +29,13 @@ from analysis.errors import AnswerError
 from analysis.estimate import estimate_durations
 from analysis.filters import Filters
 from analysis.queue import (
+    PROBE_S,
     BatchPick,
     Candidate,
     WorkItem,
     batch_target_s,
+    needs_probe,
+    pace_limit_s,
     pick_batch,
     queue_work_items,
     segment_goal_s,
@@ -62,6 +65,9 @@ DEFAULT_ERROR = 0.25
 DEFAULT_LEASE_S = 120.0
 # A node with nothing to take while siblings hold leases asks again after at most this.
 RETRY_AFTER_S = 2.0
+# A slow node whose pending items are all left for faster siblings asks again this soon (they
+# are claiming them now, or a sibling's batch may yet have a light item to take over).
+PASSED_RETRY_S = 0.5
 
 
 class QueueNotFound(AnswerError):
@@ -220,24 +226,43 @@ def claim_batch(
     lease_s: float = DEFAULT_LEASE_S,
     segmented: bool = False,
     min_segment_s: float = 0.0,
+    pace: float | None = None,
+    paced: bool = False,
 ) -> BatchClaim:
     """The node's next batch: pending items in queue order up to a target that shrinks as the
     queue empties, none predicted not to fit `remaining_s`; with nothing pending, the back
     half of what a sibling's batch has not begun (a take-over). `segmented`: only the first
     segment is begun now (the node starts the rest segment by segment, see start_claim), else
-    the whole batch. With nothing to take it says why: `budget` (pending work fits no longer:
-    the node hands back and stops), `wait` (siblings hold leases that may expire) or `done`."""
+    the whole batch. Where one item is heavy, a `paced` node's first claim is a probe (the
+    lightest items), and a node whose `pace` (measured / predicted) is markedly slower than a live
+    sibling's passes the items it would finish last. With nothing to take it says why:
+    `budget` (pending work fits no longer: the node hands back and stops), `wait` (siblings
+    hold leases that may expire, or the items left are for faster siblings) or `done`."""
     context = store.claim_context(conn, project.id, queue_id, who.node)
     if context is None:
         raise QueueNotFound(f"no queue {queue_id} in this project")
     queue, totals = context.queue, context.totals
     count, pending_s = totals.pending_items, totals.pending_s
-    target = batch_target_s(pending_s, queue.nodes, total_s=totals.total_s, min_batch_s=min_batch_s)
-    # Lock about what the target takes (items of the mean size, twice over); a budget that
-    # fits none of those looks at the whole window before saying so.
-    mean_s = pending_s / count if count else 1.0
-    window = int(min(store.CLAIM_WINDOW, 2 * target / max(mean_s, 1e-9) + 8))
-    # A replay (items reserved for this node) is taken alone and before anything else.
+    # A replay (items reserved for this node) is taken alone, before anything, and whole.
+    probe = (
+        paced
+        and not totals.reserved_items
+        and needs_probe(
+            totals.heaviest_s, totals.open_s, queue.nodes, claimed_before=context.claimed_before
+        )
+    )
+    limit = pace_limit_s(pace, context.sibling_paces, open_s=totals.open_s, nodes=queue.nodes)
+    if probe:
+        target = max(PROBE_S, min_batch_s)
+        window = store.CLAIM_WINDOW  # the lightest items: as many as the probe's seconds take
+    else:
+        target = batch_target_s(
+            pending_s, queue.nodes, total_s=totals.total_s, min_batch_s=min_batch_s
+        )
+        # Lock about what the target takes (items of the mean size, twice over); a budget
+        # that fits none of those looks at the whole window before saying so.
+        mean_s = pending_s / count if count else 1.0
+        window = int(min(store.CLAIM_WINDOW, 2 * target / max(mean_s, 1e-9) + 8))
     mine = (
         store.lock_pending(conn, queue.id, who.node, window, reserved=True)
         if totals.reserved_items
@@ -245,14 +270,16 @@ def claim_batch(
     )
     replay = bool(mine)
     pending = mine or (
-        store.lock_pending(conn, queue.id, who.node, window, reserved=False) if count else []
+        store.lock_pending(conn, queue.id, who.node, window, reserved=False, from_back=probe)
+        if count
+        else []
     )
     if replay:
-        target = sum(p.predicted_s for p in pending)  # the replay in one go
-    pick = _pick(pending, target, remaining_s, queue.error)
+        target, limit = sum(p.predicted_s for p in pending), float("inf")  # the replay in one go
+    pick = _pick(pending, target, remaining_s, queue.error, limit, from_back=probe)
     if not pick.positions and len(pending) == window < store.CLAIM_WINDOW:
-        pending = store.lock_pending(conn, queue.id, who.node, reserved=replay)
-        pick = _pick(pending, target, remaining_s, queue.error)
+        pending = store.lock_pending(conn, queue.id, who.node, reserved=replay, from_back=probe)
+        pick = _pick(pending, target, remaining_s, queue.error, limit, from_back=probe)
     nothing = BatchClaim(
         queue_id=queue.id,
         state="done",
@@ -265,12 +292,20 @@ def claim_batch(
         retry_after_s=None,
         selection=None,
     )
+    first_segment_s = _segment_goal(queue, totals, min_segment_s) if segmented else None
     if pick.positions:
         return _hand_out(
             conn, queue, who, nothing, pick, reserved=replay, lease_s=lease_s,
-            first_segment_s=_segment_goal(queue, totals, min_segment_s) if segmented else None,
-            remaining_s=remaining_s, pending_left=count - len(pick.positions),
+            first_segment_s=first_segment_s, remaining_s=remaining_s,
+            pending_left=count - len(pick.positions), pace=pace, probe=probe,
         )  # fmt: skip
+    if pick.passed:
+        # What is left is for faster siblings: what they have not begun, else wait.
+        taken = _take_over(
+            conn, queue, who, nothing, remaining_s=remaining_s, lease_s=lease_s,
+            first_segment_s=first_segment_s, pace=pace, max_item_s=limit,
+        )  # fmt: skip
+        return taken or replace(nothing, state="wait", retry_after_s=PASSED_RETRY_S)
     if pending:
         unfit = store.items_at(conn, queue.id, pick.unfit)
         store.record_event(
@@ -284,7 +319,7 @@ def claim_batch(
         return replace(nothing, state="wait", retry_after_s=0.2)
     taken = _take_over(
         conn, queue, who, nothing, remaining_s=remaining_s, lease_s=lease_s,
-        first_segment_s=_segment_goal(queue, totals, min_segment_s) if segmented else None,
+        first_segment_s=first_segment_s, pace=pace, max_item_s=limit,
     )  # fmt: skip
     if taken is not None:
         return taken
@@ -325,6 +360,8 @@ def _hand_out(
     remaining_s: float | None,
     pending_left: int,
     taken_over_from: tuple[int, str] | None = None,
+    pace: float | None = None,
+    probe: bool = False,
 ) -> BatchClaim:
     """Record the claim of `pick` (its first segment begun) and answer the batch."""
     predicted = dict(zip(pick.positions, pick.predicted_each, strict=True))
@@ -333,12 +370,18 @@ def _hand_out(
         "items": len(pick.positions), "predicted_s": pick.predicted_s,
         "remaining_s": remaining_s, "started": len(started),
     }  # fmt: skip
+    if pace is not None:
+        detail["pace"] = pace
+    if probe:
+        detail["probe"] = True
+    if pick.passed:
+        detail["passed"] = len(pick.passed)
     if taken_over_from is not None:
         detail.update({"from_claim": taken_over_from[0], "from_node": taken_over_from[1]})
     claim_id, items = store.hand_out(
         conn, queue.id, node=who.node, attempt=who.attempt, positions=pick.positions,
         started=started, predicted_s=pick.predicted_s, lease_s=lease_s, replay=reserved,
-        kind="claim" if taken_over_from is None else "take-over", detail=detail,
+        kind="claim" if taken_over_from is None else "take-over", detail=detail, pace=pace,
     )  # fmt: skip
     return replace(
         nothing,
@@ -363,10 +406,13 @@ def _take_over(
     remaining_s: float | None,
     lease_s: float,
     first_segment_s: float | None,
+    pace: float | None = None,
+    max_item_s: float = float("inf"),
 ) -> BatchClaim | None:
-    """Nothing pending: take over the back half of what the sibling with the most work not
-    begun holds. Only items it has not begun move (they are `claimed`, not `running`, under
-    the sibling's locked claim row), so every test still runs exactly once."""
+    """Nothing pending (for this node): take over the back half of what the sibling with the
+    most work not begun holds, none heavier than `max_item_s`. Only items it has not begun
+    move (they are `claimed`, not `running`, under the sibling's locked claim row), so every
+    test still runs exactly once."""
     victim = store.lock_victim(conn, queue.id, who.node)
     if victim is None:
         return None
@@ -375,7 +421,7 @@ def _take_over(
         for p in store.unstarted_items(conn, queue.id, victim[0])
         if not p.reserved
     ]
-    share = set(steal_share(unstarted))
+    share = set(steal_share([c for c in unstarted if c.predicted_s <= max_item_s]))
     pick = pick_batch(
         [c for c in unstarted if c.position in share],
         target_s=float("inf"),
@@ -388,18 +434,26 @@ def _take_over(
     return _hand_out(
         conn, queue, who, nothing, pick, reserved=False, lease_s=lease_s,
         first_segment_s=first_segment_s, remaining_s=remaining_s, pending_left=0,
-        taken_over_from=victim,
+        taken_over_from=victim, pace=pace,
     )  # fmt: skip
 
 
 def _pick(
-    pool: Sequence[store.PendingRow], target: float, remaining_s: float | None, error: float
+    pool: Sequence[store.PendingRow],
+    target: float,
+    remaining_s: float | None,
+    error: float,
+    max_item_s: float = float("inf"),
+    *,
+    from_back: bool = False,
 ) -> BatchPick:
     return pick_batch(
         [Candidate(p.position, p.predicted_s) for p in pool],
         target_s=target,
         remaining_s=remaining_s,
         error=error,
+        max_item_s=max_item_s,
+        from_back=from_back,
     )
 
 

@@ -41,9 +41,14 @@ class Pace:
 
     def factor(self) -> float:
         """The multiplier on predictions (1.0 until enough was measured)."""
-        if self.measured_s < MIN_PACED_S or self.predicted_s <= 0:
-            return 1.0
-        return max(1.0, self.measured_s / self.predicted_s)
+        return max(1.0, self.ratio() or 1.0)
+
+    def ratio(self) -> float | None:
+        """Measured / predicted seconds, either way (None until MIN_PACED_S were measured or
+        predicted): what the queue compares with the node's siblings."""
+        if max(self.measured_s, self.predicted_s) < MIN_PACED_S or self.predicted_s <= 0:
+            return None
+        return self.measured_s / self.predicted_s
 
 
 @dataclass(frozen=True)

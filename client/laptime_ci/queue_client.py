@@ -139,11 +139,15 @@ class QueueClient:
         *,
         segmented: bool = False,
         min_segment_s: float = 0.0,
+        pace: float | None = None,
     ) -> dict[str, Any]:
-        """The next batch (or why none); `segmented`: only its first segment begun."""
+        """The next batch (or why none); `segmented`: only its first segment begun; `pace`:
+        this node's measured / predicted seconds so far."""
         body = {**self.who, "remaining_s": remaining_s, "min_batch_s": min_batch_s,
                 "lease_s": self.config.lease_s, "segmented": segmented,
-                "min_segment_s": min_segment_s}  # fmt: skip
+                "min_segment_s": min_segment_s, "paced": True}  # fmt: skip
+        if pace is not None:
+            body["pace"] = round(min(max(pace, 0.001), 1000.0), 4)
         return self._post(f"/{self.queue_id}/claims", body)
 
     def start(

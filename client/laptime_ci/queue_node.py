@@ -208,6 +208,7 @@ class QueueNode:
                     max(self.min_batch_s, batch_floor),
                     segmented=self.segmented,
                     min_segment_s=segment_floor,
+                    pace=self.clock.pace.ratio(),
                 )
                 self._measured(time.monotonic() - asked)
             except (QueueUnavailable, QueueRefused) as exc:

@@ -51,6 +51,15 @@ def test_pace_needs_a_second_measured_and_never_speeds_a_node_up() -> None:
     assert pace.factor() == pytest.approx(25.5 / 11.01, rel=1e-6)
 
 
+def test_the_pace_sent_to_the_queue_goes_either_way_once_a_second_is_seen() -> None:
+    pace = Pace()
+    pace.add(predicted_s=0.3, measured_s=0.2)
+    assert pace.ratio() is None  # under a second either way: noise
+    pace.add(predicted_s=1.7, measured_s=0.8)
+    assert pace.ratio() == pytest.approx(0.5)  # a fast node says so (the budget does not)
+    assert pace.factor() == 1.0
+
+
 def test_the_reserve_defaults_and_comes_from_the_environment() -> None:
     assert JobClock.from_env({}, 20.0).reserve_s == DEFAULT_RESERVE_S
     assert JobClock.from_env({}, 1000.0).reserve_s == pytest.approx(50.0)  # 5% of a long one
