@@ -288,6 +288,17 @@ def queue_record(env: dict[str, str], pipeline: str) -> dict[str, Any]:
             ),
             {"q": status["queue_id"]},
         ).all()
+        # Every event, seconds from the queue's opening: what each node claimed, passed,
+        # began, finished or waited for (the idle tail's story).
+        events = conn.execute(
+            text(
+                "SELECT e.node, e.kind, e.claim_id,"
+                " round(extract(epoch FROM e.at - q.created_at)::numeric, 2), e.detail"
+                " FROM work_queue_event e JOIN work_queue q ON q.id = e.queue_id"
+                " WHERE e.queue_id = :q ORDER BY e.id"
+            ),
+            {"q": status["queue_id"]},
+        ).all()
     taken = {str(r[0]): int(r[1]) for r in rows}
     engine.dispose()
     return {
@@ -297,6 +308,11 @@ def queue_record(env: dict[str, str], pipeline: str) -> dict[str, Any]:
         "take_overs": taken,
         "server_ran_twice": len(status["ran_twice"]),
         "server_never_ran": len(status["never_ran"]),
+        "timeline": [
+            [str(r[0]), str(r[1]), r[2], float(r[3]), {k: v for k, v in r[4].items()
+                                                        if k != "not_run"}]
+            for r in events
+        ],  # fmt: skip
     }
 
 

@@ -17,7 +17,7 @@ from analysis.split.options import Granularity
 
 # A queue's tail is at least its last item: items heavier than this share of one node's fair
 # share are cut finer (where the split planner's cost rule says the cut pays).
-TAIL_SHARE = 0.5
+TAIL_SHARE = 0.125
 
 
 @dataclass(frozen=True)
