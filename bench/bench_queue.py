@@ -308,12 +308,13 @@ def queue_record(env: dict[str, str], pipeline: str) -> dict[str, Any]:
         "take_overs": taken,
         "server_ran_twice": len(status["ran_twice"]),
         "server_never_ran": len(status["never_ran"]),
-        "timeline": [
-            [str(r[0]), str(r[1]), r[2], float(r[3]), {k: v for k, v in r[4].items()
-                                                        if k != "not_run"}]
-            for r in events
-        ],  # fmt: skip
+        "timeline": [[str(r[0]), str(r[1]), r[2], float(r[3]), _brief(r[4])] for r in events],
     }
+
+
+def _brief(detail: dict[str, Any]) -> dict[str, Any]:
+    """An event's detail without the names of what a budget stop left (thousands)."""
+    return {k: v for k, v in detail.items() if k != "not_run"}
 
 
 def budget_run(
