@@ -16,7 +16,8 @@ from analysis.split.items import ItemCatalog
 from analysis.split.options import Granularity
 
 # A queue's tail is at least its last item: items heavier than this share of one node's fair
-# share are cut finer (where the split planner's cost rule says the cut pays).
+# share are cut finer (where the split planner's cost rule says the cut pays). At 1/2,
+# numpy.lib.tests made 7 items for 2 nodes and the last ones left a node idle 6.6 s.
 TAIL_SHARE = 0.125
 
 
