@@ -19,6 +19,7 @@ from analysis.queue.batches import (
     segment_goal_s,
     segment_size,
     steal_share,
+    wait_retry_s,
 )
 from analysis.queue.report import NodeRun, QueueReport, RanTwice, queue_report
 from analysis.queue.work_items import WorkItem, queue_work_items
@@ -41,4 +42,5 @@ __all__ = [
     "segment_goal_s",
     "segment_size",
     "steal_share",
+    "wait_retry_s",
 ]

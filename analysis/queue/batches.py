@@ -134,6 +134,25 @@ def pace_limit_s(
     return open_s / speed / pace
 
 
+# A node with nothing to take while siblings hold claims asks again after at least
+# WAIT_MIN_S, at most WAIT_MAX_S, and at least WAIT_PER_NODE_S per planned node: the waiting
+# nodes of a large queue together stay near the claim rate one server sustains (50-70/s).
+WAIT_MIN_S = 0.2
+WAIT_MAX_S = 2.0
+WAIT_PER_NODE_S = 0.02
+
+
+def wait_retry_s(lease_left_s: float, predicted_left_s: float | None, nodes: int) -> float:
+    """When a waiting node should ask again: half the time its siblings' open claims are
+    predicted to need still (so the polls close in on their end: a fixed 2 s added up to
+    2 s to every pipeline's wait), never after the soonest lease ends, within the bounds."""
+    floor = min(WAIT_MAX_S, max(WAIT_MIN_S, nodes * WAIT_PER_NODE_S))
+    soon = min(lease_left_s, WAIT_MAX_S)
+    if predicted_left_s is not None:
+        soon = min(soon, max(predicted_left_s, 0.0) / 2.0)
+    return max(floor, soon)
+
+
 def fits_budget(predicted_s: float, remaining_s: float | None, error: float) -> bool:
     """True when `predicted_s`, widened by the relative `error`, fits in `remaining_s`
     (None: no budget)."""

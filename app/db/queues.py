@@ -369,16 +369,20 @@ def pending_count(conn: Connection, queue_id: int, *, as_of_now: bool = False) -
     )
 
 
-def open_claims_elsewhere(conn: Connection, queue_id: int, node: str) -> float | None:
-    """Seconds until the soonest lease of another node's open claim ends; None without one."""
-    value = conn.execute(
+def open_claims_elsewhere(conn: Connection, queue_id: int, node: str) -> tuple[float, float] | None:
+    """Other nodes' open claims: seconds until the soonest lease ends, and until the last is
+    predicted to finish (from its start, its predicted seconds at its node's declared pace);
+    None without one."""
+    row = conn.execute(
         text(
-            "SELECT extract(epoch FROM min(lease_until) - clock_timestamp())"
+            "SELECT extract(epoch FROM min(lease_until) - clock_timestamp()),"
+            " extract(epoch FROM max(coalesce(started_at, claimed_at)"
+            "   + make_interval(secs => predicted_s * coalesce(pace, 1))) - clock_timestamp())"
             " FROM work_queue_claim WHERE queue_id = :q AND state = 'open' AND node <> :n"
         ),
         {"q": queue_id, "n": node},
-    ).scalar_one()
-    return None if value is None else float(value)
+    ).one()
+    return None if row[0] is None else (float(row[0]), float(row[1]))
 
 
 def hand_out(

@@ -41,6 +41,7 @@ from analysis.queue import (
     segment_goal_s,
     segment_size,
     steal_share,
+    wait_retry_s,
 )
 from analysis.queue.report import ClaimRow, ResultRow, StopRow, queue_report
 from app.db import queues as store
@@ -63,8 +64,6 @@ from app.services.recommendations import RecommendationError, load_history
 # The margin a budget keeps when this project's plans have no measured error yet.
 DEFAULT_ERROR = 0.25
 DEFAULT_LEASE_S = 120.0
-# A node with nothing to take while siblings hold leases asks again after at most this.
-RETRY_AFTER_S = 2.0
 # A slow node whose pending items are all left for faster siblings asks again this soon (they
 # are claiming them now, or a sibling's batch may yet have a light item to take over).
 PASSED_RETRY_S = 0.5
@@ -323,11 +322,14 @@ def claim_batch(
     )  # fmt: skip
     if taken is not None:
         return taken
-    lease_left = store.open_claims_elsewhere(conn, queue.id, who.node)
-    if lease_left is not None:
+    elsewhere = store.open_claims_elsewhere(conn, queue.id, who.node)
+    if elsewhere is not None:
         # A sibling's batch may yet come back (a node that stops beating loses it).
+        lease_left, predicted_left = elsewhere
         return replace(
-            nothing, state="wait", retry_after_s=max(0.2, min(lease_left, RETRY_AFTER_S))
+            nothing,
+            state="wait",
+            retry_after_s=wait_retry_s(lease_left, predicted_left, queue.nodes),
         )
     return nothing
 

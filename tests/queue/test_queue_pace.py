@@ -104,3 +104,24 @@ def test_a_slow_node_with_only_heavy_items_left_waits_for_its_faster_sibling(
     assert sorted(left) == ["tests/test_b.py::test_one", "tests/test_c.py::test_one"]
     assert sorted(ran + left) == sorted(COLLECTED)  # exactly once
     assert slow.claim(paced=True, pace=4.0)["state"] == "done"
+
+
+def test_a_waiting_node_asks_again_by_what_its_siblings_have_left(
+    live_server: LiveServer, engine: Engine
+) -> None:
+    project = make_project(engine)
+    with_history(live_server, project)
+    busy, idle = Node(live_server, project, "1"), Node(live_server, project, "2")
+    busy.open("run-retry", COLLECTED)
+    idle.open("run-retry", COLLECTED)
+    held = busy.claim(min_batch_s=1000.0)  # the whole queue, 75 s predicted, begun at once
+    assert len(names(held)) == len(COLLECTED)
+    assert idle.claim()["retry_after_s"] == 2.0  # 75 s left: the most it waits
+    # Only test_g and test_h (3 s predicted) in the next queue: half of that, about 1.5 s.
+    light = ["tests/test_g.py::test_one", "tests/test_h.py::test_one"]
+    busy.open("run-retry-2", light)
+    idle.open("run-retry-2", light)
+    busy.claim(min_batch_s=1000.0)
+    answer = idle.claim()
+    assert answer["state"] == "wait"
+    assert 1.0 < answer["retry_after_s"] <= 1.5

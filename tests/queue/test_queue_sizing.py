@@ -20,6 +20,7 @@ from analysis.queue import (
     segment_goal_s,
     segment_size,
     steal_share,
+    wait_retry_s,
 )
 
 
@@ -209,6 +210,17 @@ def test_the_heaviest_item_goes_to_a_node_whose_pace_is_known(nodes: int) -> Non
         even, _, _ = simulate(seconds, [1.0] * nodes, round_trip_s=0.02)
         unpaced, _, _ = simulate(seconds, [1.0] * nodes, round_trip_s=0.02, paced=False)
         assert even <= unpaced + PROBE_S + 1.0
+
+
+def test_a_waiting_node_asks_again_as_its_siblings_near_their_end() -> None:
+    assert wait_retry_s(100.0, 30.0, 2) == 2.0  # far from the end: the old 2 s
+    assert wait_retry_s(100.0, 1.0, 2) == pytest.approx(0.5)  # half of what is left
+    assert wait_retry_s(100.0, -3.0, 2) == 0.2  # overdue: soon, not at once
+    assert wait_retry_s(0.5, 30.0, 2) == pytest.approx(0.5)  # never after a lease ends
+    assert wait_retry_s(100.0, None, 2) == 2.0  # nothing predicted: as before
+    # 1,000 waiting nodes poll no faster than every 2 s (the server's claim rate).
+    assert wait_retry_s(100.0, 0.0, 1000) == 2.0
+    assert wait_retry_s(100.0, 0.0, 50) == pytest.approx(1.0)
 
 
 def test_without_take_over_a_very_slow_node_holds_the_tail() -> None:
