@@ -275,13 +275,15 @@ class ClaimContext:
 
 
 def claim_context(
-    conn: Connection, project_id: int, queue_id: int, node: str
+    conn: Connection, project_id: int, queue_id: int, node: str, *, paces: bool = True
 ) -> ClaimContext | None:
     """The project's queue `queue_id` (None: no such queue), its lapsed leases expired (their
     items pending again, an `expire` event each) and the totals a claim sizes against, in ONE
     statement: a claim's round trips are what the server's claim rate is made of. The totals
-    see the queue as it was before the expiry; the freed items are added to them."""
+    see the queue as it was before the expiry; the freed items are added to them. Without
+    `paces` (a claim that told no pace of its own) the siblings' paces are not read."""
     mine = "state = 'pending' AND (reserved_for IS NULL OR reserved_for = :n)"
+    sibling_paces = "ARRAY(SELECT pace FROM paces)" if paces else "CAST('{}' AS float8[])"
     row = conn.execute(
         text(
             f"WITH q AS (SELECT {_QUEUE_COLUMNS} FROM work_queue"
@@ -317,7 +319,7 @@ def claim_context(
             " t.n + f.n, t.s + f.s, t.o + f.o, t.total, (SELECT count(*) FROM logged), t.r + f.r,"
             " greatest(t.h, f.h),"
             " EXISTS (SELECT 1 FROM work_queue_claim WHERE queue_id = :q AND node = :n),"
-            " ARRAY(SELECT pace FROM paces)"
+            f" {sibling_paces}"
             " FROM q, t, f"
         ),
         {"p": project_id, "q": queue_id, "n": node, "live": LIVE_S},

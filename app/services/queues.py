@@ -237,7 +237,8 @@ def claim_batch(
     sibling's passes the items it would finish last. With nothing to take it says why:
     `budget` (pending work fits no longer: the node hands back and stops), `wait` (siblings
     hold leases that may expire, or the items left are for faster siblings) or `done`."""
-    context = store.claim_context(conn, project.id, queue_id, who.node)
+    # Siblings' paces matter only to a node that told its own (see pace_limit_s).
+    context = store.claim_context(conn, project.id, queue_id, who.node, paces=pace is not None)
     if context is None:
         raise QueueNotFound(f"no queue {queue_id} in this project")
     queue, totals = context.queue, context.totals
