@@ -9,6 +9,7 @@ import signal
 import subprocess
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -64,7 +65,12 @@ def test_hundreds_of_nodes_claiming_at_once_each_get_a_batch(
         timeout=120,
     )
     assert opened.status_code == 200, opened.text
-    answers = asyncio.run(_claim_together(base, project, opened.json()["queue_id"]))
+    # A thread of its own: the browser tests' Playwright keeps an event loop running in this
+    # worker's main thread for the session, and asyncio.run refuses to start inside it.
+    with ThreadPoolExecutor(max_workers=1) as own_loop:
+        answers = own_loop.submit(
+            asyncio.run, _claim_together(base, project, opened.json()["queue_id"])
+        ).result()
     statuses = Counter(
         a.status_code if isinstance(a, httpx.Response) else type(a).__name__ for a in answers
     )
