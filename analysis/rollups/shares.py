@@ -362,16 +362,31 @@ def _ordered(rows: pd.DataFrame, sort: str, *, descending: bool, limit: int | No
 
     Sorting thousands of string keys is a good part of a rollup: with a limit, the rows that
     can make the cut (ties at the cut included) are picked numerically and only they sorted.
+    Values are ranked to RANK_DECIMALS: sums of the same floats added in another order differ
+    in their last bits, and must not reorder ties (or change which of them make the cut).
     """
-    if limit is not None and limit < len(rows) and sort not in ("key", "parent"):
-        values = rows[sort].to_numpy(dtype=float, na_value=np.nan)
+    if sort in ("key", "parent"):
+        ordered = rows.sort_values(["key"])
+        ordered = ordered.sort_values(sort, ascending=not descending, kind="stable")
+        return ordered if limit is None else ordered.head(limit)
+    values = np.round(rows[sort].to_numpy(dtype=float, na_value=np.nan), RANK_DECIMALS)
+    if limit is not None and limit < len(rows):
         signed = -values if descending else values
         known = ~np.isnan(signed)
         if int(known.sum()) > limit:
             cut = np.partition(signed[known], limit - 1)[limit - 1]
-            rows = rows.iloc[np.flatnonzero(known & (signed <= cut))]
-    ordered = rows.sort_values(["key"]).sort_values(sort, ascending=not descending, kind="stable")
-    return ordered if limit is None else ordered.head(limit)
+            picked = np.flatnonzero(known & (signed <= cut))
+            rows, values = rows.iloc[picked], values[picked]
+    by_key = np.argsort(rows["key"].to_numpy(dtype=object).astype(str), kind="stable")
+    ranked = pd.Series(values[by_key])
+    order = ranked.sort_values(ascending=not descending, kind="stable").index.to_numpy()
+    ranked_rows: pd.DataFrame = rows.iloc[by_key[order]]
+    return ranked_rows if limit is None else ranked_rows.head(limit)
+
+
+# Decimals a sort value is ranked to (seconds, shares, counts): far above the last bits of a
+# float sum of plausible durations, far below any difference a user could see.
+RANK_DECIMALS = 9
 
 
 def _group_rows(

@@ -426,3 +426,25 @@ def test_every_dimension_is_documented():
     table = DOCS.read_text()
     for name in ROLLUP_DIMENSIONS:
         assert f"| `{name}` |" in table, f"{name} missing from docs/rollups.md"
+
+
+def test_sums_that_differ_in_their_last_bits_are_ties_broken_by_key():
+    # 0.1 + 0.2 + 0.3 is not 0.3 + 0.2 + 0.1 in floating point: the same durations summed in
+    # two orders (say a rollup row, then results not compacted yet) are still one value.
+    assert 0.1 + 0.2 + 0.3 != 0.3 + 0.2 + 0.1
+    rows = [
+        {"nodeid": f"{f}::t{i}", "duration_s": d}
+        for f, durations in (("b.py", (0.1, 0.2, 0.3)), ("a.py", (0.3, 0.2, 0.1)))
+        for i, d in enumerate(durations)
+    ]
+    rows.append({"nodeid": "c.py::t", "duration_s": 0.5})
+    facts = facts_of(rows)
+    totals = {r["key"]: r["total_s"] for r in rollup(facts, "file").rows.to_dict("records")}
+    assert totals["a.py"] != totals["b.py"]  # the two sums do differ in their last bits
+    for descending in (True, False):
+        full = rollup(facts, "file", descending=descending)
+        ties = [k for k in full.rows["key"] if k != "c.py"]
+        assert ties == ["a.py", "b.py"], descending
+    assert list(rollup(facts, "file", limit=1, descending=False).rows["key"]) == ["c.py"]
+    assert list(rollup(facts, "file", limit=2).rows["key"]) == ["a.py", "b.py"]
+    assert list(rollup(facts, "file", limit=1).rows["key"]) == ["a.py"]
