@@ -15,6 +15,7 @@ import psycopg
 from demo.synthetic import SyntheticHistory, iter_history_chunks
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
+from ingest.rollup_compaction import compact_backlog
 from ingest.store import KnownTests, RunMetadata, store_run
 
 
@@ -77,6 +78,8 @@ def load_demo(
                 conn.commit()
                 if progress is not None:
                     progress(len(frame))
+            # As the worker does after a drain: the chunk's runs into the per-test rollups.
+            compact_backlog(conn, projects=[project_id])
     return stored
 
 

@@ -4,9 +4,11 @@
 
 Baseline: the same rows, already formatted as CSV, COPYed into an unindexed (logged) table;
 a TEMP table, which writes no WAL, is printed for reference. Measured:
-`store_run` (test dictionary upsert, results COPY with its index, the five rollups), committed;
-the rollups alone, and their arithmetic alone (the same sums from the same array parameters,
-nothing written). Reports rows/s of each and their ratio to the bare COPY.
+`store_run` (test dictionary upsert, results COPY with its index, the two per-file rollups),
+committed; then the compaction that adds the stored runs to the three per-test rollups
+(ingest/rollup_compaction.py, what the worker runs after a drain), and store + compaction
+together; the per-file rollups alone, and the rollup arithmetic alone (sums from the same array
+parameters, nothing written). Reports rows/s of each and their ratio to the bare COPY.
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
 - `0.08-0.10x`: whole store_run over the bare COPY at 200,000 results (a cell that ran that day,
@@ -30,6 +32,7 @@ from bench.common import scratch_database
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo, results_frame
 from ingest.pg_arrays import Float8Array, Int4Array, Int8Array
+from ingest.rollup_compaction import compact_backlog
 from ingest.store import KnownTests, RunMetadata, store_run
 
 
@@ -126,12 +129,21 @@ def full_store(dsn: str, frame: pd.DataFrame, project_id: int, day: datetime) ->
         return time.perf_counter() - start
 
 
+def compaction(dsn: str, project_id: int) -> tuple[float, int]:
+    """Seconds to add every stored run not compacted yet to the per-test rollups (what the
+    worker does after a drain), and how many runs that was."""
+    with psycopg.connect(dsn) as conn:
+        start = time.perf_counter()
+        done = compact_backlog(conn, projects=[project_id])
+        return time.perf_counter() - start, done.runs
+
+
 def rollups_alone(
     dsn: str, frame: pd.DataFrame, project_id: int, day: datetime, *, write: bool
 ) -> float:
-    """Seconds for the rollups of one run on a fresh cell-day, committed (`write`), or for the
-    same per-test and per-file sums computed from the same array parameters and thrown away:
-    what the rollup arithmetic costs without a row written."""
+    """Seconds for the per-file rollups the ingest writes for one run on a fresh cell-day,
+    committed (`write`), or for sums over the same array parameters thrown away: what the
+    rollup arithmetic costs without a row written."""
     from ingest import store
 
     ids = store.compute_test_ids(project_id, frame["nodeid"])
@@ -140,8 +152,8 @@ def rollups_alone(
         conn.commit()
         start = time.perf_counter()
         if write:
-            store._store_rollups(
-                conn, project_id=project_id, day=day.date(), cell_id=cell_id, results=frame, ids=ids
+            store._store_file_rollups(
+                conn, project_id=project_id, day=day.date(), cell_id=cell_id, results=frame
             )
         else:
             conn.execute(
@@ -225,8 +237,10 @@ def main() -> None:
         base_day = datetime(2026, 1, 1, tzinfo=UTC)
         # Warm-up: creates the partition and the test dictionary (a suite's first upload).
         first = full_store(dsn, frame, project_id, base_day)
+        compaction(dsn, project_id)
         copies, temp_copies, stores, paths, same_day = [], [], [], [], []
         rollups, sums, singles, batches = [], [], [], []
+        compact_new, compact_again, compact_singles, compact_batches = [], [], [], []
         suite = frame.iloc[: args.suite].reset_index(drop=True)
         runs = args.results // args.suite
         for r in range(args.rounds):
@@ -234,14 +248,18 @@ def main() -> None:
             temp_copies.append(bare_copy(dsn, frame, temporary=True))
             paths.append(results_path(dsn, frame, project_id, base_day))
             stores.append(full_store(dsn, frame, project_id, base_day + timedelta(days=r + 1)))
+            compact_new.append(compaction(dsn, project_id)[0])
             same_day.append(full_store(dsn, frame, project_id, base_day + timedelta(days=r + 1)))
+            compact_again.append(compaction(dsn, project_id)[0])
             # A day of the same week: the weekly rows exist, as for every run after a week's first.
             rollups.append(rollups_alone(dsn, frame, project_id, base_day, write=True))
             sums.append(rollups_alone(dsn, frame, project_id, base_day, write=False))
             # The same number of results as runs of a known suite: one at a time, batched.
             many_day = base_day + timedelta(days=10 + r)
             singles.append(many_runs(dsn, suite, project_id, many_day, runs=runs, batch=1))
+            compact_singles.append(compaction(dsn, project_id)[0])
             batches.append(many_runs(dsn, suite, project_id, many_day, runs=runs, batch=args.batch))
+            compact_batches.append(compaction(dsn, project_id)[0])
     n = len(frame)
     copy_rate = n / statistics.median(copies)
     path_rate = n / statistics.median(paths)
@@ -257,16 +275,26 @@ def main() -> None:
     )
     print(
         f"whole store_run, first run of a cell-day:   {store_rate:>9,.0f} rows/s  "
-        f"ratio {store_rate / copy_rate:.2f}x (adds both daily rollups)"
+        f"ratio {store_rate / copy_rate:.2f}x (per-file rollups; the per-test ones compacted)"
     )
     print(
         f"whole store_run, cell already ran that day: {same_rate:>9,.0f} rows/s  "
-        f"ratio {same_rate / copy_rate:.2f}x (rollups upserted)"
+        f"ratio {same_rate / copy_rate:.2f}x"
     )
     print(f"whole store_run, a suite's first upload:    {n / first:>9,.0f} rows/s (every test new)")
+    for label, times, stored in (
+        ("first run of a cell-day", compact_new, stores),
+        ("cell already ran that day", compact_again, same_day),
+    ):
+        rate = n / statistics.median(times)
+        both = n / (statistics.median(times) + statistics.median(stored))
+        print(
+            f"  its compaction ({label}): {rate:>9,.0f} rows/s  ratio {rate / copy_rate:.2f}x; "
+            f"store + compaction {both:>9,.0f} rows/s  ratio {both / copy_rate:.2f}x"
+        )
     rollup_rate = n / statistics.median(rollups)
     print(
-        f"the rollups alone (5 tables, a new cell-day): {rollup_rate:>9,.0f} rows/s  "
+        f"the per-file rollups alone (a new cell-day): {rollup_rate:>9,.0f} rows/s  "
         f"ratio {rollup_rate / copy_rate:.2f}x"
     )
     sum_rate = n / statistics.median(sums)
@@ -284,6 +312,18 @@ def main() -> None:
         f"  the same, {args.batch} runs per transaction (store_runs): "
         f"{batch_rate:>9,.0f} rows/s  ratio {batch_rate / copy_rate:.2f}x"
     )
+    for label, times, stored in (
+        ("a commit each", compact_singles, singles),
+        (f"{args.batch} per transaction", compact_batches, batches),
+    ):
+        if not times:
+            continue
+        rate = n / statistics.median(times)
+        both = n / (statistics.median(times) + statistics.median(stored))
+        print(
+            f"  their compaction ({label}): {rate:>9,.0f} rows/s  ratio {rate / copy_rate:.2f}x; "
+            f"store + compaction {both:>9,.0f} rows/s  ratio {both / copy_rate:.2f}x"
+        )
     print(f"medians of {args.rounds} rounds")
 
 

@@ -66,9 +66,23 @@ def _token(url: str) -> str:
     return token
 
 
-def _send(base: str, token: str, client: int, uploads: int, tests: int, out: list[float]) -> None:
+def _send(
+    base: str,
+    token: str,
+    client: int,
+    uploads: int,
+    tests: int,
+    out: list[float],
+    known: bool = False,
+) -> None:
+    # Distinct tests in every upload (each a suite's first), or with `known` the same suite of
+    # the client's job every time, as CI jobs upload (durations differ by seed either way).
     reports = [
-        junit_xml(tests, seed=client * 1000 + i, prefix=f"tests/c{client}/u{i}/m")
+        junit_xml(
+            tests,
+            seed=client * 1000 + i,
+            prefix=f"tests/c{client}/m" if known else f"tests/c{client}/u{i}/m",
+        )
         for i in range(uploads)
     ]
     with httpx.Client(base_url=base, timeout=60) as http:
@@ -84,6 +98,17 @@ def _send(base: str, token: str, client: int, uploads: int, tests: int, out: lis
             answer.raise_for_status()
 
 
+def _compacted(dsn: str) -> bool:
+    """Every stored run is in the per-test rollups too (ingest/rollup_compaction.py; code from
+    before compaction kept them in the ingest, and has no `run.compacted`)."""
+    has_column = count(
+        dsn,
+        "SELECT count(*) FROM information_schema.columns "
+        "WHERE table_name = 'run' AND column_name = 'compacted'",
+    )
+    return not has_column or count(dsn, "SELECT count(*) FROM run WHERE NOT compacted") == 0
+
+
 def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namespace) -> Phase:
     """One configuration: start `workers` workers, send, wait for the drain."""
     procs = start_workers(url, workers)
@@ -92,7 +117,9 @@ def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namesp
         before = count(dsn, "SELECT coalesce(max(id), 0) FROM upload")
         latencies: list[list[float]] = [[] for _ in range(args.clients)]
         threads = [
-            threading.Thread(target=_send, args=(base, token, c, args.uploads, args.tests, lat))
+            threading.Thread(
+                target=_send, args=(base, token, c, args.uploads, args.tests, lat, args.known)
+            )
             for c, lat in enumerate(latencies)
         ]
         start = time.perf_counter()
@@ -111,6 +138,7 @@ def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namesp
                         dsn, "SELECT count(*) FROM upload WHERE id > %s AND status = 'done'", before
                     )
                     >= sent
+                    and _compacted(dsn)
                 ),
                 1800,
                 "drain",
@@ -132,6 +160,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=12)
     parser.add_argument("--uploads", type=int, default=10, help="per client")
     parser.add_argument("--tests", type=int, default=500, help="testcases per report")
+    parser.add_argument(
+        "--known",
+        action="store_true",
+        help="each client uploads its job's same suite every time (default: new tests each time)",
+    )
     args = parser.parse_args()
 
     with scratch_database() as (url, dsn):
@@ -146,7 +179,8 @@ def main() -> None:
     baseline = phases[0]
     print(
         f"{args.clients} clients x {args.uploads} uploads of {args.tests} testcases "
-        f"({baseline.sent} uploads per phase)"
+        f"({baseline.sent} uploads per phase; "
+        f"{'the same suite per client' if args.known else 'new tests in each'})"
     )
     for phase in phases:
         drain = "-" if phase.drain_s is None else f"{phase.drain_s:.1f} s"

@@ -76,6 +76,7 @@ def store_upload(dsn: str, project_id: int) -> None:
 
     from ingest.merge import merge_reports
     from ingest.model import ParsedReport, results_frame
+    from ingest.rollup_compaction import compact_backlog
     from ingest.store import RunMetadata, store_run
 
     with psycopg.connect(dsn) as conn:
@@ -108,6 +109,7 @@ def store_upload(dsn: str, project_id: int) -> None:
             merged=merge_reports([report]),
         )
         conn.commit()
+        compact_backlog(conn, projects=[project_id])  # what the worker does after its drain
 
 
 def one_run(ids: list[str], weights: Any) -> tuple[Any, Any]:

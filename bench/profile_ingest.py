@@ -124,7 +124,7 @@ def instrument(clock: PhaseClock) -> None:
         "compute_test_ids",
         "_upsert_test_cases",
         "_copy_results",
-        "_store_rollups",
+        "_store_file_rollups",
         "prepare_run",
     ):
         if hasattr(store, name):
@@ -137,13 +137,19 @@ def instrument(clock: PhaseClock) -> None:
     for name in ("parse_upload_files", "merge_upload", "detect_changes", "report_outcome"):
         if hasattr(batch, name):
             timed(batch, name)
-    for name in ("_upsert_test_cases", "copy_result_frame", "_store_rollups", "dictionary_rows"):
+    for name in (
+        "_upsert_test_cases",
+        "copy_result_frame",
+        "_store_file_rollups",
+        "dictionary_rows",
+    ):
         if hasattr(store_batch, name):
             timed(store_batch, name, f"store_batch.{name}")
-    import ingest.parsers as parsers
+    # The per-test rollups, added after the ingest (ingest/rollup_compaction.py).
+    timed(worker, "compact_backlog", "compact_backlog (per-test rollups)")
+    import ingest.upload_ingest as upload_ingest
 
-    timed(worker, "parse_report", "parse_report (XML to frame)")
-    del parsers
+    timed(upload_ingest, "parse_report", "parse_report (XML to frame)")
 
     execute = psycopg.Connection.execute
 

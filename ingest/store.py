@@ -1,5 +1,6 @@
 """Write one merged run into Postgres: results by binary COPY, the test dictionary and the
-rollups each by one statement over array parameters (no staging table, nothing read back).
+per-file rollups each by one statement over array parameters (no staging table, nothing read
+back). The per-test rollups are added later from the results (ingest.rollup_compaction).
 
 Everything happens on the caller's connection inside the caller's transaction (the worker
 owns it), so a run is stored completely or not at all.
@@ -24,9 +25,9 @@ from pandas.util import hash_array
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
 from ingest.parsers.row_checks import durations_in_range
-from ingest.pg_arrays import Float4Array, Float8Array, Int4Array, Int8Array
+from ingest.pg_arrays import Float8Array, Int8Array
 from ingest.run_time import RunStart, run_start
-from model.frames import labels_key, named_results
+from model.frames import fact_values, labels_key, named_results, sum_fact_values
 from pgcodec.binary_copy import PgType, encode_binary_copy
 from pgcodec.text_values import MAX_NAME_BYTES, cut_name, cut_names, storable_column, storable_text
 
@@ -283,7 +284,8 @@ def store_run(
     merged: MergedRun,
     known_tests: KnownTests | None = None,
 ) -> StoreResult:
-    """Insert the run, its results, new test cases and the daily rollups. `known_tests` is the
+    """Insert the run, its results, new test cases and the per-file rollups (the run is left
+    for ingest.rollup_compaction to add to the per-test ones). `known_tests` is the
     memo of this connection (cleared by the caller when its transaction rolls back); without
     one every test case is upserted."""
     run = prepare_run(conn, project_id=project_id, upload_id=upload_id, meta=meta, merged=merged)
@@ -295,10 +297,9 @@ def store_run(
         conn, project_id=project_id, day=run.day, run_id=run.run_id, results=run.results,
         ids=run.ids,
     )  # fmt: skip
-    _store_rollups(
-        conn, project_id=project_id, day=run.day, cell_id=run.cell_id, results=run.results,
-        ids=run.ids,
-    )  # fmt: skip
+    _store_file_rollups(
+        conn, project_id=project_id, day=run.day, cell_id=run.cell_id, results=run.results
+    )
     return run.stored(new_tests)
 
 
@@ -697,6 +698,13 @@ ROLLUP_VALUES = (
     "runs, known, total_s, max_s, setup_s, call_s, teardown_s, failures, flaky, peak_rss_mib"
 )
 
+# Sums of fact rows sharing a rollup key: what ROLLUP_MERGE makes of them one at a time (sum()
+# of no known phase is NULL, as the merge keeps it).
+ROLLUP_SUMS = """sum(runs) AS runs, sum(known) AS known, sum(total_s) AS total_s,
+        max(max_s) AS max_s, sum(setup_s) AS setup_s, sum(call_s) AS call_s,
+        sum(teardown_s) AS teardown_s, sum(failures) AS failures, sum(flaky) AS flaky,
+        max(peak_rss_mib) AS peak_rss_mib"""
+
 ROLLUP_MERGE = """
     runs = r.runs + excluded.runs,
     known = r.known + excluded.known,
@@ -713,115 +721,86 @@ ROLLUP_MERGE = """
     peak_rss_mib = greatest(r.peak_rss_mib, excluded.peak_rss_mib)
 """
 
-# Every rollup of one run in one statement. The run's results arrive as array parameters;
-# each becomes one row of fact values (model.frames.fact_values: runs 1, a missing duration
-# unknown and 0 s), which the per-test tables add as they are and the per-file tables add up
-# per file (as sum_fact_values: a phase no row reported stays NULL). Nothing is staged in a
-# table and nothing is read back.
-_STORE_ROLLUPS = """
-WITH v AS NOT MATERIALIZED (
-    -- NaN is how an unknown float travels (pgcodec.binary_array); NULL from here on. The
-    -- arrays come sorted by test id, so every insert meets the rows in index order; each
-    -- reader unnests them again, which costs less than keeping a copy (a tuplestore that
-    -- spills to disk at 200,000 rows).
-    SELECT u.test_id, 1 AS runs, (u.duration_s <> 'NaN')::int AS known,
-        CASE WHEN u.duration_s <> 'NaN' THEN u.duration_s ELSE 0 END AS total_s,
-        nullif(u.duration_s, 'NaN') AS max_s, nullif(u.setup_s, 'NaN') AS setup_s,
-        nullif(u.call_s, 'NaN') AS call_s, nullif(u.teardown_s, 'NaN') AS teardown_s,
-        u.failures, u.flaky, nullif(u.peak_rss_mib, 'NaN') AS peak_rss_mib, u.file_code
-    FROM unnest(%(test_id)b, %(duration_s)b, %(setup_s)b, %(call_s)b, %(teardown_s)b,
-        %(failures)b, %(flaky)b, %(peak_rss_mib)b, %(file_code)b)
-        AS u(test_id, duration_s, setup_s, call_s, teardown_s, failures, flaky, peak_rss_mib,
-            file_code)
-), daily AS (
-    INSERT INTO rollup_daily AS r (project_id, day, cell_id, test_id, {values})
-    SELECT %(project)s, %(day)s, %(cell)s, test_id, {values} FROM v
-    {daily_conflict}
-), cell_weekly AS (
-    INSERT INTO rollup_cell_weekly AS r (project_id, week, cell_id, test_id, {values})
-    SELECT %(project)s, %(week)s, %(cell)s, test_id, {values} FROM v
-    ON CONFLICT (project_id, week, cell_id, test_id) DO UPDATE SET {merge}
-), test_weekly AS (
-    INSERT INTO rollup_test_weekly AS r (project_id, week, test_id, {values})
-    SELECT %(project)s, %(week)s, test_id, {values} FROM v
-    ON CONFLICT (project_id, week, test_id) DO UPDATE SET {merge}
-), files AS MATERIALIZED (
-    SELECT (%(files)b::text[])[file_code + 1] AS file, count(*) AS tests, count(*) AS runs,
-        sum(known) AS known, sum(total_s) AS total_s, max(max_s) AS max_s,
-        sum(setup_s) AS setup_s, sum(call_s) AS call_s, sum(teardown_s) AS teardown_s,
-        sum(failures) AS failures, sum(flaky) AS flaky, max(peak_rss_mib) AS peak_rss_mib
-    FROM v GROUP BY file_code ORDER BY 1
-), file_daily AS (
-    INSERT INTO rollup_file_daily AS r (project_id, day, cell_id, file, tests, {values})
-    SELECT %(project)s, %(day)s, %(cell)s, file, tests, {values} FROM files
-    ON CONFLICT (project_id, day, cell_id, file) DO UPDATE SET
-        tests = greatest(r.tests, excluded.tests), {merge}
-)
-INSERT INTO rollup_file_weekly AS r (project_id, week, cell_id, file, tests, {values})
-SELECT %(project)s, %(week)s, %(cell)s, file, tests, {values} FROM files
-ON CONFLICT (project_id, week, cell_id, file) DO UPDATE SET
-    tests = greatest(r.tests, excluded.tests), {merge}
+
+def file_fact_sums(results: pd.DataFrame) -> pd.DataFrame:
+    """One run's results summed per file, vectorised: `file` ("(unknown)" when not known),
+    `tests` (results of the file) and the additive fact values (model.frames.fact_values: runs
+    1, a missing duration unknown and 0 s, a phase no row reported NaN)."""
+    values = fact_values(results)
+    values["file"] = results["file"].fillna("(unknown)").to_numpy()
+    sums = sum_fact_values(values, ["file"])
+    sums.insert(1, "tests", sums["runs"])
+    return sums
+
+
+def file_sum_params(sums: pd.DataFrame) -> dict[str, Any]:
+    """file_fact_sums rows as the array parameters _FILE_SUM_ROWS unnests."""
+    floats = ("total_s", "max_s", "setup_s", "call_s", "teardown_s", "peak_rss_mib")
+    counts = ("tests", "runs", "known", "failures", "flaky")
+    return {
+        "files": [str(name) for name in sums["file"]],
+        **{c: Int8Array(sums[c].to_numpy(np.int64)) for c in counts},
+        **{c: Float8Array(sums[c].to_numpy(np.float64)) for c in floats},
+    }
+
+
+# The rows of file_fact_sums sent as arrays; NaN is how an unknown float travels
+# (pgcodec.binary_array), NULL from here on.
+FILE_SUM_ROWS = """
+    SELECT f.file, f.tests, f.runs, f.known, f.total_s, nullif(f.max_s, 'NaN') AS max_s,
+        nullif(f.setup_s, 'NaN') AS setup_s, nullif(f.call_s, 'NaN') AS call_s,
+        nullif(f.teardown_s, 'NaN') AS teardown_s, f.failures, f.flaky,
+        nullif(f.peak_rss_mib, 'NaN') AS peak_rss_mib {extra}
+    FROM unnest(%(files)s::text[], %(tests)b, %(runs)b, %(known)b, %(total_s)b, %(max_s)b,
+        %(setup_s)b, %(call_s)b, %(teardown_s)b, %(failures)b, %(flaky)b,
+        %(peak_rss_mib)b {extra_arrays})
+        AS f(file, tests, runs, known, total_s, max_s, setup_s, call_s, teardown_s, failures,
+            flaky, peak_rss_mib {extra})
 """
-_ROLLUPS_FIRST = _STORE_ROLLUPS.format(values=ROLLUP_VALUES, merge=ROLLUP_MERGE, daily_conflict="")
-_ROLLUPS_AGAIN = _STORE_ROLLUPS.format(
-    values=ROLLUP_VALUES,
-    merge=ROLLUP_MERGE,
-    daily_conflict="ON CONFLICT (project_id, day, cell_id, test_id) DO UPDATE SET " + ROLLUP_MERGE,
+
+# The per-file rollups of one run (the per-test ones are added later by
+# ingest.rollup_compaction, from the stored results): summed per file in numpy first
+# (file_fact_sums), so the statement takes a row per file, not per result.
+_STORE_FILE_ROLLUPS = f"""
+WITH files AS MATERIALIZED (
+    {FILE_SUM_ROWS.format(extra="", extra_arrays="")} ORDER BY 1
+), file_daily AS (
+    INSERT INTO rollup_file_daily AS r (project_id, day, cell_id, file, tests, {ROLLUP_VALUES})
+    SELECT %(project)s, %(day)s, %(cell)s, file, tests, {ROLLUP_VALUES} FROM files
+    ON CONFLICT (project_id, day, cell_id, file) DO UPDATE SET
+        tests = greatest(r.tests, excluded.tests), {ROLLUP_MERGE}
 )
+INSERT INTO rollup_file_weekly AS r (project_id, week, cell_id, file, tests, {ROLLUP_VALUES})
+SELECT %(project)s, %(week)s, %(cell)s, file, tests, {ROLLUP_VALUES} FROM files
+ON CONFLICT (project_id, week, cell_id, file) DO UPDATE SET
+    tests = greatest(r.tests, excluded.tests), {ROLLUP_MERGE}
+"""
 
 
-def _store_rollups(
+def _store_file_rollups(
     conn: psycopg.Connection[Any],
     *,
     project_id: int,
     day: date,
     cell_id: int,
     results: pd.DataFrame,
-    ids: np.ndarray,
 ) -> None:
     week = day - timedelta(days=day.weekday())
-    # One ingest per (cell, day) at a time: the first run of a cell on a day can then insert
-    # its daily rows without the upsert's conflict checks. Every cell of a week adds to the
-    # same per-test rows (and every day of a cell to the same per-(cell, test) rows): a lock
-    # per (project, week) makes concurrent workers queue instead of deadlocking on those rows.
-    # Both locks and the check are one round trip.
-    row = conn.execute(
-        "SELECT pg_advisory_xact_lock(hashtextextended(%(cell_day)s, 727003)), "
-        "pg_advisory_xact_lock(hashtextextended(%(week_key)s, 727004)), "
-        "EXISTS (SELECT 1 FROM rollup_daily WHERE project_id = %(project)s AND day = %(day)s "
-        "AND cell_id = %(cell)s)",
-        {
-            "cell_day": f"{project_id}:{day}:{cell_id}",
-            "week_key": f"{project_id}:{week}",
-            "project": project_id,
-            "day": day,
-            "cell": cell_id,
-        },
-    ).fetchone()
-    assert row is not None
-    order = np.argsort(ids, kind="stable")
-    sorted_results = results.iloc[order]
-    file_codes, file_names = pd.factorize(sorted_results["file"].fillna("(unknown)"), sort=False)
-
-    def floats(column: str) -> Float8Array:
-        return Float8Array(float_column(sorted_results[column]))
-
+    # The advisory locks a batch takes too (ingest.store_batch._LOCK_ALL), in the same order:
+    # ingests of one cell, day or week queue on them instead of deadlocking on the per-file
+    # rows they share. Both locks are one round trip.
     conn.execute(
-        _ROLLUPS_AGAIN if row[2] else _ROLLUPS_FIRST,
+        "SELECT pg_advisory_xact_lock(hashtextextended(%(cell_day)s, 727003)), "
+        "pg_advisory_xact_lock(hashtextextended(%(week_key)s, 727004))",
+        {"cell_day": f"{project_id}:{day}:{cell_id}", "week_key": f"{project_id}:{week}"},
+    )
+    conn.execute(
+        _STORE_FILE_ROLLUPS,
         {
             "project": project_id,
             "day": day,
             "week": week,
             "cell": cell_id,
-            "test_id": Int8Array(ids[order]),
-            "duration_s": floats("duration_s"),
-            "setup_s": floats("setup_s"),
-            "call_s": floats("call_s"),
-            "teardown_s": floats("teardown_s"),
-            "failures": Int4Array(sorted_results["outcome"].isin(("failed", "error")).to_numpy()),
-            "flaky": Int4Array(sorted_results["flaky"].to_numpy().astype(np.int32)),
-            "peak_rss_mib": Float4Array(float_column(sorted_results["peak_rss_mib"])),
-            "file_code": Int4Array(file_codes.astype(np.int32)),
-            "files": [str(name) for name in file_names],
+            **file_sum_params(file_fact_sums(results)),
         },
     )

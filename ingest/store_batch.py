@@ -1,5 +1,6 @@
 """Write the shared rows of several runs of one project at once: one dictionary upsert, one
-COPY of every result, one statement for every rollup, over the union of the runs.
+COPY of every result, one statement for every per-file rollup, over the union of the runs
+(the per-test rollups are added later: ingest.rollup_compaction).
 
 The runs' own rows (partition, cell, run) are written first by ingest.store.prepare_run;
 the caller's transaction holds them all, so the batch is stored completely or not at all.
@@ -18,10 +19,12 @@ import numpy as np
 import pandas as pd
 import psycopg
 
-from ingest.pg_arrays import Float4Array, Float8Array, Int4Array, Int8Array
+from ingest.pg_arrays import Int4Array, Int8Array
 from ingest.store import (
     DICTIONARY_TEXT,
+    FILE_SUM_ROWS,
     ROLLUP_MERGE,
+    ROLLUP_SUMS,
     ROLLUP_VALUES,
     TEST_CASE_CONFLICT,
     KnownTests,
@@ -30,7 +33,8 @@ from ingest.store import (
     copy_result_frame,
     dictionary_params,
     dictionary_rows,
-    float_column,
+    file_fact_sums,
+    file_sum_params,
     result_frame,
 )
 
@@ -58,71 +62,31 @@ WHERE ins.inserted GROUP BY s.run_code
 """
 )
 
-# Sums of fact rows sharing a rollup key: what the upsert's merge (ingest.store.ROLLUP_MERGE)
-# makes of them one at a time (sum() of no known phase is NULL, as the merge keeps it).
-_SUMS = """sum(runs), sum(known), sum(total_s), max(max_s), sum(setup_s), sum(call_s),
-        sum(teardown_s), sum(failures), sum(flaky), max(peak_rss_mib)"""
-
-_STORE_ROLLUPS = """
-WITH v AS NOT MATERIALIZED (
-    SELECT u.test_id, (%(days)s::date[])[u.day_code + 1] AS day,
-        (%(weeks)s::date[])[u.day_code + 1] AS week, u.cell_id, u.run_code, u.file_code,
-        1 AS runs, (u.duration_s <> 'NaN')::int AS known,
-        CASE WHEN u.duration_s <> 'NaN' THEN u.duration_s ELSE 0 END AS total_s,
-        nullif(u.duration_s, 'NaN') AS max_s, nullif(u.setup_s, 'NaN') AS setup_s,
-        nullif(u.call_s, 'NaN') AS call_s, nullif(u.teardown_s, 'NaN') AS teardown_s,
-        u.failures, u.flaky, nullif(u.peak_rss_mib, 'NaN') AS peak_rss_mib
-    FROM unnest(%(test_id)b, %(day_code)b, %(cell_id)b, %(run_code)b, %(file_code)b,
-        %(duration_s)b, %(setup_s)b, %(call_s)b, %(teardown_s)b, %(failures)b, %(flaky)b,
-        %(peak_rss_mib)b)
-        AS u(test_id, day_code, cell_id, run_code, file_code, duration_s, setup_s, call_s,
-            teardown_s, failures, flaky, peak_rss_mib)
-), daily AS (
-    INSERT INTO rollup_daily AS r (project_id, day, cell_id, test_id, {values})
-    SELECT %(project)s, day, cell_id, test_id, {per_test} FROM v {daily_groups}
-    ON CONFLICT (project_id, day, cell_id, test_id) DO UPDATE SET {merge}
-), cell_weekly AS (
-    INSERT INTO rollup_cell_weekly AS r (project_id, week, cell_id, test_id, {values})
-    SELECT %(project)s, week, cell_id, test_id, {per_test} FROM v {cell_weekly_groups}
-    ON CONFLICT (project_id, week, cell_id, test_id) DO UPDATE SET {merge}
-), test_weekly AS (
-    INSERT INTO rollup_test_weekly AS r (project_id, week, test_id, {values})
-    SELECT %(project)s, week, test_id, {per_test} FROM v {test_weekly_groups}
-    ON CONFLICT (project_id, week, test_id) DO UPDATE SET {merge}
-), files AS MATERIALIZED (
-    -- Per run and file first: a file's `tests` is the most any one run had.
-    SELECT day, week, cell_id, (%(files)b::text[])[file_code + 1] AS file, count(*) AS tests,
-        count(*) AS runs, sum(known) AS known, sum(total_s) AS total_s, max(max_s) AS max_s,
-        sum(setup_s) AS setup_s, sum(call_s) AS call_s, sum(teardown_s) AS teardown_s,
-        sum(failures) AS failures, sum(flaky) AS flaky, max(peak_rss_mib) AS peak_rss_mib
-    FROM v GROUP BY day, week, cell_id, run_code, file_code
+_RUN_FILE_SUMS = FILE_SUM_ROWS.format(
+    extra=", day_code, cell_id", extra_arrays=", %(day_code)b, %(cell_id)b"
+)
+_STORE_FILE_ROLLUPS = f"""
+WITH files AS MATERIALIZED (
+    -- Each run's per-file sums (ingest.store.file_fact_sums): a file's `tests` is the most any
+    -- one run had.
+    SELECT (%(days)s::date[])[f.day_code + 1] AS day, (%(weeks)s::date[])[f.day_code + 1] AS week,
+        f.*
+    FROM ({_RUN_FILE_SUMS}) f
 ), file_daily AS (
-    INSERT INTO rollup_file_daily AS r (project_id, day, cell_id, file, tests, {values})
-    SELECT %(project)s, day, cell_id, file, max(tests), {sums} FROM files
+    INSERT INTO rollup_file_daily AS r (project_id, day, cell_id, file, tests, {ROLLUP_VALUES})
+    SELECT %(project)s, day, cell_id, file, max(tests), {ROLLUP_SUMS} FROM files
     GROUP BY day, cell_id, file ORDER BY file
     ON CONFLICT (project_id, day, cell_id, file) DO UPDATE SET
-        tests = greatest(r.tests, excluded.tests), {merge}
+        tests = greatest(r.tests, excluded.tests), {ROLLUP_MERGE}
 )
-INSERT INTO rollup_file_weekly AS r (project_id, week, cell_id, file, tests, {values})
-SELECT %(project)s, week, cell_id, file, max(tests), {sums} FROM files
+INSERT INTO rollup_file_weekly AS r (project_id, week, cell_id, file, tests, {ROLLUP_VALUES})
+SELECT %(project)s, week, cell_id, file, max(tests), {ROLLUP_SUMS} FROM files
 GROUP BY week, cell_id, file ORDER BY file
 ON CONFLICT (project_id, week, cell_id, file) DO UPDATE SET
-    tests = greatest(r.tests, excluded.tests), {merge}
+    tests = greatest(r.tests, excluded.tests), {ROLLUP_MERGE}
 """
-# Tests that no two runs of the batch share (the arrays come sorted by test id, so a plain
-# insert meets them in index order), and tests that some share: summed per key first.
-_ROLLUPS_DISTINCT = _STORE_ROLLUPS.format(
-    values=ROLLUP_VALUES, sums=_SUMS, merge=ROLLUP_MERGE, per_test=ROLLUP_VALUES,
-    daily_groups="", cell_weekly_groups="", test_weekly_groups="",
-)  # fmt: skip
-_ROLLUPS_SHARED = _STORE_ROLLUPS.format(
-    values=ROLLUP_VALUES, sums=_SUMS, merge=ROLLUP_MERGE, per_test=_SUMS,
-    daily_groups="GROUP BY day, cell_id, test_id ORDER BY test_id",
-    cell_weekly_groups="GROUP BY week, cell_id, test_id ORDER BY test_id",
-    test_weekly_groups="GROUP BY week, test_id ORDER BY test_id",
-)  # fmt: skip
 
-# The advisory locks store_run takes per run (ingest.store._store_rollups), for every
+# The advisory locks store_run takes per run (ingest.store._store_file_rollups), for every
 # (cell, day) and (project, week) of the batch: all (cell, day) keys first, then the weeks,
 # each class in one order, so batches and single ingests never wait on each other in a cycle.
 _LOCK_ALL = """
@@ -130,12 +94,6 @@ SELECT count(pg_advisory_xact_lock(hashtextextended(k.key, k.class)))
 FROM (SELECT * FROM unnest(%(keys)s::text[], %(classes)s::int8[]) AS u(key, class)
       ORDER BY class, key) AS k
 """
-
-
-# What the rollups read of each result.
-_FACT_COLUMNS = (
-    "file", "duration_s", "setup_s", "call_s", "teardown_s", "outcome", "flaky", "peak_rss_mib",
-)  # fmt: skip
 
 
 def store_runs(
@@ -163,7 +121,7 @@ def store_runs(
             ignore_index=True,
         ),
     )
-    _store_rollups(conn, project_id, runs, codes, day_code, days)
+    _store_file_rollups(conn, project_id, runs, codes, day_code, days)
     return [run.stored(new_tests.get(i, 0)) for i, run in enumerate(runs)]
 
 
@@ -224,7 +182,7 @@ def _one_row_per_test(rows: pd.DataFrame) -> pd.DataFrame:
     return one.rename_axis("id").reset_index()[["id", "run_code", "day_code", *DICTIONARY_TEXT]]
 
 
-def _store_rollups(
+def _store_file_rollups(
     conn: psycopg.Connection[Any],
     project_id: int,
     runs: list[PreparedRun],
@@ -232,7 +190,8 @@ def _store_rollups(
     day_code: dict[Any, int],
     days: list[Any],
 ) -> None:
-    """Every rollup of every run in one statement, after the locks each run's store takes."""
+    """Every per-file rollup of every run in one statement, after the locks each run's store
+    takes (the per-test ones: ingest.rollup_compaction)."""
     weeks = [day - timedelta(days=day.weekday()) for day in days]
     cell_days = sorted({f"{project_id}:{runs[i].day}:{runs[i].cell_id}" for i in codes})
     week_keys = sorted({f"{project_id}:{weeks[day_code[runs[i].day]]}" for i in codes})
@@ -243,46 +202,23 @@ def _store_rollups(
             "classes": [727003] * len(cell_days) + [727004] * len(week_keys),
         },
     )
-    frame = pd.concat(
+    sums = pd.concat(
         [
-            runs[i]
-            .results[list(_FACT_COLUMNS)]
-            .assign(
-                test_id=runs[i].ids,
-                run_code=i,
-                day_code=day_code[runs[i].day],
-                cell_id=runs[i].cell_id,
+            file_fact_sums(runs[i].results).assign(
+                day_code=day_code[runs[i].day], cell_id=runs[i].cell_id
             )
             for i in codes
         ],
         ignore_index=True,
     )
-    frame = frame.iloc[np.argsort(frame["test_id"].to_numpy(), kind="stable")]
-    file_codes, file_names = pd.factorize(frame["file"].fillna("(unknown)"), sort=False)
-    test_ids = frame["test_id"].to_numpy(np.int64)
-    shared = bool((test_ids[1:] == test_ids[:-1]).any())
-
-    def floats(column: str) -> Float8Array:
-        return Float8Array(float_column(frame[column]))
-
     conn.execute(
-        _ROLLUPS_SHARED if shared else _ROLLUPS_DISTINCT,
+        _STORE_FILE_ROLLUPS,
         {
             "project": project_id,
             "days": days,
             "weeks": weeks,
-            "test_id": Int8Array(test_ids),
-            "day_code": Int4Array(frame["day_code"].to_numpy(np.int32)),
-            "cell_id": Int8Array(frame["cell_id"].to_numpy(np.int64)),
-            "run_code": Int4Array(frame["run_code"].to_numpy(np.int32)),
-            "file_code": Int4Array(file_codes.astype(np.int32)),
-            "files": [str(name) for name in file_names],
-            "duration_s": floats("duration_s"),
-            "setup_s": floats("setup_s"),
-            "call_s": floats("call_s"),
-            "teardown_s": floats("teardown_s"),
-            "failures": Int4Array(frame["outcome"].isin(("failed", "error")).to_numpy()),
-            "flaky": Int4Array(frame["flaky"].to_numpy().astype(np.int32)),
-            "peak_rss_mib": Float4Array(float_column(frame["peak_rss_mib"])),
+            "day_code": Int4Array(sums["day_code"].to_numpy(np.int32)),
+            "cell_id": Int8Array(sums["cell_id"].to_numpy(np.int64)),
+            **file_sum_params(sums),
         },
     )

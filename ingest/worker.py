@@ -44,6 +44,7 @@ from ingest.failures import Backoff, describe, is_input_fault, is_transient
 from ingest.heartbeat import Heartbeat, take_over_stale_claims
 from ingest.parsers.errors import ERROR_CODES
 from ingest.parsers.limits import ParseLimits
+from ingest.rollup_compaction import compact_backlog
 from ingest.store import KnownTests
 from ingest.upload_ingest import Outcome, detect_after_commit, ingest_upload
 
@@ -273,8 +274,12 @@ def drain(
     """
     known = KnownTests() if known_tests is None else known_tests
     processed = 0
+    since_compaction = 0
     while stop is None or not stop.is_set():
         try:
+            if since_compaction >= COMPACT_AFTER_UPLOADS:
+                compact_backlog(conn)
+                since_compaction = 0
             if config.batch_uploads > 1:
                 # Imported here: the batch builds on this module's steps.
                 from ingest.batch import process_batch
@@ -311,10 +316,17 @@ def drain(
                 raise TransientFailure(describe(exc), []) from exc
             raise
         if upload_ids is None:
+            try:
+                compact_backlog(conn)
+            except psycopg.Error as exc:
+                if is_transient(exc):
+                    raise TransientFailure(describe(exc), []) from exc
+                raise
             return processed
         if deferred is not None:
             deferred.difference_update(upload_ids)
         processed += len(upload_ids)
+        since_compaction += len(upload_ids)
     return processed
 
 
@@ -353,6 +365,12 @@ def side_connection(dsn: str, name: str) -> psycopg.Connection[Any]:
     crash did not spend anyway: a worker that reconnects keeps its unerrored rows unspent
     (ingest/attempts.py)."""
     return _connect(dsn, name, autocommit=True, options="-c synchronous_commit=off")
+
+
+# Uploads a worker ingests before it adds their runs to the per-test rollups when the queue
+# does not empty first: the more runs of one suite a pass folds together, the fewer rollup
+# rows it writes per run; readers add the runs not compacted yet, so only their cost waits.
+COMPACT_AFTER_UPLOADS = 32
 
 
 def run_worker(dsn: str, config: WorkerConfig, stop: threading.Event) -> None:

@@ -90,6 +90,17 @@ def project(engine: Engine) -> ProjectFixture:
     return make_project(engine)
 
 
+def compact_rollups(dsn: str, project_id: int) -> int:
+    """Add the project's stored runs to the per-test rollups, as the worker does after a
+    drain (ingest.rollup_compaction); returns how many runs it added."""
+    import psycopg
+
+    from ingest.rollup_compaction import compact_backlog
+
+    with psycopg.connect(dsn) as conn:
+        return compact_backlog(conn, projects=[project_id]).runs
+
+
 def free_port() -> int:
     """An unused TCP port on loopback."""
     with socket.socket() as s:

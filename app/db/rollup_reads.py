@@ -18,6 +18,8 @@ from sqlalchemy import Connection, text
 from analysis.filters import Filters
 from app.db.copy_frames import copy_frame, copy_numeric_frame
 from app.db.repository import cell_where, narrow_tests
+from ingest.rollup_compaction import PER_TEST_KEYS, pending_facts
+from ingest.store import ROLLUP_VALUES
 from model.frames import FACT_COLUMNS
 from pgcodec.binary_copy import PgType
 
@@ -72,6 +74,56 @@ _FACT_SUMS_SPEC: tuple[tuple[str, PgType], ...] = (
 
 
 @dataclass(frozen=True)
+class PendingRuns:
+    """A project's runs not in the per-test rollups yet (ingest.rollup_compaction): their ids,
+    cells and distinct days, sent with a read that adds their results."""
+
+    ids: tuple[int, ...] = ()
+    cells: tuple[int, ...] = ()
+    days: tuple[date, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.ids)
+
+    def params(self) -> dict[str, Any]:
+        """The parameters per_test_rollup's SQL names."""
+        return {
+            "pending_runs": list(self.ids),
+            "pending_cells": list(self.cells),
+            "pending_days": list(self.days),
+        }
+
+
+def pending_runs(conn: Connection, project_id: int) -> PendingRuns:
+    """The project's runs not compacted yet (none, mostly: the worker compacts after each
+    drain)."""
+    rows = conn.execute(
+        text(
+            "SELECT id, cell_id, day FROM run WHERE project_id = :p AND NOT compacted ORDER BY id"
+        ),
+        {"p": project_id},
+    ).all()
+    return PendingRuns(
+        tuple(int(r[0]) for r in rows),
+        tuple(int(r[1]) for r in rows),
+        tuple(sorted({r[2] for r in rows})),
+    )
+
+
+def per_test_rollup(table: str, pending: PendingRuns) -> sql.Composable:
+    """The per-test rollup `table` as a FROM item: with `pending` runs, its rows and those of
+    their results, which readers sum alike. Needs %(project)s and pending.params()."""
+    if not pending:
+        return sql.Identifier(table)
+    columns = sql.SQL(f"{PER_TEST_KEYS[table]}, {ROLLUP_VALUES}")
+    facts = pending_facts(
+        "%(pending_runs)s::int8[]", "%(pending_days)s::date[]", "%(pending_cells)s::int8[]"
+    )
+    union = "(SELECT {columns} FROM {table} UNION ALL SELECT {columns} FROM ({facts}) p)"
+    return sql.SQL(union).format(columns=columns, table=sql.Identifier(table), facts=sql.SQL(facts))
+
+
+@dataclass(frozen=True)
 class FactPart:
     """The rollup rows of buckets before `boundary` (`settled`) or of the rest: a window read
     in two parts, so the settled one can be kept while uploads only change the recent one."""
@@ -118,22 +170,27 @@ def load_fact_sums(
     if not per_bucket and extra:
         return _test_cell_sums(conn, project_id, filters, part, split_by)
     cell_filters = bool(filters.jobs or filters.branches or filters.labels)
+    pending = pending_runs(conn, project_id)
     if _long_window(filters) and not extra and not cell_filters:
         # Whole-project questions over weeks: the per-test weekly table, a fraction of the rows.
         where, params = cell_where(_weekly(filters), day_alias="r", bucket="week")
-        source = sql.SQL("rollup_test_weekly r")
+        source = sql.SQL("{} r").format(per_test_rollup("rollup_test_weekly", pending))
         bucket = sql.Identifier("r", "week")
-        # One row per (week, test) already: a GROUP BY would only cost (3x the scan).
-        grouped = False
+        # One row per (week, test) already, unless results not compacted yet add to it: a
+        # GROUP BY would only cost (3x the scan).
+        grouped = bool(pending)
     else:
         where, params = cell_where(filters, "c", day_alias="r")
-        source = sql.SQL("rollup_daily r JOIN cell c ON c.id = r.cell_id")
+        source = sql.SQL("{} r JOIN cell c ON c.id = r.cell_id").format(
+            per_test_rollup("rollup_daily", pending)
+        )
         bucket = sql.Identifier("r", "day")
         grouped = True
     if part is not None:
         where += part.where(bucket, params)
         where += part.tests_where(sql.Identifier("r", "test_id"), params)
     params["project"] = project_id
+    params.update(pending.params())
     keys = sql.SQL(", ").join([sql.Identifier("r", "test_id"), sql.Identifier("day"), *extra])
     query = sql.SQL(
         """
@@ -203,6 +260,8 @@ def _test_cell_sums(
     if part is not None:
         where += part.tests_where(sql.Identifier("r", "test_id"), params)
     params.update(project=project_id, first=first, last=last, wf=weeks_from, wt=weeks_to)
+    pending = pending_runs(conn, project_id)
+    params.update(pending.params())
     day = sql.Identifier("r", "day")
     days: list[sql.Composable] = []
     if first is not None:
@@ -219,20 +278,31 @@ def _test_cell_sums(
         days.append(sql.SQL(" AND NOT ({})").format(in_weeks(day)))
         weekly = sql.SQL(
             """
-            SELECT {values} FROM rollup_cell_weekly r JOIN cell c ON c.id = r.cell_id
+            SELECT {values} FROM {table} r JOIN cell c ON c.id = r.cell_id
             WHERE {where} AND {in_weeks}
             UNION ALL"""
-        ).format(values=_FACT_VALUES, where=where, in_weeks=in_weeks(sql.Identifier("r", "week")))
+        ).format(
+            values=_FACT_VALUES,
+            table=per_test_rollup("rollup_cell_weekly", pending),
+            where=where,
+            in_weeks=in_weeks(sql.Identifier("r", "week")),
+        )
     query = sql.SQL(
         """
         SELECT r.test_id, r.cell_id, sum(r.known)::bigint AS known, sum(r.total_s) AS total_s
         FROM ({weekly}
-            SELECT {values} FROM rollup_daily r JOIN cell c ON c.id = r.cell_id
+            SELECT {values} FROM {daily} r JOIN cell c ON c.id = r.cell_id
             WHERE {where}{days}
         ) r
         GROUP BY r.test_id, r.cell_id
         """
-    ).format(weekly=weekly, values=_FACT_VALUES, where=where, days=sql.SQL("").join(days))
+    ).format(
+        weekly=weekly,
+        values=_FACT_VALUES,
+        daily=per_test_rollup("rollup_daily", pending),
+        where=where,
+        days=sql.SQL("").join(days),
+    )
     sums = copy_numeric_frame(conn, query, params, _TEST_CELL_SPEC)
     cells = pd.DataFrame(
         conn.execute(

@@ -14,7 +14,7 @@ from app.db.rollup_reads import FactPart, load_fact_sums
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, results_frame
 from ingest.store import RunMetadata, store_run
-from tests.conftest import Database, ProjectFixture
+from tests.conftest import Database, ProjectFixture, compact_rollups
 
 # Far in the past: prune drops every project's days before its cutoff, no other test's.
 MONDAY = date(2020, 1, 6)
@@ -49,6 +49,7 @@ def _store(database: Database, project: ProjectFixture, day: date, job: str, sca
             merged=merge_reports([report]),
         )
         conn.commit()
+    compact_rollups(database.dsn, project.id)
 
 
 def _weekly_and_daily_sums(engine: Engine, project_id: int) -> tuple[list[object], list[object]]:

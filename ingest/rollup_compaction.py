@@ -1,0 +1,171 @@
+"""Add stored runs' results to the per-test rollups, off the ingest's transaction.
+
+An ingest writes a run's results and its per-file rollups only; its run row says
+`compacted = false`. Compaction adds the results of such runs to rollup_daily,
+rollup_cell_weekly and rollup_test_weekly and marks them compacted in one transaction, so any
+snapshot sees a run either in the rollups or not compacted, never both and never neither
+(readers add the results of runs not compacted: app/db/rollup_reads.py). Several runs of one
+suite fold into one rollup row per test: the per-test rows a batch writes do not grow with
+its runs, where the ingest wrote three per result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg.pq import TransactionStatus
+
+from ingest.store import ROLLUP_MERGE, ROLLUP_SUMS, ROLLUP_VALUES
+
+# Runs compacted per transaction: enough for one rollup row per test to take many runs, few
+# enough that a transaction holds its locks for well under a second.
+RUNS_PER_PASS = 32
+# One compactor per project at a time (an advisory lock): two would update the same per-test
+# rows from different runs and only queue on each other.
+_PROJECT_LOCK_CLASS = 727005
+
+PER_TEST_KEYS = {
+    "rollup_daily": "project_id, day, cell_id, test_id",
+    "rollup_cell_weekly": "project_id, week, cell_id, test_id",
+    "rollup_test_weekly": "project_id, week, test_id",
+}
+
+
+def result_facts(runs: str, days: str, cells: str, *, pending: bool) -> str:
+    """SQL of one fact row per stored result of the runs `runs` (SQL int8[] expressions: the
+    run ids, their days, each run's cell): project_id, day, week, cell_id, test_id and the
+    per-test rollups' value columns; with `pending`, only of the runs still not compacted.
+
+    What the ingest's fact rows were (ingest.store): runs 1, a NULL duration unknown and 0 s,
+    a phase nobody reported NULL; summed as ROLLUP_SUMS, they are what the upserts' merge
+    keeps. One scan of the runs' days' partitions, narrowed by the run_id block range index;
+    the cell is looked up in the arrays, not joined (a join of a few runs against thousands of
+    results was planned as a nested loop, 0.3 s per 32,000 results).
+    """
+    still = (
+        f" AND t.run_id IN (SELECT id FROM run WHERE id = ANY({runs}) AND NOT compacted)"
+        if pending
+        else ""
+    )
+    return f"""
+    SELECT t.project_id, t.day, t.day - (extract(isodow FROM t.day)::int - 1) AS week,
+        ({cells})[array_position({runs}, t.run_id)] AS cell_id, t.test_id, 1 AS runs,
+        (t.duration_s IS NOT NULL)::int AS known, coalesce(t.duration_s, 0) AS total_s,
+        t.duration_s AS max_s, t.setup_s, t.call_s, t.teardown_s,
+        (t.outcome IN ('failed', 'error'))::int AS failures, t.flaky::int AS flaky,
+        t.peak_rss_mib
+    FROM test_result t
+    WHERE t.day = ANY({days}) AND t.run_id = ANY({runs}){still}"""
+
+
+def pending_facts(runs: str, days: str, cells: str) -> str:
+    """result_facts of the listed runs still not compacted (SQL parameters, from
+    app.db.rollup_reads.pending_runs): what a reader adds to the per-test rollups to be exact.
+    A run compacted since the list was read is in the rollups, and left out here by the same
+    statement's snapshot: counted once either way."""
+    return result_facts(runs, days, cells, pending=True)
+
+
+_COMPACTED_FACTS = result_facts(
+    "%(runs)s::int8[]", "%(days)s::date[]", "%(cells)s::int8[]", pending=False
+)
+# Sorting a pass's results for the sums spilled to disk at the default 4 MB (32 runs of 1,000
+# tests: 3 MB on disk, a third of the pass); the pass's own transaction gets more.
+_PASS_WORK_MEM = "64MB"
+
+_COMPACT = f"""
+WITH v AS MATERIALIZED (
+    SELECT day, week, cell_id, test_id, {ROLLUP_SUMS} FROM ({_COMPACTED_FACTS}) f
+    GROUP BY day, week, cell_id, test_id
+), daily AS (
+    INSERT INTO rollup_daily AS r (project_id, day, cell_id, test_id, {ROLLUP_VALUES})
+    SELECT %(project)s, day, cell_id, test_id, {ROLLUP_VALUES} FROM v ORDER BY test_id
+    ON CONFLICT (project_id, day, cell_id, test_id) DO UPDATE SET {ROLLUP_MERGE}
+), cell_weekly AS (
+    INSERT INTO rollup_cell_weekly AS r (project_id, week, cell_id, test_id, {ROLLUP_VALUES})
+    SELECT %(project)s, week, cell_id, test_id, {ROLLUP_SUMS} FROM v
+    GROUP BY week, cell_id, test_id ORDER BY test_id
+    ON CONFLICT (project_id, week, cell_id, test_id) DO UPDATE SET {ROLLUP_MERGE}
+), test_weekly AS (
+    INSERT INTO rollup_test_weekly AS r (project_id, week, test_id, {ROLLUP_VALUES})
+    SELECT %(project)s, week, test_id, {ROLLUP_SUMS} FROM v GROUP BY week, test_id ORDER BY test_id
+    ON CONFLICT (project_id, week, test_id) DO UPDATE SET {ROLLUP_MERGE}
+)
+UPDATE run SET compacted = true WHERE id = ANY(%(runs)s::int8[])
+"""
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """What compaction did: runs added to the per-test rollups, and whether another
+    compactor held a project (its runs are left to it)."""
+
+    runs: int = 0
+    busy: bool = False
+
+    def __add__(self, other: Compacted) -> Compacted:
+        return Compacted(self.runs + other.runs, self.busy or other.busy)
+
+
+def compact_project(
+    conn: psycopg.Connection[Any], project_id: int, *, max_runs: int = RUNS_PER_PASS
+) -> Compacted:
+    """Add up to `max_runs` of the project's runs not compacted yet to the per-test rollups,
+    in one transaction of `conn` (committed here). Nothing when another compactor has it."""
+    if conn.info.transaction_status != TransactionStatus.IDLE:
+        # Inside a transaction, conn.transaction() would be a savepoint, committed by nobody.
+        raise RuntimeError("compaction commits its own transaction: call it outside one")
+    with conn.transaction():
+        locked = conn.execute(
+            "SELECT pg_try_advisory_xact_lock(%s, hashtext(%s::text))",
+            (_PROJECT_LOCK_CLASS, project_id),
+        ).fetchone()
+        if not locked or not locked[0]:
+            return Compacted(busy=True)
+        rows = conn.execute(
+            "SELECT id, day, cell_id FROM run WHERE project_id = %s AND NOT compacted "
+            "ORDER BY id LIMIT %s",
+            (project_id, max_runs),
+        ).fetchall()
+        if not rows:
+            return Compacted()
+        runs = [int(row[0]) for row in rows]
+        conn.execute(f"SET LOCAL work_mem = '{_PASS_WORK_MEM}'")
+        conn.execute(
+            _COMPACT,
+            {
+                "project": project_id,
+                "runs": runs,
+                "days": sorted({row[1] for row in rows}),
+                "cells": [int(row[2]) for row in rows],
+            },
+        )
+    return Compacted(runs=len(runs))
+
+
+def projects_with_backlog(conn: psycopg.Connection[Any], *, limit: int = 100) -> list[int]:
+    """Projects that have runs not compacted yet (oldest run first)."""
+    with conn.transaction():
+        rows = conn.execute(
+            "SELECT project_id FROM run WHERE NOT compacted GROUP BY project_id "
+            "ORDER BY min(id) LIMIT %s",
+            (limit,),
+        ).fetchall()
+    return [int(project_id) for (project_id,) in rows]
+
+
+def compact_backlog(
+    conn: psycopg.Connection[Any], *, projects: list[int] | None = None, max_passes: int = 1_000
+) -> Compacted:
+    """Compact every run not compacted yet (of `projects`, or of all), pass by pass; stops
+    early after `max_passes` transactions. `conn` must not be inside a transaction."""
+    done = Compacted()
+    for project_id in projects_with_backlog(conn) if projects is None else projects:
+        for _ in range(max_passes):
+            step = compact_project(conn, project_id)
+            done += step
+            if step.runs < RUNS_PER_PASS:
+                break
+    return done

@@ -1,0 +1,276 @@
+"""The per-test rollups are added after the ingest (ingest.rollup_compaction): reads are exact
+before, between and after compactions, the tables end equal to a recomputation from the stored
+results, and concurrent compactors add every run exactly once."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, time, timedelta
+
+import numpy as np
+import pandas as pd
+import psycopg
+import pytest
+from sqlalchemy import Engine, text
+
+from analysis.filters import Filters
+from app.db.digest_reads import weekly_test_sums
+from app.db.engine import make_engine
+from app.db.rollup_reads import load_fact_sums
+from ingest.merge import merge_reports
+from ingest.model import ParsedReport, results_frame
+from ingest.rollup_compaction import compact_backlog, compact_project
+from ingest.store import RunMetadata, store_run
+from tests.conftest import compact_rollups, make_project
+from tests.server.conftest import sqlalchemy_to_dsn
+
+MONDAY = date(2020, 3, 2)
+VALUES = "runs, known, total_s, max_s, setup_s, call_s, teardown_s, failures, flaky, peak_rss_mib"
+
+
+def _report(rng: np.random.Generator, tests: int) -> ParsedReport:
+    n = tests
+    duration = rng.integers(1, 400, n) / 64.0  # binary fractions: sums exact in any order
+    unknown = rng.random(n) < 0.15
+    return ParsedReport(
+        format="junit",
+        results=results_frame(
+            {
+                "nodeid": [f"d{i % 3}/t_{i % 7}.py::test_{i}" for i in range(n)],
+                "file": [f"d{i % 3}/t_{i % 7}.py" for i in range(n)],
+                "function": [f"test_{i}" for i in range(n)],
+                "outcome": rng.choice(["passed", "failed", "error", "skipped"], n).tolist(),
+                "duration_s": np.where(unknown, np.nan, duration),
+                "setup_s": np.where(rng.random(n) < 0.5, np.nan, duration / 4),
+                # Some rows carry a message: they take the text COPY path.
+                "message": [("boom\t" + str(i)) if i % 11 == 0 else None for i in range(n)],
+            }
+        ),
+    )
+
+
+def _store(dsn: str, project_id: int, day: date, job: str, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    with psycopg.connect(dsn) as conn:
+        upload_id = conn.execute(
+            "INSERT INTO upload (project_id, content_hash, status) VALUES (%s, %s, 'done') "
+            "RETURNING id",
+            (project_id, f"{day}{job}{seed}".encode()),
+        ).fetchone()[0]  # type: ignore[index]
+        store_run(
+            conn,
+            project_id=project_id,
+            upload_id=upload_id,
+            meta=RunMetadata(job=job, started_at=datetime.combine(day, time(9), UTC)),
+            merged=merge_reports([_report(rng, int(rng.integers(20, 60)))]),
+        )
+        conn.commit()
+
+
+def _recomputed(engine: Engine, project_id: int) -> dict[str, list[tuple[object, ...]]]:
+    """Each per-test rollup as the sums of the stored results, read straight from test_result."""
+    facts = (
+        "SELECT t.day, date_trunc('week', t.day)::date AS week, u.cell_id, t.test_id, "
+        "1 AS runs, (t.duration_s IS NOT NULL)::int AS known, coalesce(t.duration_s, 0) "
+        "AS total_s, t.duration_s AS max_s, t.setup_s, t.call_s, t.teardown_s, "
+        "(t.outcome IN ('failed', 'error'))::int AS failures, t.flaky::int AS flaky, "
+        "t.peak_rss_mib FROM test_result t JOIN run u ON u.id = t.run_id "
+        "WHERE t.project_id = :p"
+    )
+    sums = (
+        "sum(runs), sum(known), sum(total_s), max(max_s), sum(setup_s), sum(call_s), "
+        "sum(teardown_s), sum(failures), sum(flaky), max(peak_rss_mib)"
+    )
+    queries = {
+        "rollup_daily": f"SELECT day, cell_id, test_id, {sums} FROM ({facts}) f GROUP BY 1, 2, 3",
+        "rollup_cell_weekly": (
+            f"SELECT week, cell_id, test_id, {sums} FROM ({facts}) f GROUP BY 1, 2, 3"
+        ),
+        "rollup_test_weekly": f"SELECT week, test_id, {sums} FROM ({facts}) f GROUP BY 1, 2",
+    }
+    with engine.connect() as conn:
+        return {
+            table: sorted(tuple(r) for r in conn.execute(text(q), {"p": project_id}).all())
+            for table, q in queries.items()
+        }
+
+
+def _tables(engine: Engine, project_id: int) -> dict[str, list[tuple[object, ...]]]:
+    keys = {
+        "rollup_daily": "day, cell_id, test_id",
+        "rollup_cell_weekly": "week, cell_id, test_id",
+        "rollup_test_weekly": "week, test_id",
+    }
+    with engine.connect() as conn:
+        return {
+            table: sorted(
+                tuple(r)
+                for r in conn.execute(
+                    text(f"SELECT {k}, {VALUES} FROM {table} WHERE project_id = :p"),
+                    {"p": project_id},
+                ).all()
+            )
+            for table, k in keys.items()
+        }
+
+
+def _file_rollup_recomputed(engine: Engine, project_id: int) -> tuple[list[object], list[object]]:
+    """rollup_file_daily (written by the ingest, from per-file sums taken in numpy) and the
+    same sums read straight from the results and their tests' files."""
+    per_run = (
+        "SELECT t.day, u.cell_id, coalesce(c.file, '(unknown)') AS file, count(*) AS tests, "
+        "count(t.duration_s) AS known, coalesce(sum(t.duration_s), 0) AS total_s, "
+        "max(t.duration_s) AS max_s, sum(t.setup_s) AS setup_s, "
+        "count(*) FILTER (WHERE t.outcome IN ('failed', 'error')) AS failures "
+        "FROM test_result t JOIN run u ON u.id = t.run_id JOIN test_case c ON c.id = t.test_id "
+        "WHERE t.project_id = :p GROUP BY t.day, u.cell_id, t.run_id, 3"
+    )
+    with engine.connect() as conn:
+        stored = conn.execute(
+            text(
+                "SELECT day, cell_id, file, tests, runs, known, total_s, max_s, setup_s, failures "
+                "FROM rollup_file_daily WHERE project_id = :p ORDER BY 1, 2, 3"
+            ),
+            {"p": project_id},
+        ).all()
+        again = conn.execute(
+            text(
+                f"SELECT day, cell_id, file, max(tests), sum(tests), sum(known), sum(total_s), "
+                f"max(max_s), sum(setup_s), sum(failures) FROM ({per_run}) r "
+                "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+            ),
+            {"p": project_id},
+        ).all()
+    return [tuple(r) for r in stored], [tuple(r) for r in again]
+
+
+def _reads(engine: Engine, project_id: int) -> list[pd.DataFrame]:
+    """Every shape of per-test read: daily window, weekly window (the per-test weekly table),
+    per (test, job) with partial edge weeks, and the digest's weekly sums."""
+    short = Filters(since=MONDAY + timedelta(days=1), until=MONDAY + timedelta(days=9))
+    long = Filters(since=MONDAY, until=MONDAY + timedelta(days=27))
+    edges = Filters(since=MONDAY + timedelta(days=2), until=MONDAY + timedelta(days=22))
+    weeks = [MONDAY + timedelta(days=7 * k) for k in range(4)]
+    with engine.connect() as conn:
+        frames = [
+            load_fact_sums(conn, project_id, short),
+            load_fact_sums(conn, project_id, long),
+            load_fact_sums(conn, project_id, edges, split_by=("job",), per_bucket=False),
+            weekly_test_sums(conn, project_id, weeks),
+        ]
+    out = []
+    for frame in frames:
+        frame = frame.astype({c: str for c in ("job", "day", "week") if c in frame})
+        keys = [c for c in ("test_id", "name", "day", "week", "job") if c in frame]
+        out.append(frame.sort_values(keys).reset_index(drop=True))
+    return out
+
+
+def _pending(engine: Engine, project_id: int) -> int:
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                text("SELECT count(*) FROM run WHERE project_id = :p AND NOT compacted"),
+                {"p": project_id},
+            ).scalar_one()
+        )
+
+
+def _assert_same_reads(before: list[pd.DataFrame], after: list[pd.DataFrame]) -> None:
+    for left, right in zip(before, after, strict=True):
+        pd.testing.assert_frame_equal(left, right, check_dtype=False, check_categorical=False)
+
+
+@pytest.fixture
+def own_db(private_db: str) -> Iterator[tuple[str, Engine]]:
+    """(libpq dsn, engine) of a database of its own: no live server's worker compacts its runs
+    behind the test's back."""
+    engine = make_engine(private_db, pool_size=2)
+    try:
+        yield sqlalchemy_to_dsn(private_db), engine
+    finally:
+        engine.dispose()
+
+
+def test_reads_are_exact_before_between_and_after_compactions(
+    own_db: tuple[str, Engine],
+) -> None:
+    dsn, engine = own_db
+    project = make_project(engine)
+    # Four weeks, two jobs, several runs of one cell on one day.
+    plan = [(d, job) for d in (0, 1, 1, 3, 8, 9, 15, 16, 16, 22, 26) for job in ("a", "b")]
+    for seed, (offset, job) in enumerate(plan[:12]):
+        _store(dsn, project.id, MONDAY + timedelta(days=offset), job, seed)
+    assert _pending(engine, project.id) == 12
+    assert all(not rows for rows in _tables(engine, project.id).values())
+    uncompacted = _reads(engine, project.id)
+    assert len(uncompacted[1]) > 20
+
+    # Compact a part: some runs in the rollups, the rest read from their results.
+    with psycopg.connect(dsn) as conn:
+        assert compact_project(conn, project.id, max_runs=5).runs == 5
+    _assert_same_reads(uncompacted, _reads(engine, project.id))
+    assert compact_rollups(dsn, project.id) == 7
+    assert _pending(engine, project.id) == 0
+    _assert_same_reads(uncompacted, _reads(engine, project.id))
+    assert _tables(engine, project.id) == _recomputed(engine, project.id)
+
+    # Later runs land on rows the compaction already wrote (same days, weeks and tests).
+    for seed, (offset, job) in enumerate(plan[12:], start=100):
+        _store(dsn, project.id, MONDAY + timedelta(days=offset), job, seed)
+    mixed = _reads(engine, project.id)
+    assert compact_rollups(dsn, project.id) == len(plan) - 12
+    _assert_same_reads(mixed, _reads(engine, project.id))
+    assert _tables(engine, project.id) == _recomputed(engine, project.id)
+    stored, again = _file_rollup_recomputed(engine, project.id)
+    assert len(stored) > 20
+    assert [r[:6] + r[9:] for r in stored] == [r[:6] + r[9:] for r in again]
+    for left, right in zip(stored, again, strict=True):  # float sums: any order of addition
+        for a, b in zip(left[6:9], right[6:9], strict=True):
+            assert (a is None and b is None) or a == pytest.approx(b, rel=1e-12), (left, right)
+    assert any(r[8] is None for r in stored)  # a file no result reported setup for
+    assert any(r[8] is not None for r in stored)
+    # The stored results are the independent reading: the reads are not all empty.
+    assert sum(r[2] for r in _tables(engine, project.id)["rollup_test_weekly"]) == sum(  # type: ignore[misc]
+        r[2]
+        for r in _recomputed(engine, project.id)["rollup_test_weekly"]  # type: ignore[misc]
+    )
+
+
+def test_concurrent_compactors_add_every_run_exactly_once(own_db: tuple[str, Engine]) -> None:
+    dsn, engine = own_db
+    project = make_project(engine)
+    for seed in range(40):
+        _store(dsn, project.id, MONDAY + timedelta(days=seed % 10), "j", seed)
+    errors: list[BaseException] = []
+
+    def compact() -> None:
+        try:
+            with psycopg.connect(dsn) as conn:
+                while compact_backlog(conn, projects=[project.id]).busy:
+                    pass  # another compactor holds the project: take what it leaves
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=compact) for _ in range(4)]
+    # Runs stored while the compactors run are compacted by one of them or left pending.
+    for thread in threads:
+        thread.start()
+    for seed in range(40, 48):
+        _store(dsn, project.id, MONDAY + timedelta(days=seed % 10), "j", seed)
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors
+    compact_rollups(dsn, project.id)
+    assert _pending(engine, project.id) == 0
+    with engine.connect() as conn:
+        results = conn.execute(
+            text("SELECT count(*) FROM test_result WHERE project_id = :p"), {"p": project.id}
+        ).scalar_one()
+        runs = conn.execute(
+            text("SELECT sum(runs) FROM rollup_test_weekly WHERE project_id = :p"),
+            {"p": project.id},
+        ).scalar_one()
+    assert runs == results > 0
+    assert _tables(engine, project.id) == _recomputed(engine, project.id)
