@@ -11,9 +11,9 @@ together; the per-file rollups alone, and the rollup arithmetic alone (sums from
 parameters, nothing written). Reports rows/s of each and their ratio to the bare COPY.
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
-- `0.08-0.10x`: whole store_run over the bare COPY at 200,000 results (a cell that ran that day,
-  then the first run of a cell-day), the code at commit 35487e62a792 (the parent of
-  the array-parameter store), `python -m bench.bench_store --results 200000`.
+- `0.07-0.08x`: whole store_run over the bare COPY at 200,000 results (a cell that ran that day,
+  then the first run of a cell-day), the code at commit 9240d1a363be (the parent of the
+  rollup compaction), run right before the new code, `python -m bench.bench_store --results 200000`.
 """
 
 from __future__ import annotations

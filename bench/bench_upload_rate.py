@@ -10,14 +10,10 @@ acknowledgement to every upload `done`). Baseline, same run: the API with no wor
 so the ratios say what ingesting alongside costs the uploaders, and what 3 workers buy over 1.
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
-- `5.7 uploads/s`: end to end with 1 worker and with 3 workers, load average 10-12, the code at
-  commit 35487e62a792 (the parent of the array-parameter store), run back to back
-  with the new code, `python -m bench.bench_upload_rate --uploads 20 --tests 1000`.
-- `16.5-19.7 uploads/s`: end to end with 1 worker (17.9-25.9 with 3), four runs at load
-  average 0.7-4.4, the code at commit 6c9c2285f3d1 (the parent of the batched ingest),
-  alternated with the new code, `python -m bench.bench_upload_rate --uploads 20 --tests 1000`.
-- `101-156 / 119-158 ms`: upload p95 while 1 / 3 workers ingest, the same runs, the code at
-  commit 6c9c2285f3d1, `python -m bench.bench_upload_rate --uploads 20 --tests 1000`.
+- `13.5 / 17.1 uploads/s`: end to end with 1 / 3 workers, each client uploading its job's same
+  suite, load average 1.0-3.0, the code at commit 9240d1a363be (the parent of the rollup
+  compaction) with this bench script, run right before the new code,
+  `python -m bench.bench_upload_rate --uploads 20 --tests 1000 --known`.
 """
 
 from __future__ import annotations
