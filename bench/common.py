@@ -68,8 +68,8 @@ def best_of(rounds: int, fn: Callable[[], object]) -> tuple[float, list[float]]:
 def store_upload(dsn: str, project_id: int) -> None:
     """Store again, dated now, the latest run of a random job (its tests, outcomes, durations
     and labels) through the real store: what an upload does to the data (a new data version,
-    a new latest run of that job) without the HTTP round, and without thinning the history
-    the recommendations read."""
+    a new latest run of that job, not compacted yet) without the HTTP round, and without
+    thinning the history the recommendations read."""
     from datetime import UTC, datetime
 
     import psycopg
@@ -80,6 +80,9 @@ def store_upload(dsn: str, project_id: int) -> None:
     from ingest.store import RunMetadata, store_run
 
     with psycopg.connect(dsn) as conn:
+        # The runs stored before are compacted, as the worker leaves them after each drain;
+        # this one is not yet: a read right after it takes the runs-not-compacted path.
+        compact_backlog(conn, projects=[project_id])
         latest = conn.execute(
             "SELECT DISTINCT ON (job) id, day, job, labels FROM run WHERE project_id = %s "
             "ORDER BY job, started_at DESC",
@@ -109,7 +112,6 @@ def store_upload(dsn: str, project_id: int) -> None:
             merged=merge_reports([report]),
         )
         conn.commit()
-        compact_backlog(conn, projects=[project_id])  # what the worker does after its drain
 
 
 def one_run(ids: list[str], weights: Any) -> tuple[Any, Any]:
