@@ -6,8 +6,8 @@ Loads a synthetic history through the real store (the issue's 10 million results
 defaults above: 60 days x 10,000 tests x 16 jobs), then times each rollup endpoint over HTTP
 on a real uvicorn server (p50/p95 of --requests calls; after the first, answers come from the
 frames kept until the next ingest), each first request right after an upload (a job's latest
-run stored again through the real store, not compacted yet), the same rollups cold in-process (nothing kept),
-and the same by-file aggregate over the raw results and over the rollup tables.
+run stored again through the real store, not compacted yet), the same rollups cold in-process
+(nothing kept), and the same by-file aggregate over the raw results and over the rollup tables.
 `--keep-home DIR` keeps the database so the next run skips the load.
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
