@@ -262,24 +262,58 @@ def fact_values(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def sum_fact_values(values: pd.DataFrame, by: list[str]) -> pd.DataFrame:
-    """Add fact values up per group of `by`; a phase no row reported stays unknown, not zero."""
-    grouped = values.groupby(by, dropna=False, sort=False)
-    sums = grouped.agg(
-        runs=("runs", "sum"),
-        known=("known", "sum"),
-        total_s=("total_s", "sum"),
-        max_s=("max_s", "max"),
-        setup_s=("setup_s", "sum"),
-        call_s=("call_s", "sum"),
-        teardown_s=("teardown_s", "sum"),
-        failures=("failures", "sum"),
-        flaky=("flaky", "sum"),
-        peak_rss_mib=("peak_rss_mib", "max"),
-    )
-    known_phases = grouped[["setup_s", "call_s", "teardown_s"]].count()
-    for phase in ("setup_s", "call_s", "teardown_s"):
-        sums[phase] = sums[phase].where(known_phases[phase] > 0)
-    return sums.reset_index()
+    """Add fact values up per group of `by` (groups in the order of their first row, a missing
+    key a group of its own); a phase no row reported stays unknown, not zero."""
+    codes: np.ndarray
+    if len(by) == 1:
+        # One key: a hash factorize, without the groupby machinery (one run's files per upload).
+        codes, uniques = pd.factorize(values[by[0]], use_na_sentinel=False)
+        keys: dict[str, Any] = {by[0]: uniques}
+    else:
+        grouped = values.groupby(by, dropna=False, sort=False)
+        codes = grouped.ngroup().to_numpy()
+        index = grouped.size().index
+        keys = {name: index.get_level_values(name) for name in by}
+    sums = _sums_by_code(values, codes.astype(np.intp, copy=False), len(keys[by[0]]))
+    return pd.DataFrame({**keys, **sums})
+
+
+def _sums_by_code(values: pd.DataFrame, codes: np.ndarray, groups: int) -> dict[str, np.ndarray]:
+    """Each FACT_VALUE_COLUMNS column summed (or maxed) over the rows of each group code."""
+
+    def total(column: str) -> np.ndarray:
+        # NaN adds nothing, as pandas' sum skips it.
+        column_values = np.nan_to_num(values[column].to_numpy(dtype=np.float64))
+        summed: np.ndarray = np.bincount(codes, weights=column_values, minlength=groups)
+        return summed
+
+    def count(column: str) -> np.ndarray:
+        counted: np.ndarray = np.rint(total(column)).astype(np.int64)
+        return counted
+
+    def maximum(column: str) -> np.ndarray:
+        # fmax skips NaN: a group whose rows all lack the value keeps the NaN it starts with.
+        out = np.full(groups, np.nan)
+        np.fmax.at(out, codes, values[column].to_numpy(dtype=np.float64))
+        return out
+
+    def phase(column: str) -> np.ndarray:
+        reported = ~np.isnan(values[column].to_numpy(dtype=np.float64))
+        known = np.bincount(codes, weights=reported, minlength=groups)
+        return np.where(known > 0, total(column), np.nan)
+
+    return {
+        "runs": count("runs"),
+        "known": count("known"),
+        "total_s": total("total_s"),
+        "max_s": maximum("max_s"),
+        "setup_s": phase("setup_s"),
+        "call_s": phase("call_s"),
+        "teardown_s": phase("teardown_s"),
+        "failures": count("failures"),
+        "flaky": count("flaky"),
+        "peak_rss_mib": maximum("peak_rss_mib"),
+    }
 
 
 def facts_from_results(results: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
