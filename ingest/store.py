@@ -160,20 +160,33 @@ def storable_results(results: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     fixed, dropped = named_results(results)
     if dropped:
         warnings.append(f"{dropped} result(s) with no test name left out")
-    fixed = fixed.copy(deep=False)
+    # Columns are replaced once at the end, and only the ones that changed: a report that
+    # needs nothing (the usual case) costs a scan per column, not a frame rebuild per check.
+    changed: dict[str, Any] = {}
     for column in ("duration_s", "setup_s", "call_s", "teardown_s", "last_attempt_s"):
-        fixed[column] = durations_in_range(fixed[column].to_numpy(), warnings, what=column)
+        seconds = fixed[column].to_numpy()
+        in_range = durations_in_range(seconds, warnings, what=column)
+        if in_range is not seconds:
+            changed[column] = in_range
     for column in _TEXT_COLUMNS:
-        fixed[column] = storable_column(fixed[column])
+        text = fixed[column]
+        storable = storable_column(text)
+        if storable is not text:
+            changed[column] = storable
     # NOT NULL in test_case: a named test whose function is unknown stores it as "".
-    fixed["function"] = fixed["function"].fillna("")
+    function = changed.get("function", fixed["function"])
+    if function.isna().any():
+        changed["function"] = function.fillna("")
     for column in _NAME_COLUMNS:
-        fixed[column], cut = cut_names(fixed[column])
+        names = changed.get(column, fixed[column])
+        names, cut = cut_names(names)
         if cut:
+            changed[column] = names
             warnings.append(
                 f"{cut} {column} value(s) longer than {MAX_NAME_BYTES} bytes were cut to "
                 f"{MAX_NAME_BYTES} bytes (ending in ~ and a hash of the full value)"
             )
+    fixed = fixed.assign(**changed) if changed else fixed.copy(deep=False)
     # Markers are made storable where each distinct set is rendered (_pg_array), parametrize
     # values where each is dumped to JSON (_param_json): per row here would cost more.
     return fixed, warnings

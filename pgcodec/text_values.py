@@ -33,10 +33,13 @@ def storable_column(values: pd.Series) -> pd.Series:
     if not _holds_text(values):
         return values
     # One scan of the joined column finds the (rare) columns that need work.
-    joined = "".join([v for v in values.tolist() if isinstance(v, str)])
-    if not _UNSTORABLE.search(joined):
+    if not _UNSTORABLE.search("".join(_strings(values))):
         return values
     return values.map(lambda v: storable_text(v) if isinstance(v, str) else v)
+
+
+def _strings(values: pd.Series) -> list[str]:
+    return [v for v in values.tolist() if isinstance(v, str)]
 
 
 def _holds_text(values: pd.Series) -> bool:
@@ -59,11 +62,12 @@ def cut_names(values: pd.Series, max_bytes: int = MAX_NAME_BYTES) -> tuple[pd.Se
     """cut_name over a column of str/None: (column, how many values were cut)."""
     if values.empty or not _holds_text(values):
         return values, 0
-    # A character is at most 4 bytes: only longer strings can be over the limit.
+    # A character is at most 4 bytes: only longer strings can be over the limit. The longest
+    # string decides first, in C, whether any row needs a look at all.
+    if max(map(len, _strings(values)), default=0) <= max_bytes // 4:
+        return values, 0
     lengths = values.str.len().to_numpy(dtype=np.float64, na_value=0.0)
     candidates = np.flatnonzero(lengths > max_bytes // 4)
-    if len(candidates) == 0:
-        return values, 0
     cut = values.copy()
     changed = 0
     for at in candidates.tolist():
