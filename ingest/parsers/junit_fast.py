@@ -55,19 +55,20 @@ MIN_BULK_CASES = 64
 _NAME = r"[A-Za-z_][A-Za-z0-9_.:-]*"
 _FIRST_CHILDLESS = re.compile(
     r"<testcase((?:[ \t\r\n]+" + _NAME + r"""[ \t\r\n]*=[ \t\r\n]*(?:"[^"<]*"|'[^'<]*'))+)"""
-    r"[ \t\r\n]*/>"
+    r"[ \t\r\n]*(?:/>|>[ \t\r\n]*</testcase[ \t\r\n]*>)"
 )
 _ATTRIBUTE = re.compile(r"([ \t\r\n]+)(" + _NAME + r""")([ \t\r\n]*=[ \t\r\n]*)(["'])""")
 # Groups of the name's "f[p]" split, after the name's own group.
 _FUNCTION = " function"
 _PARAMS = " params"
-# The end of a scanned testcase: `/>`, or one outcome child (failure, skipped...) with
+# The end of a scanned testcase: `/>`, an end tag with only whitespace before it (Go's and
+# Jest's reporters), or one outcome child (failure, skipped...) with
 # attributes and text that need no decoding, then the whitespace after the testcase.
 # Text may hold tab and newlines (expat keeps them) but no carriage return (normalised).
 _WS = "[ \t\r\n]"
 _VALUE = "(?:\"[^\"<&\x00-\x1f]*+\"|'[^'<&\x00-\x1f]*+')"
 _END = (
-    f"{_WS}*+(?:/>|>{_WS}*+<(?P<child>{{children}})((?:{_WS}+{{name}}{_WS}*={_WS}*+{_VALUE})*+)"
+    f"{_WS}*+(?:/>|>{_WS}*+</testcase{_WS}*+>|>{_WS}*+<(?P<child>{{children}})((?:{_WS}+{{name}}{_WS}*={_WS}*+{_VALUE})*+)"
     f"{_WS}*+(?:/>|>([^<&\r\x00-\x08\x0b\x0c\x0e-\x1f]*+)</(?P=child){_WS}*+>)"
     f"{_WS}*+</testcase{_WS}*+>)({_WS}*+)"
 )

@@ -313,3 +313,22 @@ def test_layouts_without_a_name_and_repeated_or_missing_times() -> None:
     assert len(report.results) == 6
     assert any("4 result(s) with no test name" in w for w in report.warnings)
     assert report.results["duration_s"].isna().sum() == 3
+
+
+@pytest.mark.parametrize("inside", ["", "\n    ", " \t", "\r\n"])
+def test_testcases_closed_by_an_end_tag_are_scanned_the_same(inside: str) -> None:
+    # go-junit-report and jest-junit close every testcase with an end tag, empty or holding
+    # only whitespace: the same rows as `<testcase .../>`, and the same scan.
+    closed = "\n".join(
+        f'<testcase classname="m.C" name="t{i}" time="0.{i}">{inside}</testcase>' for i in range(6)
+    )
+    for body in (
+        f'<testsuites><testsuite name="s">{closed}</testsuite></testsuites>',
+        f'<testsuites><testsuite name="s">{closed}{cases(2)}</testsuite></testsuites>',
+    ):
+        report = check(doc(body))
+        assert report is not None
+        text, encoding, _ = junit.prepare_xml(doc(body), "r.xml")
+        cols = collect_fast(text, encoding, min_cases=1)
+        assert cols is not None
+        assert cols.scanned_rows == len(report.results) == body.count("<testcase")
