@@ -64,21 +64,32 @@ _GO_TEST = re.compile(r"^(?:Test|Benchmark|Example|Fuzz)")
 _BAZEL_LOG = re.compile(r"(?:^|/)bazel-testlogs/(.+)/([^/]+)/test\.xml$")
 _HEAD_BYTES = 65536
 
-# (runner, regex on the report's first bytes), first match wins.
-_FINGERPRINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("jest", re.compile(r"<testsuites\b[^>]*\bname=[\"']jest tests[\"']")),
-    ("vitest", re.compile(r"<testsuites\b[^>]*\bname=[\"']vitest tests[\"']")),
-    ("nextest", re.compile(r"<testsuites\b[^>]*\bname=[\"']nextest-run[\"']")),
-    ("playwright", re.compile(r"<testsuites\s+id=\"\"\s+name=\"\"")),
-    ("go", re.compile(r"<property\s+name=[\"']go\.version[\"']")),
-    ("gtest", re.compile(r"<testsuites\b[^>]*\bname=[\"']AllTests[\"']")),
-    ("catch2", re.compile(r"<testsuite\b[^>]*\bhostname=[\"']tbd[\"']")),
+# (runner, words one of which the match must contain, regex on the report's first bytes),
+# first match wins. The words are looked for first: a substring test costs far less than a
+# regex over 64 KiB, and most reports hold none of them.
+_FINGERPRINTS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    ("jest", ("jest tests",), re.compile(r"<testsuites\b[^>]*\bname=[\"']jest tests[\"']")),
+    (
+        "vitest",
+        ("vitest tests",),
+        re.compile(r"<testsuites\b[^>]*\bname=[\"']vitest tests[\"']"),
+    ),
+    (
+        "nextest",
+        ("nextest-run",),
+        re.compile(r"<testsuites\b[^>]*\bname=[\"']nextest-run[\"']"),
+    ),
+    ("playwright", ('id=""',), re.compile(r"<testsuites\s+id=\"\"\s+name=\"\"")),
+    ("go", ("go.version",), re.compile(r"<property\s+name=[\"']go\.version[\"']")),
+    ("gtest", ("AllTests",), re.compile(r"<testsuites\b[^>]*\bname=[\"']AllTests[\"']")),
+    ("catch2", ("tbd",), re.compile(r"<testsuite\b[^>]*\bhostname=[\"']tbd[\"']")),
     (
         "maven",
+        ("surefire", "maven."),
         re.compile(r"maven\.apache\.org/surefire|<property\s+name=[\"'](?:surefire|maven)\."),
     ),
-    ("rspec", re.compile(r"<testsuite\b[^>]*\bname=[\"']rspec[\"']")),
-    ("bazel", re.compile(r"Executing tests from //")),
+    ("rspec", ("rspec",), re.compile(r"<testsuite\b[^>]*\bname=[\"']rspec[\"']")),
+    ("bazel", ("Executing tests from //",), re.compile(r"Executing tests from //")),
 )
 _CYPRESS_FILE = re.compile(r"\bfile=[\"'][^\"']*cypress/")
 # Surefire and Ant name their reports TEST-<class>.xml.
@@ -92,8 +103,8 @@ def detect_runner(report: ParsedReport, head: bytes, filename: str | None = None
     if report.runner != "generic":
         return report.runner  # a native format's parser knows (NUnit, TRX)
     text = head[:_HEAD_BYTES].decode("utf-8", "replace")
-    for name, pattern in _FINGERPRINTS:
-        if pattern.search(text):
+    for name, words, pattern in _FINGERPRINTS:
+        if any(word in text for word in words) and pattern.search(text):
             return name
     path = (filename or "").replace("\\", "/")
     if _BAZEL_LOG.search(path):
