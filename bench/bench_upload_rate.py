@@ -8,6 +8,9 @@ embedded Postgres. Each phase uses a fresh project: `--clients` threads (httpx) 
 uploads per second while the clients send, p50/p95 upload latency, and the drain time (last
 acknowledgement to every upload `done`). Baseline, same run: the API with no worker running,
 so the ratios say what ingesting alongside costs the uploaders, and what 3 workers buy over 1.
+The CPU each part used per upload (clients, API, workers, PostgreSQL with every backend, from
+/proc over the phase) bounds the rate: while an upload costs that much CPU in all, no more than
+cores x 1000 ms over that sum can be done per second.
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
 - `13.5 / 17.1 uploads/s`: end to end with 1 / 3 workers, each client uploading its job's same
@@ -19,6 +22,7 @@ Before (the figures README.md quotes; tests/test_before_figures.py checks them):
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import statistics
 import threading
@@ -28,7 +32,16 @@ from dataclasses import dataclass
 import httpx
 import psycopg
 
-from bench.common import count, poll, scratch_database, start_serve, start_workers
+from bench.common import (
+    count,
+    cpu_s,
+    poll,
+    postmaster_pid,
+    scratch_database,
+    start_serve,
+    start_workers,
+    tree_cpu_s,
+)
 from tests.factories import junit_xml
 
 
@@ -41,6 +54,8 @@ class Phase:
     send_s: float
     latencies_s: list[float]
     drain_s: float | None
+    # CPU seconds each part used from the first send to the drain's end.
+    cpu: dict[str, float]
 
     @property
     def rate(self) -> float:
@@ -105,9 +120,23 @@ def _compacted(dsn: str) -> bool:
     return not has_column or count(dsn, "SELECT count(*) FROM run WHERE NOT compacted") == 0
 
 
-def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namespace) -> Phase:
+def _cpu_parts(api: int, workers: list[int], postmaster: int) -> dict[str, float]:
+    """CPU seconds used so far by the uploading clients (this process), the API server, the
+    workers and PostgreSQL (the server and every backend)."""
+    return {
+        "clients": cpu_s(os.getpid()),
+        "API": tree_cpu_s(api),
+        "workers": sum(tree_cpu_s(pid) for pid in workers),
+        "Postgres": tree_cpu_s(postmaster),
+    }
+
+
+def run_phase(
+    url: str, dsn: str, base: str, workers: int, args: argparse.Namespace, api: int
+) -> Phase:
     """One configuration: start `workers` workers, send, wait for the drain."""
     procs = start_workers(url, workers)
+    postmaster = postmaster_pid(dsn)
     try:
         token = _token(url)
         before = count(dsn, "SELECT coalesce(max(id), 0) FROM upload")
@@ -118,6 +147,7 @@ def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namesp
             )
             for c, lat in enumerate(latencies)
         ]
+        cpu_before = _cpu_parts(api, [p.pid for p in procs], postmaster)
         start = time.perf_counter()
         for t in threads:
             t.start()
@@ -140,7 +170,9 @@ def run_phase(url: str, dsn: str, base: str, workers: int, args: argparse.Namesp
                 "drain",
             )
             drain_s = time.perf_counter() - drained
-        return Phase(workers, sent, send_s, [x for lat in latencies for x in lat], drain_s)
+        cpu_after = _cpu_parts(api, [p.pid for p in procs], postmaster)
+        cpu = {part: cpu_after[part] - cpu_before[part] for part in cpu_before}
+        return Phase(workers, sent, send_s, [x for lat in latencies for x in lat], drain_s, cpu)
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
@@ -168,7 +200,7 @@ def main() -> None:
         try:
             # Unmeasured warm-up: the first requests pay for imports and cold caches.
             _send(base, _token(url), 99, 3, args.tests, [])
-            phases = [run_phase(url, dsn, base, n, args) for n in (0, 1, 3)]
+            phases = [run_phase(url, dsn, base, n, args, api.pid) for n in (0, 1, 3)]
         finally:
             api.send_signal(signal.SIGTERM)
             api.wait(timeout=30)
@@ -189,6 +221,16 @@ def main() -> None:
             f"workers={phase.workers}: {phase.rate:6.1f} uploads/s acknowledged "
             f"(x{phase.rate / baseline.rate:.2f} of no worker), latency p50 "
             f"{phase.p(50) * 1000:.0f} ms p95 {phase.p(95) * 1000:.0f} ms, drain {drain}, {ingest}"
+        )
+    cores = os.cpu_count() or 1
+    for phase in phases:
+        per = {part: seconds * 1000 / phase.sent for part, seconds in phase.cpu.items()}
+        total = sum(per.values())
+        parts = ", ".join(f"{part} {ms:.1f}" for part, ms in per.items())
+        what = "accepted" if phase.workers == 0 else "accepted and ingested"
+        print(
+            f"workers={phase.workers}: CPU ms per upload {what}: {parts}; total {total:.1f} ms, "
+            f"so at most {cores * 1000 / total:.0f} uploads/s on this machine's {cores} cores"
         )
     one, three = phases[1], phases[2]
     assert one.drain_s is not None

@@ -200,3 +200,54 @@ def start_serve(url: str, *args: str) -> tuple[subprocess.Popen[bytes], str]:
 
     proc, port = start(url, *args, workers_beating=None, poll_s=0.5)
     return proc, f"http://127.0.0.1:{port}"
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def cpu_s(pid: int) -> float:
+    """User + system CPU seconds a process has used (Linux /proc); 0 once it is gone."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and all its descendants, the exited ones included (their
+    time is in their parent's cutime/cstime once reaped). The difference of two readings is
+    what the tree used in between, whichever children came and went."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields is not None:
+                children.setdefault(int(fields[1]), []).append(int(entry))
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        fields = _stat_fields(current)
+        if fields is None:
+            continue
+        total += sum(int(field) for field in fields[11:15]) / tick
+        todo.extend(children.get(current, []))
+    return total
+
+
+def postmaster_pid(dsn: str) -> int:
+    """The pid of the PostgreSQL server behind `dsn` (the parent of every backend)."""
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        backend = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert backend is not None
+    fields = _stat_fields(int(backend[0]))
+    assert fields is not None, "the database runs on another machine"
+    return int(fields[1])

@@ -1,6 +1,6 @@
 """Where each millisecond of one upload's ingest goes: a per-phase table of the real worker.
 
-    .venv/bin/python -m bench.profile_ingest [--uploads 60] [--tests 1000] [--batch N]
+    .venv/bin/python -m bench.profile_ingest [--uploads 60] [--tests 1000] [--batch N] [--known]
 
 Queues `--uploads` distinct JUnit reports of `--tests` testcases through the API's own
 insert_upload (raw files committed, NOTIFY sent), then drains them in this process with the
@@ -34,7 +34,7 @@ from typing import Any
 
 import psycopg
 
-from bench.common import scratch_database
+from bench.common import cpu_s, scratch_database
 
 _local = threading.local()
 
@@ -182,8 +182,9 @@ def _in_phase(clock: PhaseClock, label: str, fn: Callable[..., Any], *args: Any)
         return fn(*args)
 
 
-def queue_uploads(url: str, uploads: int, tests: int) -> int:
-    """Queue distinct reports through the API's insert_upload; returns the project id."""
+def queue_uploads(url: str, uploads: int, tests: int, *, known: bool = False) -> int:
+    """Queue reports of 12 jobs through the API's insert_upload; returns the project id. Each
+    holds tests of its own, or with `known` each job sends its same suite every time."""
     from app.db.engine import make_engine, transaction
     from app.db.projects import create_project
     from app.db.uploads import IncomingFile, UploadMetadata, insert_upload
@@ -193,7 +194,8 @@ def queue_uploads(url: str, uploads: int, tests: int) -> int:
     with transaction(engine) as conn:
         project = create_project(conn, f"profile-{time.time_ns()}")
     for i in range(uploads):
-        body = junit_xml(tests, seed=i, prefix=f"tests/c{i % 12}/u{i}/m")
+        prefix = f"tests/c{i % 12}/m" if known else f"tests/c{i % 12}/u{i}/m"
+        body = junit_xml(tests, seed=i, prefix=prefix)
         with transaction(engine) as conn:
             insert_upload(
                 conn,
@@ -205,13 +207,6 @@ def queue_uploads(url: str, uploads: int, tests: int) -> int:
             )
     engine.dispose()
     return project.id
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds a process has used (Linux /proc)."""
-    with open(f"/proc/{pid}/stat") as stat:
-        fields = stat.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def commit_cost(dsn: str, rounds: int = 30) -> float:
@@ -237,6 +232,9 @@ def main() -> None:
     parser.add_argument(
         "--batch", type=int, default=1, help="uploads of one project per ingest transaction"
     )
+    parser.add_argument(
+        "--known", action="store_true", help="each job uploads the same suite every time, as CI"
+    )
     args = parser.parse_args()
     from ingest.heartbeat import Heartbeat
     from ingest.store import KnownTests
@@ -244,7 +242,7 @@ def main() -> None:
 
     clock = PhaseClock()
     with scratch_database() as (url, dsn):
-        queue_uploads(url, args.uploads, args.tests)
+        queue_uploads(url, args.uploads, args.tests, known=args.known)
         fsync_s = commit_cost(dsn)
         instrument(clock)
         config = WorkerConfig(name="profile", batch_uploads=args.batch)
@@ -257,13 +255,13 @@ def main() -> None:
             ):
                 heartbeat.attach(conn)
                 backends = [c.info.backend_pid for c in (conn, side)]
-                cpu_before = [_cpu_s(pid) for pid in (os.getpid(), *backends)]  # same order
+                cpu_before = [cpu_s(pid) for pid in (os.getpid(), *backends)]  # same order
                 start = time.perf_counter()
                 with clock.phase("drain loop (rest)"):
                     done = drain(conn, side, config, heartbeat=heartbeat, known_tests=KnownTests())
                 wall = time.perf_counter() - start
                 pids = (os.getpid(), *backends)
-                cpu = [_cpu_s(p) - b for p, b in zip(pids, cpu_before, strict=True)]
+                cpu = [cpu_s(p) - b for p, b in zip(pids, cpu_before, strict=True)]
         finally:
             heartbeat.stop()
     assert done == args.uploads, done
@@ -276,8 +274,9 @@ def main() -> None:
     )
     per = 1000 / done
     print(
-        f"{done} uploads of {args.tests} testcases, one worker in this process, up to "
-        f"{args.batch} per transaction"
+        f"{done} uploads of {args.tests} testcases "
+        f"({'the same suite per job' if args.known else 'new tests in each'}), "
+        f"one worker in this process, up to {args.batch} per transaction"
     )
     print(f"{'phase (self time)':<66} {'ms/upload':>9} {'share':>6}")
     for label, seconds in rows:
