@@ -11,7 +11,7 @@ its runs, where the ingest wrote three per result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
@@ -19,9 +19,13 @@ from psycopg.pq import TransactionStatus
 
 from ingest.store import ROLLUP_MERGE, ROLLUP_SUMS, ROLLUP_VALUES
 
-# Runs compacted per transaction: enough for one rollup row per test to take many runs, few
-# enough that a transaction holds its locks for well under a second.
-RUNS_PER_PASS = 32
+# A pass (one transaction) takes runs in order until their results reach RESULTS_PER_PASS
+# (at least one run, at most RUNS_PER_PASS): the more runs of a suite a pass holds, the fewer
+# rollup rows it writes per run (a known 1,000-test suite's compaction cost 8.3 ms of the
+# database's CPU per upload at 32 runs a pass, 3.5 ms at 128: bench/profile_ingest.py --known),
+# and bounding its results keeps the transaction, and the locks it holds, under a second.
+RESULTS_PER_PASS = 131_072
+RUNS_PER_PASS = 256
 # One compactor per project at a time (an advisory lock): two would update the same per-test
 # rows from different runs and only queue on each other.
 _PROJECT_LOCK_CLASS = 727005
@@ -71,8 +75,8 @@ def pending_facts(runs: str, days: str, cells: str) -> str:
 _COMPACTED_FACTS = result_facts(
     "%(runs)s::int8[]", "%(days)s::date[]", "%(cells)s::int8[]", pending=False
 )
-# Sorting a pass's results for the sums spilled to disk at the default 4 MB (32 runs of 1,000
-# tests: 3 MB on disk, a third of the pass); the pass's own transaction gets more.
+# Sorting a pass's results for the sums spilled to disk at the default 4 MB (32,000 results:
+# 3 MB on disk, a third of the pass); the pass's own transaction gets more.
 _PASS_WORK_MEM = "64MB"
 
 _COMPACT = f"""
@@ -104,16 +108,24 @@ class Compacted:
 
     runs: int = 0
     busy: bool = False
+    # Runs not compacted were left after this pass (the next pass has work).
+    more: bool = False
 
     def __add__(self, other: Compacted) -> Compacted:
-        return Compacted(self.runs + other.runs, self.busy or other.busy)
+        # Passes add up in order: whether work is left is the later pass's word.
+        return Compacted(self.runs + other.runs, self.busy or other.busy, other.more)
 
 
 def compact_project(
-    conn: psycopg.Connection[Any], project_id: int, *, max_runs: int = RUNS_PER_PASS
+    conn: psycopg.Connection[Any],
+    project_id: int,
+    *,
+    max_runs: int = RUNS_PER_PASS,
+    max_results: int = RESULTS_PER_PASS,
 ) -> Compacted:
-    """Add up to `max_runs` of the project's runs not compacted yet to the per-test rollups,
-    in one transaction of `conn` (committed here). Nothing when another compactor has it."""
+    """Add the project's oldest runs not compacted yet to the per-test rollups, as many as fit
+    in `max_results` results (at least one, at most `max_runs`), in one transaction of `conn`
+    (committed here). Nothing when another compactor has it."""
     if conn.info.transaction_status != TransactionStatus.IDLE:
         # Inside a transaction, conn.transaction() would be a savepoint, committed by nobody.
         raise RuntimeError("compaction commits its own transaction: call it outside one")
@@ -124,13 +136,14 @@ def compact_project(
         ).fetchone()
         if not locked or not locked[0]:
             return Compacted(busy=True)
-        rows = conn.execute(
-            "SELECT id, day, cell_id FROM run WHERE project_id = %s AND NOT compacted "
+        pending = conn.execute(
+            "SELECT id, day, cell_id, tests FROM run WHERE project_id = %s AND NOT compacted "
             "ORDER BY id LIMIT %s",
-            (project_id, max_runs),
+            (project_id, max_runs + 1),
         ).fetchall()
-        if not rows:
+        if not pending:
             return Compacted()
+        rows = _within_budget(pending[:max_runs], max_results)
         runs = [int(row[0]) for row in rows]
         conn.execute(f"SET LOCAL work_mem = '{_PASS_WORK_MEM}'")
         conn.execute(
@@ -142,7 +155,17 @@ def compact_project(
                 "cells": [int(row[2]) for row in rows],
             },
         )
-    return Compacted(runs=len(runs))
+    return Compacted(runs=len(runs), more=len(rows) < len(pending))
+
+
+def _within_budget(rows: list[Any], max_results: int) -> list[Any]:
+    """The first rows (id, day, cell_id, tests) whose tests add up to `max_results`, at least
+    one."""
+    taken, results = 1, int(rows[0][3] or 0)
+    while taken < len(rows) and results + int(rows[taken][3] or 0) <= max_results:
+        results += int(rows[taken][3] or 0)
+        taken += 1
+    return rows[:taken]
 
 
 def projects_with_backlog(conn: psycopg.Connection[Any], *, limit: int = 100) -> list[int]:
@@ -157,15 +180,20 @@ def projects_with_backlog(conn: psycopg.Connection[Any], *, limit: int = 100) ->
 
 
 def compact_backlog(
-    conn: psycopg.Connection[Any], *, projects: list[int] | None = None, max_passes: int = 1_000
+    conn: psycopg.Connection[Any],
+    *,
+    projects: list[int] | None = None,
+    max_passes: int = 1_000,
+    max_results: int = RESULTS_PER_PASS,
 ) -> Compacted:
     """Compact every run not compacted yet (of `projects`, or of all), pass by pass; stops
     early after `max_passes` transactions. `conn` must not be inside a transaction."""
-    done = Compacted()
+    done, left = Compacted(), False
     for project_id in projects_with_backlog(conn) if projects is None else projects:
         for _ in range(max_passes):
-            step = compact_project(conn, project_id)
+            step = compact_project(conn, project_id, max_results=max_results)
             done += step
-            if step.runs < RUNS_PER_PASS:
+            if not step.more:
                 break
-    return done
+        left = left or step.more
+    return replace(done, more=left)

@@ -370,7 +370,7 @@ def side_connection(dsn: str, name: str) -> psycopg.Connection[Any]:
 # Uploads a worker ingests before it adds their runs to the per-test rollups when the queue
 # does not empty first: the more runs of one suite a pass folds together, the fewer rollup
 # rows it writes per run; readers add the runs not compacted yet, so only their cost waits.
-COMPACT_AFTER_UPLOADS = 32
+COMPACT_AFTER_UPLOADS = 128
 
 
 def run_worker(dsn: str, config: WorkerConfig, stop: threading.Event) -> None:

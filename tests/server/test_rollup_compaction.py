@@ -274,3 +274,38 @@ def test_concurrent_compactors_add_every_run_exactly_once(own_db: tuple[str, Eng
         ).scalar_one()
     assert runs == results > 0
     assert _tables(engine, project.id) == _recomputed(engine, project.id)
+
+
+def _pending_tests(engine: Engine, project_id: int) -> list[int]:
+    with engine.connect() as conn:
+        return [
+            int(n)
+            for (n,) in conn.execute(
+                text("SELECT tests FROM run WHERE project_id = :p AND NOT compacted ORDER BY id"),
+                {"p": project_id},
+            )
+        ]
+
+
+def test_a_pass_takes_runs_up_to_its_results_budget_and_the_backlog_takes_every_pass(
+    own_db: tuple[str, Engine],
+) -> None:
+    # Many runs of a small suite fold into a pass together; a suite of 100,000 tests makes a
+    # pass of one run: a pass's size (and how long it holds its locks) follows its results.
+    dsn, engine = own_db
+    project = make_project(engine)
+    for seed in range(9):
+        _store(dsn, project.id, MONDAY + timedelta(days=seed % 3), "j", seed)
+    sizes = _pending_tests(engine, project.id)
+    budget = sizes[0] + sizes[1] + sizes[2] // 2  # two runs fit, the third does not
+    with psycopg.connect(dsn) as conn:
+        first = compact_project(conn, project.id, max_results=budget)
+        assert (first.runs, first.more) == (2, True)
+        # A run larger than the budget still makes a pass alone.
+        alone = compact_project(conn, project.id, max_results=1)
+        assert (alone.runs, alone.more) == (1, True)
+        rest = compact_backlog(conn, projects=[project.id], max_results=budget)
+    assert rest.runs == 6
+    assert not rest.more
+    assert _pending(engine, project.id) == 0
+    assert _tables(engine, project.id) == _recomputed(engine, project.id)
