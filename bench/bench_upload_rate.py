@@ -135,8 +135,8 @@ def run_phase(
     url: str, dsn: str, base: str, workers: int, args: argparse.Namespace, api: int
 ) -> Phase:
     """One configuration: start `workers` workers, send, wait for the drain."""
-    procs = start_workers(url, workers)
     postmaster = postmaster_pid(dsn)
+    procs = start_workers(url, workers)
     try:
         token = _token(url)
         before = count(dsn, "SELECT coalesce(max(id), 0) FROM upload")

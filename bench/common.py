@@ -247,7 +247,8 @@ def postmaster_pid(dsn: str) -> int:
 
     with psycopg.connect(dsn) as conn:
         backend = conn.execute("SELECT pg_backend_pid()").fetchone()
-    assert backend is not None
-    fields = _stat_fields(int(backend[0]))
+        assert backend is not None
+        # Read while the connection is open: its backend exits with it.
+        fields = _stat_fields(int(backend[0]))
     assert fields is not None, "the database runs on another machine"
     return int(fields[1])
