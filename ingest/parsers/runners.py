@@ -115,14 +115,15 @@ def detect_runner(report: ParsedReport, head: bytes, filename: str | None = None
     ):
         return "maven"
     frame = report.results
-    files = frame["file"].dropna().astype(str)
-    if files.str.endswith(".py").any() or (frame["suite"] == "pytest").any():
+    # Plain str methods that stop at the first match: a pandas .str pass costs more per report.
+    files = [f for f in frame["file"].tolist() if isinstance(f, str)]
+    if any(f.endswith(".py") for f in files) or "pytest" in frame["suite"].tolist():
         return "pytest"
     if "Mocha Tests" in text:
         return "cypress" if _CYPRESS_FILE.search(text) else "mocha"
-    if files.str.endswith(".php").any() or files.str.endswith(".phpt").any():
+    if any(f.endswith((".php", ".phpt")) for f in files):
         return "phpunit"
-    if files.str.endswith("_spec.rb").any():
+    if any(f.endswith("_spec.rb") for f in files):
         return "rspec"
     return _from_names(frame, path)
 
@@ -157,7 +158,8 @@ def with_runner(
             filename=filename,
         )
     name = detect_runner(report, content[:_HEAD_BYTES], filename) if runner == "auto" else runner
-    results = report.results.copy()
+    # Copy-on-write: the columns replaced below never reach report.results.
+    results = report.results.copy(deep=False)
     if name in ("mocha", "cypress") and results["file"].isna().any():
         results["file"] = _mocha_files(content, results["file"].to_numpy(dtype=object))
     files, derived = selection_units(results, name, filename)
