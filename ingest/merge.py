@@ -54,17 +54,19 @@ def merge_reports(reports: list[ParsedReport]) -> MergedRun:
     outcome_frames = _executions_by_format([r for r in reports if r.format != "durations"])
     duration_frames = [r.results for r in reports if r.format == "durations"]
     base = _concat(outcome_frames)
-    timings = _concat(duration_frames)
-    if base.empty:
-        merged = timings
-    elif timings.empty:
+    # No durations report (the usual upload): no empty frame to build and test.
+    timings = _concat(duration_frames) if duration_frames else None
+    if timings is None or (timings.empty and not base.empty):
         merged = base
+    elif base.empty:
+        merged = timings
     else:
         merged = _fill_phases(base, timings)
     before = len(merged)
     # Distinct nodeids (one report, the usual case) have nothing to merge or drop.
-    measured = None if merged["nodeid"].is_unique else _measures_by_nodeid(merged)
-    if measured is not None or len(merged) > merged["nodeid"].nunique():
+    unique = merged["nodeid"].is_unique
+    measured = None if unique else _measures_by_nodeid(merged)
+    if not unique:
         merged = merged.drop_duplicates(subset="nodeid", keep="first")
     merged = merged.reset_index(drop=True)
     if measured is not None:
