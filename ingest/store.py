@@ -652,7 +652,8 @@ def _copy_results(
 def result_frame(
     project_id: int, day: date, run_id: int, results: pd.DataFrame, ids: np.ndarray
 ) -> pd.DataFrame:
-    """One run's test_result rows, in the table's column names."""
+    """One run's test_result rows, in the table's column names (the integer measures as whole
+    floats, NaN where unknown: copy_result_frame writes them as integers)."""
     return pd.DataFrame(
         {
             "project_id": project_id,
@@ -669,10 +670,10 @@ def result_frame(
             "flaky": results["flaky"].to_numpy(),
             "peak_rss_mib": results["peak_rss_mib"].to_numpy(),
             "cpu_s": float_column(results["cpu_s"]),
-            "seq": _integer_column(results["seq"]),
+            "seq": _whole_column(results["seq"]),
             "gc_s": float_column(results["gc_s"]),
-            "heap_scans": _integer_column(results["heap_scans"]),
-            "heap_objects": _integer_column(results["heap_objects"]),
+            "heap_scans": _whole_column(results["heap_scans"]),
+            "heap_objects": _whole_column(results["heap_objects"]),
             "cpu_wait_s": float_column(results["cpu_wait_s"]),
             "worker": results["worker"].to_numpy(),
             "message": results["message"].to_numpy(),
@@ -693,12 +694,25 @@ def copy_result_frame(conn: psycopg.Connection[Any], frame: pd.DataFrame) -> Non
         with conn.cursor().copy(f"COPY test_result ({columns}) FROM STDIN (FORMAT binary)") as cp:
             cp.write(payload)
     if with_message.any():
-        _copy_rows(conn, "test_result", frame.loc[with_message])
+        rows = frame.loc[with_message]
+        # The text format would write a float's "3.0"; these few rows get nullable integers.
+        _copy_rows(
+            conn, "test_result", rows.assign(**{c: _integer_column(rows[c]) for c in _WHOLE})
+        )
 
 
 def float_column(values: pd.Series) -> np.ndarray:
     """A measure column as float64, NaN (NULL) where unknown."""
     return pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
+
+
+# Integer measures of test_result, carried as whole floats (NaN unknown) until written.
+_WHOLE = ("seq", "heap_scans", "heap_objects")
+
+
+def _whole_column(values: pd.Series) -> np.ndarray:
+    """An integer measure as whole float64 numbers, NaN where unknown."""
+    return np.round(float_column(values))
 
 
 def _integer_column(values: pd.Series) -> Any:

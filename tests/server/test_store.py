@@ -224,3 +224,38 @@ def test_an_upload_without_files_fails_instead_of_storing_an_empty_run(
             (upload_id,),
         ).fetchone()  # type: ignore[misc]
     assert (status, code, runs) == ("failed", "no-report-files", 0)
+
+
+def test_integer_measures_are_stored_as_integers_on_both_copy_paths(
+    database: Database, project: ProjectFixture
+) -> None:
+    # Rows with a message take the text COPY, the others the binary one: a measure must be
+    # the same integer either way, and unknown stays NULL.
+    merged = merge_reports(
+        [
+            _report(
+                "laptime-json",
+                nodeid=["m.py::t0", "m.py::t1", "m.py::t2", "m.py::t3"],
+                outcome=["failed", "passed", "failed", "passed"],
+                duration_s=[1.0, 2.0, 3.0, 4.0],
+                message=["boom\tat line 3", None, "x", None],
+                seq=[3.0, 4.0, float("nan"), float("nan")],
+                heap_scans=[2.0, 7.0, float("nan"), 1.0],
+                heap_objects=[12_000_000_000.0, 5.0, float("nan"), float("nan")],
+            )
+        ]
+    )
+    run_id = _store(database, project, merged)
+    with psycopg.connect(database.dsn) as conn:
+        rows = conn.execute(
+            "SELECT c.nodeid, t.seq, t.heap_scans, t.heap_objects, t.message FROM test_result t "
+            "JOIN test_case c ON c.project_id = t.project_id AND c.id = t.test_id "
+            "WHERE t.run_id = %s ORDER BY c.nodeid",
+            (run_id,),
+        ).fetchall()
+    assert rows == [
+        ("m.py::t0", 3, 2, 12_000_000_000, "boom\tat line 3"),
+        ("m.py::t1", 4, 7, 5, None),
+        ("m.py::t2", None, None, None, "x"),
+        ("m.py::t3", None, 1, None, None),
+    ]
