@@ -595,6 +595,9 @@ def _upsert_test_cases(
     return int(row[0])
 
 
+_NO_MARKERS = "\0none"
+_NO_MARKERS_HASH = int(hash_array(np.array([_NO_MARKERS], dtype=object)).astype(np.int64)[0])
+
 DICTIONARY_TEXT = ("nodeid", "file", "classname", "function", "params", "param_values", "markers")
 
 
@@ -604,11 +607,15 @@ def dictionary_rows(
     """The run's test cases the dictionary must be sent (unknown to the memo, or with other
     markers or parametrize values): `id` and DICTIONARY_TEXT, as the upsert sends them. The
     memo remembers them as written (its owner clears it if the transaction rolls back)."""
-    markers = _pg_array(results["markers"])
+    if results["markers"].notna().any():
+        markers = _pg_array(results["markers"])
+        rendered = markers.astype(object).fillna(_NO_MARKERS).to_numpy(dtype=object)
+        attrs = hash_array(rendered).astype(np.int64)
+    else:
+        # No markers at all (every format but the plugin's): one hash for every row.
+        markers = pd.Series(None, index=results.index, dtype=object)
+        attrs = np.full(len(results), _NO_MARKERS_HASH, dtype=np.int64)
     has_values = results["param_values"].notna().to_numpy()
-    attrs = hash_array(markers.astype(object).fillna("\0none").to_numpy(dtype=object)).astype(
-        np.int64
-    )
     attrs = attrs ^ has_values.astype(np.int64)
     todo = known_tests.unknown_or_changed(project_id, ids, attrs)
     if not todo.any():
