@@ -27,7 +27,7 @@ from ingest.model import SessionInfo
 from ingest.parsers.row_checks import durations_in_range
 from ingest.pg_arrays import Float8Array, Int8Array
 from ingest.run_time import RunStart, run_start
-from model.frames import fact_values, labels_key, named_results, sum_fact_values
+from model.frames import fact_value_arrays, labels_key, named_results, sum_facts_by_code
 from pgcodec.binary_copy import PgType, encode_binary_copy
 from pgcodec.text_values import MAX_NAME_BYTES, cut_name, cut_names, storable_column, storable_text
 
@@ -760,11 +760,9 @@ def file_fact_sums(results: pd.DataFrame) -> pd.DataFrame:
     """One run's results summed per file, vectorised: `file` ("(unknown)" when not known),
     `tests` (results of the file) and the additive fact values (model.frames.fact_values: runs
     1, a missing duration unknown and 0 s, a phase no row reported NaN)."""
-    values = fact_values(results)
-    values["file"] = results["file"].fillna("(unknown)").to_numpy()
-    sums = sum_fact_values(values, ["file"])
-    sums.insert(1, "tests", sums["runs"])
-    return sums
+    codes, files = pd.factorize(results["file"].fillna("(unknown)"), use_na_sentinel=False)
+    sums = sum_facts_by_code(fact_value_arrays(results), codes, len(files))
+    return pd.DataFrame({"file": files, "tests": sums["runs"], **sums})
 
 
 def file_sum_params(sums: pd.DataFrame) -> dict[str, Any]:

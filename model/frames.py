@@ -243,22 +243,24 @@ def _markers_tuple(value: Any) -> tuple[str, ...] | None:
 
 def fact_values(results: pd.DataFrame) -> pd.DataFrame:
     """The additive FACT_VALUE_COLUMNS of each result on its own (runs == 1)."""
+    return pd.DataFrame(fact_value_arrays(results), index=results.index)
+
+
+def fact_value_arrays(results: pd.DataFrame) -> dict[str, np.ndarray]:
+    """fact_values as plain arrays, for sums that need no frame (sum_facts_by_code)."""
     duration = results["duration_s"].to_numpy(dtype=float)
-    return pd.DataFrame(
-        {
-            "runs": np.ones(len(results), dtype=np.int64),
-            "known": (~np.isnan(duration)).astype(np.int64),
-            "total_s": np.nan_to_num(duration),
-            "max_s": duration,
-            "setup_s": results["setup_s"].to_numpy(dtype=float),
-            "call_s": results["call_s"].to_numpy(dtype=float),
-            "teardown_s": results["teardown_s"].to_numpy(dtype=float),
-            "failures": results["outcome"].isin(("failed", "error")).to_numpy().astype(np.int64),
-            "flaky": results["flaky"].to_numpy().astype(np.int64),
-            "peak_rss_mib": results["peak_rss_mib"].to_numpy(dtype=float),
-        },
-        index=results.index,
-    )
+    return {
+        "runs": np.ones(len(results), dtype=np.int64),
+        "known": (~np.isnan(duration)).astype(np.int64),
+        "total_s": np.nan_to_num(duration),
+        "max_s": duration,
+        "setup_s": results["setup_s"].to_numpy(dtype=float),
+        "call_s": results["call_s"].to_numpy(dtype=float),
+        "teardown_s": results["teardown_s"].to_numpy(dtype=float),
+        "failures": results["outcome"].isin(("failed", "error")).to_numpy().astype(np.int64),
+        "flaky": results["flaky"].to_numpy().astype(np.int64),
+        "peak_rss_mib": results["peak_rss_mib"].to_numpy(dtype=float),
+    }
 
 
 def sum_fact_values(values: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -274,16 +276,19 @@ def sum_fact_values(values: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         codes = grouped.ngroup().to_numpy()
         index = grouped.size().index
         keys = {name: index.get_level_values(name) for name in by}
-    sums = _sums_by_code(values, codes.astype(np.intp, copy=False), len(keys[by[0]]))
+    sums = sum_facts_by_code(values, codes.astype(np.intp, copy=False), len(keys[by[0]]))
     return pd.DataFrame({**keys, **sums})
 
 
-def _sums_by_code(values: pd.DataFrame, codes: np.ndarray, groups: int) -> dict[str, np.ndarray]:
-    """Each FACT_VALUE_COLUMNS column summed (or maxed) over the rows of each group code."""
+def sum_facts_by_code(
+    values: pd.DataFrame | dict[str, np.ndarray], codes: np.ndarray, groups: int
+) -> dict[str, np.ndarray]:
+    """Each FACT_VALUE_COLUMNS column summed (or maxed) over the rows of each group code
+    (0 .. groups - 1); a phase no row of a group reported stays NaN."""
 
     def total(column: str) -> np.ndarray:
         # NaN adds nothing, as pandas' sum skips it.
-        column_values = np.nan_to_num(values[column].to_numpy(dtype=np.float64))
+        column_values = np.nan_to_num(np.asarray(values[column], dtype=np.float64))
         summed: np.ndarray = np.bincount(codes, weights=column_values, minlength=groups)
         return summed
 
@@ -294,11 +299,11 @@ def _sums_by_code(values: pd.DataFrame, codes: np.ndarray, groups: int) -> dict[
     def maximum(column: str) -> np.ndarray:
         # fmax skips NaN: a group whose rows all lack the value keeps the NaN it starts with.
         out = np.full(groups, np.nan)
-        np.fmax.at(out, codes, values[column].to_numpy(dtype=np.float64))
+        np.fmax.at(out, codes, np.asarray(values[column], dtype=np.float64))
         return out
 
     def phase(column: str) -> np.ndarray:
-        reported = ~np.isnan(values[column].to_numpy(dtype=np.float64))
+        reported = ~np.isnan(np.asarray(values[column], dtype=np.float64))
         known = np.bincount(codes, weights=reported, minlength=groups)
         return np.where(known > 0, total(column), np.nan)
 
