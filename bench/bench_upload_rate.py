@@ -13,9 +13,10 @@ The CPU each part used per upload (clients, API, workers, PostgreSQL with every 
 cores x 1000 ms over that sum can be done per second.
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
-- `13.5 / 17.1 uploads/s`: end to end with 1 / 3 workers, each client uploading its job's same
-  suite, load average 1.0-3.0, the code at commit 9240d1a363be (the parent of the rollup
-  compaction) with this bench script, run right before the new code,
+- `29.0-30.3 / 39.9-41.3 uploads/s`: end to end with 1 / 3 workers, each client uploading its
+  job's same suite, load average 0.8-2.5, the code at commit d74ae0c447b3 (the parent of the
+  cuts to the worker's per-upload Python and the 131,072-result compaction passes) with this
+  bench script, three runs alternating with the new code's,
   `python -m bench.bench_upload_rate --uploads 20 --tests 1000 --known`.
 """
 
