@@ -33,9 +33,21 @@ def storable_column(values: pd.Series) -> pd.Series:
     if not _holds_text(values):
         return values
     # One scan of the joined column finds the (rare) columns that need work.
-    if not _UNSTORABLE.search("".join(_strings(values))):
+    if not _has_unstorable("".join(_strings(values))):
         return values
     return values.map(lambda v: storable_text(v) if isinstance(v, str) else v)
+
+
+def _has_unstorable(text: str) -> bool:
+    """Whether `text` holds NUL or a surrogate: UTF-8 cannot encode a surrogate, and encoding
+    and a NUL search run at memory speed where a regex runs per character."""
+    if "\x00" in text:
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _strings(values: pd.Series) -> list[str]:
