@@ -482,9 +482,7 @@ _SOURCE_PATH = re.compile(
 def _frame(columns: dict[str, Any]) -> pd.DataFrame:
     """The results frame in RESULT_COLUMNS order, built once with the contract's dtypes."""
     n = len(columns["nodeid"])
-    # One index object for every column: the frame then has no indexes to align (25 unions
-    # and reindexes were half of this function's time).
-    index = pd.RangeIndex(n)
+    index = pd.RangeIndex(n)  # one index object for all: the frame has none to align
     nan = np.full(n, np.nan)
     none = _filled(n, None)
     series: dict[str, pd.Series[Any]] = {}
