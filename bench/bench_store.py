@@ -17,7 +17,8 @@ Before (the figures README.md quotes; tests/test_before_figures.py checks them):
 - `0.25-0.31x`: whole store_run over the bare COPY at 200,000 results (a cell that ran that day,
   then the first run of a cell-day), the code at commit d74ae0c447b3 (the parent of the cuts
   to the worker's per-upload Python and the 131,072-result compaction passes), three runs each
-  next to a run of the new code, load average 0.8-2.5, `python -m bench.bench_store --results 200000`.
+  next to a run of the new code, load average 0.8-2.5,
+  `python -m bench.bench_store --results 200000`.
 """
 
 from __future__ import annotations
