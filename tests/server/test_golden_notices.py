@@ -80,6 +80,30 @@ def _cli(database: Database, *args: str) -> str:
     return result.output
 
 
+# A listed token's id and prefix, within one JSON object of the answer.
+_TOKEN_PREFIX = re.compile(rb'("id":(\d+),[^{}]*?"prefix":")([^"]*)(")')
+
+
+def _label(labels: dict[int, tuple[str, str]], token_id: int, prefix: str) -> str:
+    """The label of token `token_id`, whose listed prefix must be the one it was issued with."""
+    expected, label = labels[token_id]
+    assert prefix == expected, (token_id, prefix, expected)
+    return label
+
+
+def _labelled(response: httpx.Response, labels: dict[int, tuple[str, str]]) -> httpx.Response:
+    """The answer with each listed token's prefix replaced by its label, found by the token's
+    id: a 12-character prefix shows only 2 random characters of an upload token, so two
+    tokens of one scope can share it (1 in 4,096) and a replacement by value would mix them."""
+    body = _TOKEN_PREFIX.sub(
+        lambda m: (
+            m.group(1) + _label(labels, int(m.group(2)), m.group(3).decode()).encode() + m.group(4)
+        ),
+        response.content,
+    )
+    return httpx.Response(response.status_code, content=body)
+
+
 def test_token_answers_are_the_stored_bytes(
     live_server: LiveServer, engine: Engine, database: Database
 ) -> None:
@@ -87,18 +111,33 @@ def test_token_answers_are_the_stored_bytes(
     volatile = _prefixes(project)
     url = f"{live_server.url}/api/v1/projects/{project.slug}/tokens"
     admin = {"Authorization": f"Bearer {project.admin_token}"}
-    _record("tokens.json", httpx.get(url, headers=admin), volatile)
+    listed = httpx.get(url, headers=admin)
+    # The fixture's three tokens differ in scope, so their prefixes tell them apart.
+    fixture = {v[:12] for v in (project.upload_token, project.read_token, project.admin_token)}
+    labels = {t["id"]: (t["prefix"], volatile[t["prefix"]]) for t in listed.json()["tokens"]}
+    assert {prefix for prefix, _ in labels.values()} == fixture
+    _record("tokens.json", _labelled(listed, labels), volatile)
     created = httpx.post(url, json={"scope": "read", "expires_in_days": 30}, headers=admin)
     secret = created.json()["token"]
-    volatile |= {secret: "<token>", secret[:12]: "<new-prefix>"}
-    _record("tokens-create.json", created, volatile)
+    volatile |= {secret: "<token>"}
+    labels[created.json()["id"]] = (secret[:12], "<new-prefix>")
+    _record("tokens-create.json", _labelled(created, labels), volatile)
     forever = httpx.post(url, json={"scope": "upload"}, headers=admin)
-    volatile |= {forever.json()["token"][:12]: "<forever-prefix>"}
+    labels[forever.json()["id"]] = (forever.json()["token"][:12], "<forever-prefix>")
     revoked = httpx.delete(f"{url}/{created.json()['id']}", headers=admin)
-    _record("tokens-revoke.json", revoked, volatile)
-    _record("tokens-after.json", httpx.get(url, headers=admin), volatile)
+    _record("tokens-revoke.json", _labelled(revoked, labels), volatile)
+    _record("tokens-after.json", _labelled(httpx.get(url, headers=admin), labels), volatile)
 
     listed = _cli(database, "token", "list", "--project", project.slug)
+    # Each row's prefix (after its id and scope) by its id, as in the answers above.
+    listed = re.sub(
+        r"^( *)(\d+)(  \S+ +)(\S+)",
+        lambda m: (
+            m.group(1) + m.group(2) + m.group(3) + _label(labels, int(m.group(2)), m.group(4))
+        ),
+        listed,
+        flags=re.MULTILINE,
+    )
     for value, name in volatile.items():
         listed = listed.replace(value, name)
     listed = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d", "<when>          ", listed)
