@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,7 +35,7 @@ def storable_column(values: pd.Series) -> pd.Series:
     if not _holds_text(values):
         return values
     # One scan of the joined column finds the (rare) columns that need work.
-    if not _has_unstorable("".join(_strings(values))):
+    if not _has_unstorable("".join(text_items(values))):
         return values
     return values.map(lambda v: storable_text(v) if isinstance(v, str) else v)
 
@@ -50,8 +52,10 @@ def _has_unstorable(text: str) -> bool:
     return False
 
 
-def _strings(values: pd.Series) -> list[str]:
-    return [v for v in values.tolist() if isinstance(v, str)]
+def text_items(values: pd.Series | Sequence[Any]) -> list[str]:
+    """The strings of a column or sequence, in order, without its missing or other values."""
+    items = values.tolist() if isinstance(values, pd.Series) else values
+    return [v for v in items if isinstance(v, str)]
 
 
 def _holds_text(values: pd.Series) -> bool:
@@ -76,7 +80,7 @@ def cut_names(values: pd.Series, max_bytes: int = MAX_NAME_BYTES) -> tuple[pd.Se
         return values, 0
     # A character is at most 4 bytes: only longer strings can be over the limit. The longest
     # string decides first, in C, whether any row needs a look at all.
-    if max(map(len, _strings(values)), default=0) <= max_bytes // 4:
+    if max(map(len, text_items(values)), default=0) <= max_bytes // 4:
         return values, 0
     lengths = values.str.len().to_numpy(dtype=np.float64, na_value=0.0)
     candidates = np.flatnonzero(lengths > max_bytes // 4)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from model.frames import unnamed
+from pgcodec.text_values import text_items
 
 __all__ = ["MAX_DURATION_S", "durations_in_range", "keep_named", "nameless"]
 
@@ -34,17 +35,13 @@ _BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 _PREFIX_END = re.compile(r"::\s*\n")
 
 
-def _texts(values: Sequence[Any]) -> list[str]:
-    return [v for v in values if isinstance(v, str)]
-
-
 def nameless(nodeids: Sequence[Any], *, prefix_only: bool = False) -> _BoolArray:
     """Rows with no test name (model.frames.unnamed: the one rule readers apply too);
     `prefix_only`: also nodeids that are a class prefix alone (ending in `::`)."""
     drop = unnamed(pd.Series(list(nodeids), dtype=object)).to_numpy(dtype=bool, copy=True)
     # One regex over the joined names rules out the row-by-row pass when no name ends in "::"
     # (a name holding a newline may match falsely; the exact pass then decides).
-    if prefix_only and _PREFIX_END.search("\n".join(_texts(nodeids)) + "\n"):
+    if prefix_only and _PREFIX_END.search("\n".join(text_items(nodeids)) + "\n"):
         drop |= np.fromiter(
             (isinstance(v, str) and v.rstrip().endswith("::") for v in nodeids),
             dtype=bool,
