@@ -10,13 +10,16 @@ dated into a closed week, a prune).
 
 from __future__ import annotations
 
+import json
+import re
 import threading
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pandas as pd
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine, event, text
 
 import app.db.rollup_reads as rollup_reads
 import app.services.project_reads as project_reads
@@ -157,6 +160,8 @@ def test_incremental_reads_equal_a_fresh_read_after_every_kind_of_change(
     monkeypatch.setattr(project_reads, "_fold", counted_fold)
     project = make_project(engine)
     today = _today_noon()
+    # Two days back, or today's Monday when that is later: still the open week.
+    earlier = max(today - timedelta(days=2), today - timedelta(days=today.weekday()))
     _run(database, project, range(500), seconds=0.3)
     _run(database, project, range(500), seconds=0.4, job="docs", python="3.12")
     shared = SharedFrames()
@@ -166,6 +171,10 @@ def test_incremental_reads_equal_a_fresh_read_after_every_kind_of_change(
         ("known tests again", lambda: _run(database, project, range(100), seconds=1.0)),
         ("new tests", lambda: _run(database, project, range(500, 650), seconds=0.2)),
         ("a new cell", lambda: _run(database, project, range(50), seconds=0.7, job="gpu")),
+        (
+            "a run dated earlier in the open week",
+            lambda: _run(database, project, range(300, 420), seconds=0.6, started_at=earlier),
+        ),
         (
             "a run dated into a closed week",
             lambda: _run(
@@ -198,3 +207,69 @@ def test_incremental_reads_equal_a_fresh_read_after_every_kind_of_change(
 def _prune(engine: Engine, cutoff: date) -> None:
     with engine.begin() as conn:
         prune_before(conn, cutoff)
+
+
+def _partitions_planned(conn: Connection, run: Callable[[], object]) -> set[str]:
+    """The test_result partitions the statements `run` executes on `conn` plan to scan: each
+    statement explained again with its own parameters."""
+    executed: list[tuple[str, Any]] = []
+
+    def seen(_c: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        executed.append((statement, parameters))
+
+    event.listen(conn, "before_cursor_execute", seen)
+    try:
+        run()
+    finally:
+        event.remove(conn, "before_cursor_execute", seen)
+    names: set[str] = set()
+    raw = conn.connection.driver_connection
+    assert raw is not None
+    for statement, parameters in executed:
+        (plan,) = raw.execute("EXPLAIN (FORMAT JSON) " + statement, parameters).fetchone()  # type: ignore[union-attr]
+        names |= set(re.findall(r'"Relation Name": "(test_result_\d+)"', json.dumps(plan)))
+    return names
+
+
+def test_tests_stored_reads_only_the_partitions_of_the_new_runs_days(
+    engine: Engine, database: Database
+) -> None:
+    """The tests new runs touched, equal to a plain reading of every partition, read only from
+    the days those runs are dated (was: every partition from the open week's Monday on)."""
+    project = make_project(engine)
+    today = _today_noon()
+    old = [
+        _run(database, project, range(i * 10, i * 10 + 30), seconds=0.5,
+             started_at=today - timedelta(days=d))
+        for i, d in enumerate((4, 2, 0))
+    ]  # fmt: skip
+    _run(database, project, range(100, 140), seconds=0.5, started_at=today - timedelta(days=2))
+    new = _run(database, project, range(140, 150), seconds=0.5, started_at=today)
+    since = (today - timedelta(days=6)).date()
+    with engine.connect() as conn:
+        plain = conn.execute(
+            text(
+                "SELECT DISTINCT test_id FROM test_result WHERE project_id = :p"
+                " AND run_id > :a AND run_id <= :u"
+            ),
+            {"p": project.id, "a": max(old), "u": new},
+        ).scalars()
+        expected = sorted(int(t) for t in plain)
+        assert len(expected) == 50
+        touched: list[tuple[int, ...]] = []
+        scanned = _partitions_planned(
+            conn,
+            lambda: touched.append(
+                project_reads._tests_stored(conn, project.id, since, max(old), new)
+            ),
+        )
+        assert sorted(touched[0]) == expected
+        # From today on: the run dated two days back does not count.
+        later = project_reads._tests_stored(conn, project.id, today.date(), max(old), new)
+        todays = conn.execute(
+            text("SELECT test_id FROM test_result WHERE project_id = :p AND run_id = :u"),
+            {"p": project.id, "u": new},
+        ).scalars()
+        assert sorted(later) == sorted(int(t) for t in todays)
+        assert len(later) == 10
+    assert scanned == {f"test_result_{today - timedelta(days=d):%Y%m%d}" for d in (2, 0)}, scanned
