@@ -65,11 +65,15 @@ def best_of(rounds: int, fn: Callable[[], object]) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
-def store_upload(dsn: str, project_id: int) -> None:
+def store_upload(
+    dsn: str, project_id: int, *, compact: bool = False, pick: random.Random | None = None
+) -> None:
     """Store again, dated now, the latest run of a random job (its tests, outcomes, durations
     and labels) through the real store: what an upload does to the data (a new data version,
-    a new latest run of that job, not compacted yet) without the HTTP round, and without
-    thinning the history the recommendations read."""
+    a new latest run of that job) without the HTTP round, and without thinning the history the
+    recommendations read. The run is left not compacted (what a read sees while the worker
+    still ingests), or with `compact` added to the per-test rollups as an idle worker does
+    right after it. `pick` chooses the job (default: the module's generator)."""
     from datetime import UTC, datetime
 
     import psycopg
@@ -88,7 +92,7 @@ def store_upload(dsn: str, project_id: int) -> None:
             "ORDER BY job, started_at DESC",
             (project_id,),
         ).fetchall()
-        run_id, day, job, labels = random.choice(latest)
+        run_id, day, job, labels = (pick or random).choice(latest)
         rows = conn.execute(
             "SELECT t.nodeid, t.file, t.function, r.outcome, r.duration_s FROM test_result r "
             "JOIN test_case t ON t.id = r.test_id WHERE r.day = %s AND r.run_id = %s",
@@ -112,6 +116,8 @@ def store_upload(dsn: str, project_id: int) -> None:
             merged=merge_reports([report]),
         )
         conn.commit()
+        if compact:
+            compact_backlog(conn, projects=[project_id])
 
 
 def one_run(ids: list[str], weights: Any) -> tuple[Any, Any]:

@@ -168,6 +168,16 @@ def _within_budget(rows: list[Any], max_results: int) -> list[Any]:
     return rows[:taken]
 
 
+def backlog_results(conn: psycopg.Connection[Any], project_id: int) -> int:
+    """Results of the project's runs not compacted yet: what every per-test read of it adds
+    up again until they are."""
+    row = conn.execute(
+        "SELECT coalesce(sum(tests), 0) FROM run WHERE project_id = %s AND NOT compacted",
+        (project_id,),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
 def projects_with_backlog(conn: psycopg.Connection[Any], *, limit: int = 100) -> list[int]:
     """Projects that have runs not compacted yet (oldest run first)."""
     with conn.transaction():

@@ -7,6 +7,11 @@ new version. A reader who comes during the refresh waits for that one computatio
 (SharedFrames loads a key once). At most half of the warmer's time goes to refreshing: after
 a refresh of T seconds it gathers commits for T seconds before the next, so a steady stream of
 uploads cannot keep a core busy recomputing.
+
+A project that is read also gets its backlog of runs not compacted yet compacted here once it
+reaches READ_BACKLOG_RESULTS results, before the refresh: a worker busy with its queue compacts
+only every 128 uploads (ingest.worker), and every per-test read adds those runs' results up
+again until then. Projects nobody reads are left to the worker.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from app.db.data_notices import DataNotices
 from app.services.hot_reads import HotReads, hot_reads
 from app.services.project_reads import FrameCache, SharedFrames, project_rollup, shared_frames
 from app.settings import Settings
+from ingest.rollup_compaction import backlog_results, compact_backlog
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +43,14 @@ REFRESH_SECONDS = Histogram(
     "Seconds to refresh one project's kept answers after a commit.",
     buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
+READ_COMPACTIONS = Counter(
+    "laptime_read_compactions",
+    "Runs not compacted yet of read projects that the warmer compacted before a refresh.",
+)
+
+# A read project's backlog compacted by the warmer from this many results on: below it the
+# per-test reads' extra work is lost in their noise (bench/bench_pages.py --backlog).
+READ_BACKLOG_RESULTS = 8_192
 
 
 class ReadWarmer:
@@ -53,11 +67,13 @@ class ReadWarmer:
         retry_first_s: float = 1.0,
         retry_cap_s: float = 30.0,
         application_name: str = "laptime read warmer",
+        compact_results: int = READ_BACKLOG_RESULTS,
     ) -> None:
         self._engine = engine
         self._dsn = dsn
         self._shared = shared
         self._hot = hot or hot_reads(engine)
+        self._compact_results = compact_results
         self._settle_s = settle_s
         self._retry_first_s = retry_first_s
         self._retry_cap_s = retry_cap_s
@@ -132,6 +148,7 @@ class ReadWarmer:
         if not reads:
             return
         started = time.perf_counter()
+        self._compact(project_id)
         with self._engine.connect() as conn:
             cache = FrameCache.for_project(conn, project_id, self._shared or shared_frames(conn))
             for read in reads:
@@ -164,6 +181,23 @@ class ReadWarmer:
             if version is not None:
                 self._warmed[project_id] = version
             self._changed.notify_all()
+
+    def _compact(self, project_id: int) -> None:
+        """Compact the project's backlog when it has reached the bound (a pool connection,
+        its own transactions)."""
+        raw = self._engine.raw_connection()
+        try:
+            conn = raw.driver_connection
+            assert isinstance(conn, psycopg.Connection)
+            with conn.transaction():
+                backlog = backlog_results(conn, project_id)
+            if backlog >= self._compact_results:
+                READ_COMPACTIONS.inc(compact_backlog(conn, projects=[project_id]).runs)
+        except psycopg.Error as exc:
+            # The worker compacts it anyway; the refresh reads through the backlog meanwhile.
+            log.warning("compacting project %s before its refresh: %s", project_id, exc)
+        finally:
+            raw.close()
 
 
 def start_read_warmer(engine: Engine, settings: Settings) -> ReadWarmer | None:

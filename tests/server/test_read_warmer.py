@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import Engine
 
 from analysis.errors import AnswerError
+from app.db.engine import make_engine
 from app.db.retention import prune_before
 from app.services.hot_reads import HotRead, HotReads
 from app.services.project_reads import (
@@ -33,6 +34,7 @@ from app.services.project_reads import (
 )
 from app.services.read_warmer import ReadWarmer
 from tests.conftest import Database, LiveServer, ProjectFixture, make_project
+from tests.server.conftest import sqlalchemy_to_dsn
 from tests.server.metrics_scrape import scrape
 from tests.server.test_incremental_reads import QUESTIONS, _answers, _run, _same, copied_rows
 from tests.server.test_rollup_api import junit
@@ -320,3 +322,68 @@ def _listener_pids(database: Database, name: str) -> list[int]:
             "SELECT pid FROM pg_stat_activity WHERE application_name = %s", (name,)
         ).fetchall()
     return [int(pid) for (pid,) in rows]
+
+
+def _not_compacted(database: Database, project_id: int) -> int:
+    with psycopg.connect(database.dsn) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM run WHERE project_id = %s AND NOT compacted", (project_id,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_the_warmer_compacts_a_read_projects_backlog_over_its_bound_first(
+    database: Database, private_db: str
+) -> None:
+    """Every read of a project adds up its runs not compacted yet, and a worker busy with its
+    queue compacts them only every 128 uploads: the warmer compacts the backlog of a project
+    that is read once it reaches its bound, before refreshing. Projects under the bound, or
+    that nobody reads, are left to the worker."""
+    # A database of its own: no live server's worker compacts its runs behind the test's back.
+    own = Database(private_db, sqlalchemy_to_dsn(private_db), database.home)
+    engine = make_engine(private_db, pool_size=2)
+    read_big, read_small, unread = (make_project(engine) for _ in range(3))
+    shared, hot = SharedFrames(), HotReads()
+    for project in (read_big, read_small):
+        with engine.connect() as conn:
+            project_rollup(conn, project.id, window_filters(7), by="test", hot=hot)
+    warmer = ReadWarmer(
+        engine, dsn=own.dsn, shared=shared, hot=hot, settle_s=0.0, compact_results=1_000
+    )
+    warmer.start()
+    try:
+        assert warmer.wait_listening(30)
+        for _ in range(3):
+            _run(own, read_big, range(400), seconds=0.5)
+            _run(own, unread, range(400), seconds=0.5)
+        _run(own, read_small, range(400), seconds=0.5)
+        for project in (read_big, read_small):
+            assert warmer.wait_warmed(project.id, _version(engine, project.id), 60)
+    finally:
+        warmer.stop()
+    assert _not_compacted(own, read_big.id) == 0
+    assert _not_compacted(own, read_small.id) == 1
+    assert _not_compacted(own, unread.id) == 3
+    # The refreshed answers, kept, equal a fresh read of the compacted rollups.
+    with engine.connect() as conn:
+        kept = project_rollup(
+            conn,
+            read_big.id,
+            window_filters(7),
+            by="test",
+            cache=FrameCache.for_project(conn, read_big.id, shared),
+            hot=HotReads(),
+        ).rows
+        fresh = project_rollup(
+            conn,
+            read_big.id,
+            window_filters(7),
+            by="test",
+            cache=FrameCache.for_project(conn, read_big.id, SharedFrames()),
+            hot=HotReads(),
+        ).rows
+    engine.dispose()
+    assert len(kept) == 400
+    assert kept["total_s"].sum() == pytest.approx(fresh["total_s"].sum(), rel=1e-9)
+    assert kept["total_s"].sum() == pytest.approx(3 * sum(0.5 + (i % 13) / 100 for i in range(400)))
