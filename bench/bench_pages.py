@@ -8,7 +8,7 @@ first (cold) request, p50/p95 over --requests more calls, p50/p95 of the first r
 each of --uploads uploads (a job's latest run stored again through the real store, the jobs
 picked by a seeded generator: the same uploads in every run) as an idle worker leaves it, its
 per-test rollups compacted (`upload`), and read before the compaction (`pending`: a worker
-still busy with its queue), and
+still busy with its queue; bench_backlog_reads reads through larger backlogs), and
 the ratio of the page's p50 to its REST baseline's p50 measured in the same run (what rendering
 HTML and figures adds). The issue's real run is --results 10000000 (60 days x 10,000 tests x 16
 jobs; about 3 minutes to load): add --keep-home DIR to load it once and rerun against it.
@@ -65,16 +65,18 @@ def after_uploads(
     project_id: int,
     rounds: int,
     *,
-    compact: bool,
+    pending: int,
     pick: random.Random,
 ) -> list[float]:
     """Seconds of the first GET after each of `rounds` uploads (a job's latest run stored again:
-    real store, `compact`ed or not): what a maintainer waits for on a project that CI keeps
-    uploading to."""
+    real store), with the last `pending` runs not compacted yet (0: compacted as an idle worker
+    leaves them): what a maintainer waits for on a project that CI keeps uploading to."""
     get = client.get  # type: ignore[attr-defined]
     out = []
     for _ in range(rounds):
-        store_upload(dsn, project_id, compact=compact, pick=pick)
+        store_upload(dsn, project_id, compact=pending == 0, pick=pick)
+        for _ in range(pending - 1):
+            store_upload(dsn, project_id, backlog=True, pick=pick)
         start = time.perf_counter()
         response = get(path)
         out.append(time.perf_counter() - start)
@@ -96,6 +98,7 @@ def main() -> None:
         "--uploads", type=int, default=10, help="uploads, each followed by a timed request"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the uploaded jobs' picks")
+
     parser.add_argument(
         "--keep-home", type=Path, help="keep the database there; a later run reuses its history"
     )
@@ -142,10 +145,10 @@ def main() -> None:
             for name, page, baseline in cases:
                 cold, page_t = timings(client, page, args.requests)
                 uploaded = after_uploads(
-                    client, page, dsn, project.id, args.uploads, compact=True, pick=pick
+                    client, page, dsn, project.id, args.uploads, pending=0, pick=pick
                 )
                 pending = after_uploads(
-                    client, page, dsn, project.id, args.uploads, compact=False, pick=pick
+                    client, page, dsn, project.id, args.uploads, pending=1, pick=pick
                 )
                 base_url = baseline if baseline.startswith("/healthz") else api + baseline
                 base_p50 = statistics.median(timings(client, base_url, args.requests)[1])

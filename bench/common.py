@@ -66,14 +66,21 @@ def best_of(rounds: int, fn: Callable[[], object]) -> tuple[float, list[float]]:
 
 
 def store_upload(
-    dsn: str, project_id: int, *, compact: bool = False, pick: random.Random | None = None
+    dsn: str,
+    project_id: int,
+    *,
+    compact: bool = False,
+    backlog: bool = False,
+    pick: random.Random | None = None,
 ) -> None:
     """Store again, dated now, the latest run of a random job (its tests, outcomes, durations
     and labels) through the real store: what an upload does to the data (a new data version,
     a new latest run of that job) without the HTTP round, and without thinning the history the
     recommendations read. The run is left not compacted (what a read sees while the worker
     still ingests), or with `compact` added to the per-test rollups as an idle worker does
-    right after it. `pick` chooses the job (default: the module's generator)."""
+    right after it. The runs stored before are compacted first (as the worker leaves them
+    after each drain) unless `backlog` keeps them (a worker busy with its queue). `pick`
+    chooses the job (default: the module's generator)."""
     from datetime import UTC, datetime
 
     import psycopg
@@ -84,9 +91,8 @@ def store_upload(
     from ingest.store import RunMetadata, store_run
 
     with psycopg.connect(dsn) as conn:
-        # The runs stored before are compacted, as the worker leaves them after each drain;
-        # this one is not yet: a read right after it takes the runs-not-compacted path.
-        compact_backlog(conn, projects=[project_id])
+        if not backlog:
+            compact_backlog(conn, projects=[project_id])
         latest = conn.execute(
             "SELECT DISTINCT ON (job) id, day, job, labels FROM run WHERE project_id = %s "
             "ORDER BY job, started_at DESC",
