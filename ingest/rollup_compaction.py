@@ -48,8 +48,9 @@ def result_facts(runs: str, days: str, cells: str, *, pending: bool) -> str:
     the cell is looked up in the arrays, not joined (a join of a few runs against thousands of
     results was planned as a nested loop, 0.3 s per 32,000 results).
     """
+    # The runs still pending are read once (an array), not looked up per result as IN did.
     still = (
-        f" AND t.run_id IN (SELECT id FROM run WHERE id = ANY({runs}) AND NOT compacted)"
+        f" AND t.run_id = ANY(ARRAY(SELECT id FROM run WHERE id = ANY({runs}) AND NOT compacted))"
         if pending
         else ""
     )
