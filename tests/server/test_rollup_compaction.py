@@ -17,10 +17,10 @@ from sqlalchemy import Engine, text
 from analysis.filters import Filters
 from app.db.digest_reads import weekly_test_sums
 from app.db.engine import make_engine
-from app.db.rollup_reads import load_fact_sums
+from app.db.rollup_reads import load_fact_sums, pending_runs
 from ingest.merge import merge_reports
 from ingest.model import ParsedReport, results_frame
-from ingest.rollup_compaction import compact_backlog, compact_project
+from ingest.rollup_compaction import compact_backlog, compact_project, pending_facts
 from ingest.store import RunMetadata, store_run
 from tests.conftest import compact_rollups, make_project
 from tests.server.conftest import sqlalchemy_to_dsn
@@ -309,3 +309,46 @@ def test_a_pass_takes_runs_up_to_its_results_budget_and_the_backlog_takes_every_
     assert not rest.more
     assert _pending(engine, project.id) == 0
     assert _tables(engine, project.id) == _recomputed(engine, project.id)
+
+
+def _plan_nodes(
+    node: dict[str, object], parents: tuple[str, ...] = ()
+) -> Iterator[tuple[dict[str, object], tuple[str, ...]]]:
+    """Every node of an EXPLAIN (FORMAT JSON) plan, with the relationships above it."""
+    here = (*parents, str(node.get("Parent Relationship", "")))
+    yield node, here
+    for child in node.get("Plans", []):  # type: ignore[attr-defined]
+        yield from _plan_nodes(child, here)
+
+
+def test_pending_facts_read_the_pending_runs_once_not_per_result(
+    own_db: tuple[str, Engine],
+) -> None:
+    """The runs still pending are looked up once per statement. Joined, on a fresh day's
+    partition nobody had analyzed, the run table was scanned again for every result (a nested
+    loop: 1.1 s for 28,576 results of 32 pending runs)."""
+    dsn, engine = own_db
+    project = make_project(engine)
+    for seed in range(32):
+        _store(dsn, project.id, MONDAY, f"job{seed % 4}", seed)
+    with engine.connect() as conn:
+        pending = pending_runs(conn, project.id)
+    assert len(pending.ids) == 32
+    sql = pending_facts(
+        "%(pending_runs)s::int8[]", "%(pending_days)s::date[]", "%(pending_cells)s::int8[]"
+    )
+    with psycopg.connect(dsn) as conn:
+        (plan,) = conn.execute(f"EXPLAIN (FORMAT JSON) {sql}", pending.params()).fetchone()  # type: ignore[misc]
+        facts = conn.execute(f"SELECT count(*) FROM ({sql}) f", pending.params()).fetchone()
+        stored = conn.execute(
+            "SELECT count(*) FROM test_result WHERE project_id = %s", (project.id,)
+        ).fetchone()
+    assert facts == stored
+    run_scans = [
+        parents
+        for node, parents in _plan_nodes(plan[0]["Plan"])
+        if node.get("Relation Name") == "run"
+    ]
+    assert run_scans, plan
+    for parents in run_scans:
+        assert "InitPlan" in parents, plan
