@@ -25,7 +25,7 @@ import time
 from urllib.parse import quote
 
 from bench.bench_pages import demo_size
-from bench.common import bench_project, scratch_database, store_upload
+from bench.common import augmix_nodeid, bench_project, scratch_database, store_upload
 
 
 def first_requests(client: object, pages: dict[str, str]) -> dict[str, float]:
@@ -50,7 +50,6 @@ def main() -> None:
 
     import psycopg
     from fastapi.testclient import TestClient
-    from sqlalchemy import text
 
     from app.db.engine import make_engine
     from app.factory import create_app
@@ -62,14 +61,7 @@ def main() -> None:
     with scratch_database(None) as (url, dsn):
         engine = make_engine(url)
         project, _ = bench_project(engine, dsn, demo_size(args.results), None)
-        with engine.connect() as conn:
-            nodeid = conn.execute(
-                text(
-                    "SELECT nodeid FROM test_case WHERE project_id = :p AND function = "
-                    "'test_augmix' ORDER BY nodeid LIMIT 1"
-                ),
-                {"p": project.id},
-            ).scalar_one()
+        nodeid = augmix_nodeid(engine, project.id)
         slug = project.slug
         pages = {
             "time": f"/p/{slug}/time",

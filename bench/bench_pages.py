@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from bench.common import bench_project, scratch_database, store_upload
+from bench.common import augmix_nodeid, bench_project, scratch_database, store_upload
 
 
 def demo_size(results: int) -> object:
@@ -107,7 +107,6 @@ def main() -> None:
     pick = random.Random(args.seed)
 
     from fastapi.testclient import TestClient
-    from sqlalchemy import text
 
     from app.db.engine import make_engine
     from app.factory import create_app
@@ -118,14 +117,7 @@ def main() -> None:
     with scratch_database(args.keep_home) as (url, dsn):
         engine = make_engine(url)
         project, _ = bench_project(engine, dsn, size, args.keep_home)
-        with engine.connect() as conn:
-            nodeid = conn.execute(
-                text(
-                    "SELECT nodeid FROM test_case WHERE project_id = :p AND function = "
-                    "'test_augmix' ORDER BY nodeid LIMIT 1"
-                ),
-                {"p": project.id},
-            ).scalar_one()
+        nodeid = augmix_nodeid(engine, project.id)
         slug = project.slug
         api = f"/api/v1/projects/{slug}"
         # Each page against the REST read it is built on (the projects list has none).

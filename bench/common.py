@@ -65,6 +65,22 @@ def best_of(rounds: int, fn: Callable[[], object]) -> tuple[float, list[float]]:
     return statistics.median(times), times
 
 
+def augmix_nodeid(engine: Any, project_id: int) -> str:
+    """The first (by name) parametrized test_augmix of a synthetic history: the test page's
+    subject in the page benches."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        nodeid: str = conn.execute(
+            text(
+                "SELECT nodeid FROM test_case WHERE project_id = :p AND function = "
+                "'test_augmix' ORDER BY nodeid LIMIT 1"
+            ),
+            {"p": project_id},
+        ).scalar_one()
+    return nodeid
+
+
 def store_upload(
     dsn: str,
     project_id: int,

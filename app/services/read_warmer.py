@@ -49,7 +49,7 @@ READ_COMPACTIONS = Counter(
 )
 
 # A read project's backlog compacted by the warmer from this many results on: below it the
-# per-test reads' extra work is lost in their noise (bench/bench_pages.py --backlog).
+# per-test reads' extra work is lost in their noise (bench/bench_backlog_reads.py).
 READ_BACKLOG_RESULTS = 8_192
 
 
