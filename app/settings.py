@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     # A worker ingests up to this many queued uploads of one project in one transaction
     # (docs/operations.md); 1 ingests each alone.
     worker_batch_uploads: int = Field(default=8, ge=1, le=64)
+    # While a batch is stored, a thread of the worker parses the next claim's uploads
+    # (docs/operations.md); off parses each upload after its claim.
+    worker_parse_ahead: bool = True
     # On SIGTERM a worker finishes its ingest if it can within this, else rolls it back.
     worker_stop_grace_s: float = 3.0
     # /readyz fails when no worker has beaten for this long.

@@ -1,6 +1,7 @@
 """Sustained upload rate, upload latency and drain time with 0, 1 and 3 workers.
 
     .venv/bin/python -m bench.bench_upload_rate [--clients 12] [--uploads 10] [--tests 500]
+        [--known] [--phases 0,1,3]
 
 A real `laptime serve --no-worker` API process and real `laptime worker` processes on a scratch
 embedded Postgres. Each phase uses a fresh project: `--clients` threads (httpx) each POST
@@ -8,6 +9,8 @@ embedded Postgres. Each phase uses a fresh project: `--clients` threads (httpx) 
 uploads per second while the clients send, p50/p95 upload latency, and the drain time (last
 acknowledgement to every upload `done`). Baseline, same run: the API with no worker running,
 so the ratios say what ingesting alongside costs the uploaders, and what 3 workers buy over 1.
+`--phases` lists the phases' worker counts in order; a count ending in `-` runs its workers
+without parse-ahead (ingest/parse_ahead.py), so `0,1-,1,1-,1` alternates without and with it.
 The CPU each part used per upload (clients, API, workers, PostgreSQL with every backend, from
 /proc over the phase) bounds the rate: while an upload costs that much CPU in all, no more than
 cores x 1000 ms over that sum can be done per second.
@@ -51,6 +54,7 @@ class Phase:
     """What one configuration measured."""
 
     workers: int
+    parse_ahead: bool
     sent: int
     send_s: float
     latencies_s: list[float]
@@ -64,6 +68,14 @@ class Phase:
 
     def p(self, q: float) -> float:
         return statistics.quantiles(self.latencies_s, n=100)[int(q) - 1]
+
+    @property
+    def label(self) -> str:
+        return f"workers={self.workers}" + ("" if self.parse_ahead else " (no parse-ahead)")
+
+
+# Per worker, two full batches of the default LAPTIME_WORKER_BATCH_UPLOADS (8).
+WARM_UPLOADS = 16
 
 
 def _token(url: str) -> str:
@@ -133,13 +145,20 @@ def _cpu_parts(api: int, workers: list[int], postmaster: int) -> dict[str, float
 
 
 def run_phase(
-    url: str, dsn: str, base: str, workers: int, args: argparse.Namespace, api: int
+    url: str, dsn: str, base: str, phase: str, args: argparse.Namespace, api: int
 ) -> Phase:
-    """One configuration: start `workers` workers, send, wait for the drain."""
+    """One configuration (`--phases` item): start its workers, send, wait for the drain."""
+    workers, parse_ahead = int(phase.rstrip("-")), not phase.endswith("-")
     postmaster = postmaster_pid(dsn)
-    procs = start_workers(url, workers)
+    token = _token(url)
+    # Unmeasured warm-up: a backlog queued before the workers start, so each claims full
+    # batches and its parse-ahead process is up, as in a worker that has seen a backlog.
+    _send(base, token, 98, WARM_UPLOADS * max(workers, 1), args.tests, [], args.known)
+    procs = start_workers(url, workers, {"LAPTIME_WORKER_PARSE_AHEAD": str(parse_ahead).lower()})
     try:
-        token = _token(url)
+        if workers:
+            poll(lambda: count(dsn, "SELECT count(*) FROM upload WHERE status = 'queued'") == 0,
+                 300, "warm-up drained")  # fmt: skip
         before = count(dsn, "SELECT coalesce(max(id), 0) FROM upload")
         latencies: list[list[float]] = [[] for _ in range(args.clients)]
         threads = [
@@ -173,7 +192,9 @@ def run_phase(
             drain_s = time.perf_counter() - drained
         cpu_after = _cpu_parts(api, [p.pid for p in procs], postmaster)
         cpu = {part: cpu_after[part] - cpu_before[part] for part in cpu_before}
-        return Phase(workers, sent, send_s, [x for lat in latencies for x in lat], drain_s, cpu)
+        return Phase(
+            workers, parse_ahead, sent, send_s, [x for lat in latencies for x in lat], drain_s, cpu
+        )
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)
@@ -194,14 +215,22 @@ def main() -> None:
         action="store_true",
         help="each client uploads its job's same suite every time (default: new tests each time)",
     )
+    parser.add_argument(
+        "--phases",
+        default="0,1,3",
+        help="worker counts in order, the first 0 (the baseline); `1-`: without parse-ahead",
+    )
     args = parser.parse_args()
+    phase_names = args.phases.split(",")
+    if phase_names[0] != "0" or not all(p.rstrip("-").isdigit() for p in phase_names):
+        parser.error("--phases: worker counts such as 0,1-,1,3 (the first is 0)")
 
     with scratch_database() as (url, dsn):
         api, base = start_serve(url, "--no-worker")
         try:
             # Unmeasured warm-up: the first requests pay for imports and cold caches.
             _send(base, _token(url), 99, 3, args.tests, [])
-            phases = [run_phase(url, dsn, base, n, args, api.pid) for n in (0, 1, 3)]
+            phases = [run_phase(url, dsn, base, n, args, api.pid) for n in phase_names]
         finally:
             api.send_signal(signal.SIGTERM)
             api.wait(timeout=30)
@@ -219,7 +248,7 @@ def main() -> None:
             else f"{phase.sent / (phase.send_s + phase.drain_s):.1f} uploads/s end to end"
         )
         print(
-            f"workers={phase.workers}: {phase.rate:6.1f} uploads/s acknowledged "
+            f"{phase.label}: {phase.rate:6.1f} uploads/s acknowledged "
             f"(x{phase.rate / baseline.rate:.2f} of no worker), latency p50 "
             f"{phase.p(50) * 1000:.0f} ms p95 {phase.p(95) * 1000:.0f} ms, drain {drain}, {ingest}"
         )
@@ -230,16 +259,19 @@ def main() -> None:
         parts = ", ".join(f"{part} {ms:.1f}" for part, ms in per.items())
         what = "accepted" if phase.workers == 0 else "accepted and ingested"
         print(
-            f"workers={phase.workers}: CPU ms per upload {what}: {parts}; total {total:.1f} ms, "
+            f"{phase.label}: CPU ms per upload {what}: {parts}; total {total:.1f} ms, "
             f"so at most {cores * 1000 / total:.0f} uploads/s on this machine's {cores} cores"
         )
-    one, three = phases[1], phases[2]
-    assert one.drain_s is not None
-    assert three.drain_s is not None
-    print(
-        f"3 workers vs 1: end-to-end time x"
-        f"{(three.send_s + three.drain_s) / (one.send_s + one.drain_s):.2f}"
-    )
+    ones = [p for p in phases if p.workers == 1 and p.parse_ahead]
+    threes = [p for p in phases if p.workers == 3 and p.parse_ahead]
+    if ones and threes:
+        one, three = ones[0], threes[0]
+        assert one.drain_s is not None
+        assert three.drain_s is not None
+        print(
+            f"3 workers vs 1: end-to-end time x"
+            f"{(three.send_s + three.drain_s) / (one.send_s + one.drain_s):.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -198,11 +198,17 @@ def count(dsn: str, sql: str, *args: object) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
-def start_workers(url: str, workers: int) -> list[subprocess.Popen[str]]:
-    """`workers` real `laptime worker` processes, returned once each waits for uploads."""
+def start_workers(
+    url: str, workers: int, env: dict[str, str] | None = None
+) -> list[subprocess.Popen[str]]:
+    """`workers` real `laptime worker` processes (with settings `env`), returned once each
+    waits for uploads."""
     procs = [
         subprocess.Popen(
-            [*LAPTIME, "worker"], env=laptime_env(url), stdout=subprocess.PIPE, text=True
+            [*LAPTIME, "worker"],
+            env={**laptime_env(url), **(env or {})},
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for _ in range(workers)
     ]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import pandas as pd
 import psycopg
 
 from ingest.claims import CLAIM, finish_failed, forget_attempts, record_error
@@ -29,6 +30,7 @@ from ingest.failures import describe, is_input_fault, is_transient
 from ingest.heartbeat import Heartbeat
 from ingest.merge import MergedRun
 from ingest.model import ReportParseError
+from ingest.parse_ahead import ParseAhead
 from ingest.store import KnownTests, RunMetadata, prepare_run
 from ingest.store_batch import store_runs
 from ingest.upload_ingest import (
@@ -101,10 +103,12 @@ def process_batch(
     known_tests: KnownTests,
     heartbeat: Heartbeat | None = None,
     deferred: set[int] | None = None,
+    parse_ahead: ParseAhead | None = None,
 ) -> list[int] | None:
     """Claim the next queued upload and up to `config.batch_uploads - 1` more of its project,
     and ingest them in one transaction; the ids processed, or None when the queue is empty.
-    Without mates the upload goes through process_next. `known_tests` is `conn`'s memo.
+    Without mates the upload goes through process_next. `known_tests` is `conn`'s memo;
+    `parse_ahead` (ingest/parse_ahead.py) parses the next claim's uploads during this one.
 
     Raises TransientFailure when the database fails for a reason of the moment: nothing of
     the batch is stored, no attempt is spent, its uploads join `deferred`."""
@@ -139,7 +143,7 @@ def process_batch(
                     # A takeover names this one; the others' attempts make them go alone next.
                     heartbeat.set("ingesting", upload_id=first_id)
                 outcomes = _ingest_batch(
-                    conn, side, project_id, uploads, attempts, config, known_tests
+                    conn, side, project_id, uploads, attempts, config, known_tests, parse_ahead
                 )
     except ShutdownRequested:
         forget_attempts(side, attempts)
@@ -192,22 +196,35 @@ def _ingest_batch(
     attempts: list[int],
     config: WorkerConfig,
     known_tests: KnownTests,
+    parse_ahead: ParseAhead | None,
 ) -> list[Outcome | None]:
-    """Parse each upload, store the parsed ones together and mark them done, inside the
-    claim's transaction; each upload's outcome (None: left queued, its error recorded)."""
-    files: dict[int, list[tuple[str, bytes]]] = {u.upload_id: [] for u in uploads}
+    """Parse each upload (or take it parsed ahead), store the parsed ones together and mark
+    them done, inside the claim's transaction; each upload's outcome (None: left queued, its
+    error recorded)."""
+    ids = [u.upload_id for u in uploads]
+    runners = {u.upload_id: u.metadata.get("runner") for u in uploads}
+    taken = parse_ahead.take(ids) if parse_ahead is not None else {}
+    ahead = {i: early for i, early in taken.items() if early.runner == runners[i]}
+    files: dict[int, list[tuple[str, bytes]]] = {i: [] for i in ids if i not in ahead}
     for upload_id, filename, raw in conn.execute(
         "SELECT upload_id, filename, raw_gzip FROM upload_file WHERE upload_id = ANY(%s) "
         "ORDER BY upload_id, position",
-        ([u.upload_id for u in uploads],),
+        (list(files),),
     ):
         files[int(upload_id)].append((filename, raw))
     outcomes: list[Outcome | None] = [None] * len(uploads)
     parsed: list[tuple[int, MergedRun, int]] = []  # index, merged run, files
     metas: dict[int, RunMetadata] = {}
+    storables: dict[int, tuple[pd.DataFrame, list[str]]] = {}  # made by parse-ahead
     for i, upload in enumerate(uploads):
+        if upload.upload_id in ahead:
+            early = ahead[upload.upload_id]
+            parsed.append((i, early.merged, early.files))
+            metas[i] = _metadata(upload)
+            storables[i] = early.storable()
+            continue
         try:
-            merged = _parse(files[upload.upload_id], config, upload.metadata.get("runner"))
+            merged = _parse(files[upload.upload_id], config, runners[upload.upload_id])
         except ReportParseError as exc:
             finish_failed(conn, upload.upload_id, 1, exc.code, exc.describe())
             outcomes[i] = Outcome("failed", code=exc.code)
@@ -225,9 +242,11 @@ def _ingest_batch(
             outcomes[i] = Outcome("failed", code="no-report-files")
             continue
         parsed.append((i, merged, len(files[upload.upload_id])))
-        metas[i] = metadata_from_json(
-            upload.metadata, upload.job or "default", received_at=upload.received_at
-        )
+        metas[i] = _metadata(upload)
+    if parse_ahead is not None and len(uploads) == config.batch_uploads:
+        # A full batch: more are likely queued. The next claim's uploads are parsed while this
+        # batch's statements wait on the database.
+        parse_ahead.start(exclude=ids)
     if not parsed:
         return outcomes
     # Cells are created in one order by every batch (two batches creating two new cells in
@@ -239,6 +258,7 @@ def _ingest_batch(
             upload_id=uploads[i].upload_id,
             meta=metas[i],
             merged=merged,
+            storable=storables.get(i),
         )
         for i, merged, _ in sorted(parsed, key=lambda p: (_cell_key(metas[p[0]]), p[0]))
     }
@@ -264,6 +284,12 @@ def _ingest_batch(
     for (i, _, _), result, mark in zip(parsed, stored, marked, strict=True):
         outcomes[i] = Outcome("done", rows=result.results, marked=mark)
     return outcomes
+
+
+def _metadata(upload: QueuedUpload) -> RunMetadata:
+    return metadata_from_json(
+        upload.metadata, upload.job or "default", received_at=upload.received_at
+    )
 
 
 def _cell_key(meta: RunMetadata) -> tuple[str, str, str, str]:

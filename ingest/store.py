@@ -323,11 +323,13 @@ def prepare_run(
     upload_id: int,
     meta: RunMetadata,
     merged: MergedRun,
+    storable: tuple[pd.DataFrame, list[str]] | None = None,
 ) -> PreparedRun:
     """Write what is the run's own (its day's partition, its cell, its run row) and make its
-    results storable; the rows shared with other runs (dictionary, results, rollups) are
-    written by store_run, or for several runs at once by ingest.store_batch."""
-    results, warnings = storable_results(merged.results)
+    results storable (`storable`: storable_results of them, made already); the rows shared
+    with other runs (dictionary, results, rollups) are written by store_run, or for several
+    runs at once by ingest.store_batch."""
+    results, warnings = storable or storable_results(merged.results)
     meta = storable_metadata(meta)
     if meta.received_at is None:
         start = RunStart(meta.started_at or _session_start(merged) or datetime.now(UTC))

@@ -18,6 +18,7 @@ the connections, back-off and shutdown.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -42,6 +43,7 @@ from ingest.claims import (
 )
 from ingest.failures import Backoff, describe, is_input_fault, is_transient
 from ingest.heartbeat import Heartbeat, take_over_stale_claims
+from ingest.parse_ahead import ParseAhead
 from ingest.parsers.errors import ERROR_CODES
 from ingest.parsers.limits import ParseLimits
 from ingest.rollup_compaction import compact_backlog
@@ -78,6 +80,9 @@ class WorkerConfig:
     # Up to this many queued uploads of one project share one ingest transaction
     # (ingest/batch.py); 1 ingests each alone.
     batch_uploads: int = 1
+    # With batches, a process of the worker parses the next claim's uploads while a batch is
+    # stored (ingest/parse_ahead.py).
+    parse_ahead: bool = False
 
 
 class ShutdownRequested(KeyboardInterrupt):
@@ -263,9 +268,11 @@ def drain(
     stop: threading.Event | None = None,
     deferred: set[int] | None = None,
     known_tests: KnownTests | None = None,
+    parse_ahead: ParseAhead | None = None,
 ) -> int:
     """Process uploads until the queue is empty (or `stop`); returns how many were processed.
-    `known_tests` is `conn`'s memo of written test cases (a new one when not given).
+    `known_tests` is `conn`'s memo of written test cases (a new one when not given);
+    `parse_ahead` parses the next batch's uploads while one is stored (batches only).
 
     Raises TransientFailure when the database fails for a reason of the moment: the claim
     rolled back and spent no attempt; its row is given back (or listed for later if the
@@ -285,7 +292,13 @@ def drain(
                 from ingest.batch import process_batch
 
                 upload_ids = process_batch(
-                    conn, side, config, heartbeat=heartbeat, known_tests=known, deferred=deferred
+                    conn,
+                    side,
+                    config,
+                    heartbeat=heartbeat,
+                    known_tests=known,
+                    deferred=deferred,
+                    parse_ahead=parse_ahead,
                 )
             else:
                 upload_ids = process_one(
@@ -423,6 +436,7 @@ def _serve_queue(
         ingest_connection(dsn, name) as conn,
         side_connection(dsn, name) as side,
         _connect(dsn, name, autocommit=True) as listener,
+        _parse_ahead(dsn, name, config) as ahead,
     ):
         heartbeat.attach(conn)
         listener.execute(f"LISTEN {CHANNEL}")
@@ -437,6 +451,7 @@ def _serve_queue(
                 stop=stop,
                 deferred=deferred,
                 known_tests=known,
+                parse_ahead=ahead,
             )
             backoff.reset()
             retry_backlog(conn)
@@ -449,3 +464,11 @@ def _serve_queue(
                 if any(True for _ in listener.notifies(timeout=0.5, stop_after=1)):
                     break
                 waited += 0.5
+
+
+def _parse_ahead(
+    dsn: str, name: str, config: WorkerConfig
+) -> contextlib.AbstractContextManager[ParseAhead | None]:
+    if not config.parse_ahead or config.batch_uploads < 2:
+        return contextlib.nullcontext()
+    return ParseAhead(dsn, name, uploads=config.batch_uploads, limits=config.limits)

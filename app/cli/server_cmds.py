@@ -31,6 +31,7 @@ def _worker_config(settings: Settings) -> WorkerConfig:
         heartbeat_s=settings.worker_heartbeat_s,
         lease_s=settings.worker_lease_s,
         batch_uploads=settings.worker_batch_uploads,
+        parse_ahead=settings.worker_parse_ahead,
         limits=ParseLimits(
             max_decompressed_bytes=settings.max_report_bytes,
         ),
