@@ -11,13 +11,16 @@ its runs, where the ingest wrote three per result.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ingest.store import ROLLUP_MERGE, ROLLUP_SUMS, ROLLUP_VALUES
+from ingest.store import ROLLUP_MERGE, ROLLUP_SUMS, ROLLUP_VALUES, result_partition
+
+log = logging.getLogger("laptime.worker")
 
 # A pass (one transaction) takes runs in order until their results reach RESULTS_PER_PASS
 # (at least one run, at most RUNS_PER_PASS): the more runs of a suite a pass holds, the fewer
@@ -29,6 +32,8 @@ RUNS_PER_PASS = 256
 # One compactor per project at a time (an advisory lock): two would update the same per-test
 # rows from different runs and only queue on each other.
 _PROJECT_LOCK_CLASS = 727005
+# How long summarizing waits for a partition another summarizer or a vacuum holds.
+_SUMMARIZE_LOCK_WAIT = "200ms"
 
 PER_TEST_KEYS = {
     "rollup_daily": "project_id, day, cell_id, test_id",
@@ -130,6 +135,7 @@ def compact_project(
     if conn.info.transaction_status != TransactionStatus.IDLE:
         # Inside a transaction, conn.transaction() would be a savepoint, committed by nobody.
         raise RuntimeError("compaction commits its own transaction: call it outside one")
+    summarize_new_ranges(conn, project_id)
     with conn.transaction():
         locked = conn.execute(
             "SELECT pg_try_advisory_xact_lock(%s, hashtext(%s::text))",
@@ -147,6 +153,9 @@ def compact_project(
         rows = _within_budget(pending[:max_runs], max_results)
         runs = [int(row[0]) for row in rows]
         conn.execute(f"SET LOCAL work_mem = '{_PASS_WORK_MEM}'")
+        # A day's partition filling up has no statistics yet, and the planner scanned all of
+        # it rather than the block ranges of the pass's runs (summarize_new_ranges).
+        conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute(
             _COMPACT,
             {
@@ -157,6 +166,40 @@ def compact_project(
             },
         )
     return Compacted(runs=len(runs), more=len(rows) < len(pending))
+
+
+# Indexes of the days' partitions of test_result that the run_id block range index has.
+_RANGE_INDEXES = """
+SELECT x.indexrelid::regclass::text FROM pg_index x JOIN pg_inherits i ON i.inhrelid = x.indexrelid
+WHERE i.inhparent = 'test_result_run'::regclass AND x.indrelid = ANY(
+    SELECT to_regclass(p) FROM unnest(%s::text[]) AS p)
+"""
+
+
+def summarize_new_ranges(conn: psycopg.Connection[Any], project_id: int) -> None:
+    """Summarize the run_id block ranges filled since the last pass in the partitions of the
+    project's pending runs, in a transaction of its own, so that a pass reads the ranges of
+    its runs, not the whole day. Nothing summarizes them otherwise while a day fills
+    (`autosummarize` is off; vacuum comes late), and a range with no summary is always read.
+    Skipped when another summarizer or a vacuum holds a partition, or the role may not: the
+    pass then reads more."""
+    with conn.transaction():
+        days = conn.execute(
+            "SELECT DISTINCT day FROM run WHERE project_id = %s AND NOT compacted", (project_id,)
+        ).fetchall()
+        if not days:
+            return
+        indexes = conn.execute(
+            _RANGE_INDEXES, ([result_partition(day) for (day,) in days],)
+        ).fetchall()
+        conn.execute(f"SET LOCAL lock_timeout = '{_SUMMARIZE_LOCK_WAIT}'")
+        try:
+            with conn.transaction():
+                for (index,) in indexes:
+                    conn.execute("SELECT brin_summarize_new_values(%s::regclass)", (index,))
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.InsufficientPrivilege) as exc:
+            # Busy, or a worker role that does not own the index: correct either way.
+            log.info("block ranges of project %s left unsummarized: %s", project_id, exc)
 
 
 def _within_budget(rows: list[Any], max_results: int) -> list[Any]:

@@ -455,8 +455,13 @@ def _session_start(merged: MergedRun) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def result_partition(day: date) -> str:
+    """The name of the test_result partition of `day`."""
+    return f"test_result_{day:%Y%m%d}"
+
+
 def _ensure_partition(conn: psycopg.Connection[Any], day: date) -> None:
-    name = f"test_result_{day:%Y%m%d}"
+    name = result_partition(day)
     exists = conn.execute("SELECT to_regclass(%s)", (name,)).fetchone()
     if exists and exists[0]:
         return

@@ -50,7 +50,9 @@ def _report(rng: np.random.Generator, tests: int) -> ParsedReport:
     )
 
 
-def _store(dsn: str, project_id: int, day: date, job: str, seed: int) -> None:
+def _store(
+    dsn: str, project_id: int, day: date, job: str, seed: int, tests: int | None = None
+) -> None:
     rng = np.random.default_rng(seed)
     with psycopg.connect(dsn) as conn:
         upload_id = conn.execute(
@@ -63,7 +65,7 @@ def _store(dsn: str, project_id: int, day: date, job: str, seed: int) -> None:
             project_id=project_id,
             upload_id=upload_id,
             meta=RunMetadata(job=job, started_at=datetime.combine(day, time(9), UTC)),
-            merged=merge_reports([_report(rng, int(rng.integers(20, 60)))]),
+            merged=merge_reports([_report(rng, tests or int(rng.integers(20, 60)))]),
         )
         conn.commit()
 
@@ -352,3 +354,44 @@ def test_pending_facts_read_the_pending_runs_once_not_per_result(
     assert run_scans, plan
     for parents in run_scans:
         assert "InitPlan" in parents, plan
+
+
+def _blocks_read(dsn: str, table: str) -> int:
+    """Heap blocks of `table` read so far, from memory or disk (the statistics flushed)."""
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT coalesce(heap_blks_hit, 0) + coalesce(heap_blks_read, 0) "
+            "FROM pg_statio_user_tables WHERE relname = %s",
+            (table,),
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_a_pass_reads_the_block_ranges_of_its_runs_not_the_whole_day(
+    own_db: tuple[str, Engine],
+) -> None:
+    """The day's partition fills while passes compact it: its block range index had no
+    summary of the new ranges (nothing summarizes them while a partition fills) and the
+    planner no statistics, so every pass read the whole day (compacting 240 runs of 1,000
+    results took 0.9 s with 240,000 results that day, 8.1 s with 1.9M)."""
+    dsn, engine = own_db
+    project = make_project(engine)
+    for seed in range(40):
+        _store(dsn, project.id, MONDAY, f"job{seed % 4}", seed, tests=2_500)
+    with psycopg.connect(dsn) as conn:
+        assert compact_backlog(conn).runs == 40
+    partition = f"test_result_{MONDAY:%Y%m%d}"
+    with psycopg.connect(dsn) as conn:
+        pages = conn.execute("SELECT pg_relation_size(%s) / 8192", (partition,)).fetchone()
+    assert pages is not None
+    assert pages[0] > 1_000  # ranges of 128 blocks: a day of several
+
+    _store(dsn, project.id, MONDAY, "late", 99, tests=2_500)
+    before = _blocks_read(dsn, partition)
+    with psycopg.connect(dsn) as conn:
+        assert compact_backlog(conn).runs == 1
+        conn.execute("SELECT pg_stat_force_next_flush()")
+    read = _blocks_read(dsn, partition) - before
+    # The new run's blocks and the range they share with the run before, not the day.
+    assert 0 < read < pages[0] / 4
+    assert _tables(engine, project.id) == _recomputed(engine, project.id)
