@@ -246,7 +246,7 @@ def _ingest_batch(
     if parse_ahead is not None and len(uploads) == config.batch_uploads:
         # A full batch: more are likely queued. The next claim's uploads are parsed while this
         # batch's statements wait on the database.
-        parse_ahead.start(exclude=ids)
+        parse_ahead.start(conn, exclude=ids)
     if not parsed:
         return outcomes
     # Cells are created in one order by every batch (two batches creating two new cells in

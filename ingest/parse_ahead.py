@@ -45,16 +45,17 @@ log = logging.getLogger("laptime.worker")
 # of stored files are left to their claim: parse-ahead never holds more than that at once.
 # None while another worker is connected: every worker would parse the same next uploads and
 # only one would claim them (with 3 workers that made the ingest slower).
-_NEXT_UPLOADS = """
+_ANOTHER_WORKER = """EXISTS (
+    SELECT 1 FROM pg_stat_activity s WHERE s.datname = current_database()
+      AND left(s.application_name, length(%(prefix)s)) = %(prefix)s
+      AND s.application_name <> %(me)s)"""
+_NEXT_UPLOADS = f"""
 WITH free AS (
     SELECT u.id, u.project_id, u.metadata->>'runner' AS runner,
         (SELECT coalesce(sum(octet_length(f.raw_gzip)), 0) FROM upload_file f
          WHERE f.upload_id = u.id) AS size
     FROM upload u
-    WHERE NOT EXISTS (
-        SELECT 1 FROM pg_stat_activity s WHERE s.datname = current_database()
-          AND left(s.application_name, length(%(prefix)s)) = %(prefix)s
-          AND s.application_name <> %(me)s)
+    WHERE NOT {_ANOTHER_WORKER}
       AND u.status = 'queued' AND NOT (u.id = ANY(%(exclude)s))
       AND NOT EXISTS (SELECT 1 FROM upload_attempt a WHERE a.upload_id = u.id)
     ORDER BY u.id LIMIT %(look)s
@@ -118,7 +119,7 @@ class ParseAhead:
         limits: ParseLimits | None,
         max_bytes: int = MAX_BYTES,
     ) -> None:
-        self._dsn = dsn
+        self.dsn = dsn
         self._worker = application_name(worker)
         self._uploads = uploads
         self._limits = limits
@@ -129,13 +130,17 @@ class ParseAhead:
         self.parsed = 0  # uploads parsed ahead and handed over
         self.used = 0  # of those, uploads a claim returned
 
-    def start(self, exclude: list[int]) -> None:
+    def start(self, conn: psycopg.Connection[Any], exclude: list[int]) -> None:
         """Begin reading and parsing the uploads the next claim would take, `exclude` (this
-        worker's current batch) apart; nothing when the last round is still at work."""
+        worker's current batch) apart; nothing when the last round is still at work. The
+        process starts at the first call while no other worker is connected (asked on the
+        worker's `conn`); from then on each round asks again itself."""
         if self._pending is not None and not self._pending.done():
             return
+        if self._pool is None and self._another_worker(conn):
+            return
         job = _Job(
-            self._dsn, self._worker, list(exclude), self._uploads, self._limits, self._max_bytes
+            self.dsn, self._worker, list(exclude), self._uploads, self._limits, self._max_bytes
         )
         try:
             if self._pool is None:
@@ -150,6 +155,12 @@ class ParseAhead:
         except (BrokenProcessPool, RuntimeError, OSError) as exc:
             log.warning("parse-ahead cannot start (%s); parsing after the claim", exc)
             self._drop_pool()
+
+    def _another_worker(self, conn: psycopg.Connection[Any]) -> bool:
+        row = conn.execute(
+            f"SELECT {_ANOTHER_WORKER}", {"prefix": APPLICATION_PREFIX, "me": self._worker}
+        ).fetchone()
+        return bool(row and row[0])
 
     def take(self, upload_ids: list[int]) -> dict[int, Parsed]:
         """The uploads among `upload_ids` parsed ahead (waiting for the process's round); the

@@ -65,9 +65,15 @@ def parse_ahead(url: str, **options: Any) -> ParseAhead:
     return ParseAhead(sqlalchemy_to_dsn(url), WORKER, uploads=BATCH_UPLOADS, limits=None, **options)
 
 
+def begin(ahead: ParseAhead) -> None:
+    """A round, as the worker starts one after its batch's parse (on its connection)."""
+    with psycopg.connect(ahead.dsn) as conn:
+        ahead.start(conn, exclude=[])
+
+
 def up(ahead: ParseAhead) -> None:
     """Its process is up (a first round, forgotten): the worker's first round is not late."""
-    ahead.start(exclude=[])
+    begin(ahead)
     ahead.take([])
     assert ahead.process_id is not None
 
@@ -126,13 +132,13 @@ def test_uploads_another_worker_took_are_not_used(database: Database) -> None:
     ahead = parse_ahead(url)
     with ahead:
         up(ahead)
-        ahead.start(exclude=[])
+        begin(ahead)
         # The round parsed the first batch; another worker claimed it, this one the next.
         assert ahead.take(ids[BATCH_UPLOADS:]) == {}
         assert (ahead.parsed, ahead.used) == (2 * BATCH_UPLOADS, 0)
         assert worker(url, None) == len(ids)
         # Nothing is left of the round: the next finds no queued upload.
-        ahead.start(exclude=[])
+        begin(ahead)
         assert ahead.take(ids) == {}
     stored_once(url, ids)
 
@@ -150,7 +156,7 @@ def test_a_lost_connection_costs_one_round(database: Database) -> None:
             admin.execute("SELECT pg_terminate_backend(%s)", (lost,))
         rounds = []
         for _ in range(2):
-            ahead.start(exclude=[])
+            begin(ahead)
             rounds.append(sorted(ahead.take(first)))
         # The round that found its connection lost parsed nothing; the next reconnected.
         assert rounds == [[], first]
@@ -174,7 +180,7 @@ def test_a_parse_ahead_process_that_dies_costs_one_round(database: Database) -> 
         os.kill(child, signal.SIGKILL)
         rounds = []
         for _ in range(3):
-            ahead.start(exclude=[])
+            begin(ahead)
             rounds.append(sorted(ahead.take(first)))
         # The pool that lost its process is dropped (at the start or the take of a round);
         # a new process parses the next round.
@@ -205,9 +211,9 @@ def test_no_round_parses_while_another_worker_is_connected(database: Database) -
         up(ahead)
         # Every worker would parse the same next uploads and one would claim them.
         with side_connection(sqlalchemy_to_dsn(url), "another-worker"):
-            ahead.start(exclude=[])
+            begin(ahead)
             assert ahead.take(ids) == {}
-        ahead.start(exclude=[])
+        begin(ahead)
         assert sorted(ahead.take(ids)) == ids
 
 
@@ -241,3 +247,18 @@ def test_the_process_ends_with_a_worker_killed_outright(database: Database) -> N
     wait_for(lambda: not any(Path(f"/proc/{kid}").exists() for kid in kids),
              what="the parse-ahead process ended")  # fmt: skip
     wait_for(lambda: not parse_ahead_backends(url), what="its connection closed")
+
+
+def test_no_process_starts_while_another_worker_is_connected(database: Database) -> None:
+    url = make_private_db(database)
+    new_project(url, "crowd")
+    ids = queue(url, "crowd", uploads(BATCH_UPLOADS))
+    ahead = parse_ahead(url)
+    with ahead:
+        with side_connection(sqlalchemy_to_dsn(url), "another-worker"):
+            begin(ahead)
+            assert ahead.take(ids) == {}
+            assert ahead.process_id is None
+        begin(ahead)
+        assert sorted(ahead.take(ids)) == ids
+        assert ahead.process_id is not None
