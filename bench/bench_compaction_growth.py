@@ -12,10 +12,11 @@ to the first round.
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
 - `2.49-2.53x`: ms per run compacted in the 8th round over the 1st (1,024,000 results that
-  day; 8.01-8.37 ms against 3.22-3.31), the code at commit 8c2a376 (before the compactor
+  day; 8.01-8.37 ms against 3.22-3.31), the code at commit 8c2a3765a32e (before the compactor
   summarized new block ranges) with this bench script, two runs alternating with the new
   code's, load average 0.3-1.0, `python -m bench.bench_compaction_growth [--rounds 16]`.
-- `3.90x`: the same in the 16th round (2,048,000 results that day; 12.93 ms per run).
+- `3.90x`: the same in the 16th round (2,048,000 results that day; 12.93 ms per run), the code
+  at commit 8c2a3765a32e, `python -m bench.bench_compaction_growth --rounds 16`.
 """
 
 from __future__ import annotations
