@@ -6,17 +6,26 @@ One project on one day of a scratch embedded Postgres. Each round stores `--runs
 same `--tests`-test suite (as CI jobs upload it) through the real store_run, without compacting,
 then times compact_backlog over them: what the worker does every 128 uploads
 (ingest/rollup_compaction.py). A pass that reads only the block ranges of its runs costs the
-same in every round; one that reads the whole day grows with the day. Baseline, same run: the
-first round. Printed per round: the day's stored results, ms per run compacted, and the ratio
-to the first round.
+same in every round; one that reads the whole day grows with the day. Then one more run is
+stored and left pending, and the statement a reader adds to the per-test rollups for it
+(pending_facts) is timed, best of 5: what every per-test read of a page pays while a run waits
+for its compaction. Baseline, same run: the first round. Printed per round: the day's stored
+results, ms per run compacted and the ratio to the first round, the reader's ms and its ratio.
 
 Before (the figures README.md quotes; tests/test_before_figures.py checks them):
-- `2.49-2.53x`: ms per run compacted in the 8th round over the 1st (1,024,000 results that
-  day; 8.01-8.37 ms against 3.22-3.31), the code at commit 8c2a3765a32e (before the compactor
-  summarized new block ranges) with this bench script, two runs alternating with the new
-  code's, load average 0.3-1.0, `python -m bench.bench_compaction_growth [--rounds 16]`.
-- `3.90x`: the same in the 16th round (2,048,000 results that day; 12.93 ms per run), the code
-  at commit 8c2a3765a32e, `python -m bench.bench_compaction_growth --rounds 16`.
+- `2.32-2.53x`: ms per run compacted in the 8th round over the 1st (1,024,000-1,031,000 results
+  that day; 7.20-8.37 ms against 3.10-3.31), the code at commit 8c2a3765a32e (before the compactor
+  summarized new block ranges and analyzed new partitions) with this bench script, four runs
+  alternating with the new code's, load average 0.3-1.0,
+  `python -m bench.bench_compaction_growth [--rounds 16]`.
+- `3.81-3.90x`: the same in the 16th round (2,048,000-2,063,000 results that day; 11.83-12.93
+  ms per run), the code at commit 8c2a3765a32e,
+  `python -m bench.bench_compaction_growth --rounds 16`.
+- `4.70-4.99x`: a reader with one run pending, 8th round over the 1st (39.6-44.2 ms against
+  8.4-8.9), the code at commit 8c2a3765a32e,
+  `python -m bench.bench_compaction_growth [--rounds 16]`.
+- `9.59x`: the same in the 16th round (80.7 ms), the code at commit 8c2a3765a32e,
+  `python -m bench.bench_compaction_growth --rounds 16`.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from bench.bench_store import synthetic_results
 from bench.common import scratch_database
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
-from ingest.rollup_compaction import compact_backlog
+from ingest.rollup_compaction import compact_backlog, pending_facts
 from ingest.store import KnownTests, RunMetadata, store_run
 
 
@@ -56,6 +65,29 @@ def store_runs(dsn: str, project_id: int, runs: int, tests: int, day: datetime, 
                 known_tests=memo,
             )
             conn.commit()
+
+
+def pending_read_ms(dsn: str, project_id: int, tests: int, day: datetime, seed: int) -> float:
+    """Store one run left pending, time what a reader adds for it (best of 5), compact it."""
+    store_runs(dsn, project_id, 1, tests, day, 1_000 + seed)
+    facts = pending_facts("%(runs)s::int8[]", "%(days)s::date[]", "%(cells)s::int8[]")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        pending = conn.execute(
+            "SELECT id, day, cell_id FROM run WHERE project_id = %s AND NOT compacted",
+            (project_id,),
+        ).fetchall()
+        params = {
+            "runs": [r[0] for r in pending],
+            "days": [r[1] for r in pending],
+            "cells": [r[2] for r in pending],
+        }
+        times = []
+        for _ in range(5):
+            start = time.perf_counter()
+            conn.execute(f"SELECT count(*) FROM ({facts}) f", params).fetchone()
+            times.append(time.perf_counter() - start)
+        compact_backlog(conn, projects=[project_id])
+    return min(times) * 1000
 
 
 def main() -> None:
@@ -86,11 +118,13 @@ def main() -> None:
                 done = compact_backlog(conn, projects=[project_id])
                 seconds = time.perf_counter() - start
             per_run = seconds * 1000 / max(done.runs, 1)
-            first = first or per_run
+            read = pending_read_ms(dsn, project_id, args.tests, day, round_)
+            first = first or (per_run, read)
             print(
                 f"round {round_}: {results:>9,} results that day, compacted {done.runs} runs "
-                f"in {seconds * 1000:.0f} ms, {per_run:.2f} ms per run, x{per_run / first:.2f} "
-                "of round 1"
+                f"in {seconds * 1000:.0f} ms, {per_run:.2f} ms per run, x{per_run / first[0]:.2f}"
+                f" of round 1; a reader with one run pending {read:.1f} ms, "
+                f"x{read / first[1]:.2f}"
             )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 from ingest.store import ROLLUP_MERGE, ROLLUP_SUMS, ROLLUP_VALUES, result_partition
@@ -135,7 +136,7 @@ def compact_project(
     if conn.info.transaction_status != TransactionStatus.IDLE:
         # Inside a transaction, conn.transaction() would be a savepoint, committed by nobody.
         raise RuntimeError("compaction commits its own transaction: call it outside one")
-    summarize_new_ranges(conn, project_id)
+    summarize_partitions(conn, project_id)
     with conn.transaction():
         locked = conn.execute(
             "SELECT pg_try_advisory_xact_lock(%s, hashtext(%s::text))",
@@ -154,7 +155,7 @@ def compact_project(
         runs = [int(row[0]) for row in rows]
         conn.execute(f"SET LOCAL work_mem = '{_PASS_WORK_MEM}'")
         # A day's partition filling up has no statistics yet, and the planner scanned all of
-        # it rather than the block ranges of the pass's runs (summarize_new_ranges).
+        # it rather than the block ranges of the pass's runs (summarize_partitions).
         conn.execute("SET LOCAL enable_seqscan = off")
         conn.execute(
             _COMPACT,
@@ -168,38 +169,48 @@ def compact_project(
     return Compacted(runs=len(runs), more=len(rows) < len(pending))
 
 
-# Indexes of the days' partitions of test_result that the run_id block range index has.
-_RANGE_INDEXES = """
-SELECT x.indexrelid::regclass::text FROM pg_index x JOIN pg_inherits i ON i.inhrelid = x.indexrelid
-WHERE i.inhparent = 'test_result_run'::regclass AND x.indrelid = ANY(
-    SELECT to_regclass(p) FROM unnest(%s::text[]) AS p)
+# The days' partitions of test_result, each with its run_id block range index, and whether
+# it has statistics yet.
+_PARTITIONS = """
+SELECT p.relnamespace::regnamespace::text, p.relname, x.indexrelid::int8,
+    coalesce(s.last_analyze, s.last_autoanalyze) IS NOT NULL
+FROM unnest(%s::text[]) AS name
+JOIN pg_class p ON p.oid = to_regclass(name)
+JOIN pg_index x ON x.indrelid = p.oid
+JOIN pg_inherits i ON i.inhrelid = x.indexrelid AND i.inhparent = 'test_result_run'::regclass
+LEFT JOIN pg_stat_user_tables s ON s.relid = p.oid
 """
 
 
-def summarize_new_ranges(conn: psycopg.Connection[Any], project_id: int) -> None:
+def summarize_partitions(conn: psycopg.Connection[Any], project_id: int) -> None:
     """Summarize the run_id block ranges filled since the last pass in the partitions of the
-    project's pending runs, in a transaction of its own, so that a pass reads the ranges of
-    its runs, not the whole day. Nothing summarizes them otherwise while a day fills
-    (`autosummarize` is off; vacuum comes late), and a range with no summary is always read.
-    Skipped when another summarizer or a vacuum holds a partition, or the role may not: the
-    pass then reads more."""
+    project's pending runs, and give a partition statistics when it has none, in a transaction
+    of its own: a pass, and a reader adding pending runs, then read the ranges of those runs,
+    not the whole day. Nothing summarizes the ranges while a day fills (`autosummarize` is
+    off; vacuum comes late), a range with no summary is always read, and with no statistics
+    the planner scanned the whole partition. Skipped when another summarizer or a vacuum holds
+    a partition, or the role may not: the reads are then slower, never wrong."""
     with conn.transaction():
         days = conn.execute(
             "SELECT DISTINCT day FROM run WHERE project_id = %s AND NOT compacted", (project_id,)
         ).fetchall()
         if not days:
             return
-        indexes = conn.execute(
-            _RANGE_INDEXES, ([result_partition(day) for (day,) in days],)
+        partitions = conn.execute(
+            _PARTITIONS, ([result_partition(day) for (day,) in days],)
         ).fetchall()
         conn.execute(f"SET LOCAL lock_timeout = '{_SUMMARIZE_LOCK_WAIT}'")
         try:
             with conn.transaction():
-                for (index,) in indexes:
-                    conn.execute("SELECT brin_summarize_new_values(%s::regclass)", (index,))
+                for schema, partition, index, analyzed in partitions:
+                    conn.execute("SELECT brin_summarize_new_values(%s::oid::regclass)", (index,))
+                    if not analyzed:
+                        # Once: autovacuum keeps them as the partition grows.
+                        table = sql.Identifier(schema, partition)
+                        conn.execute(sql.SQL("ANALYZE {}").format(table))
         except (psycopg.errors.LockNotAvailable, psycopg.errors.InsufficientPrivilege) as exc:
-            # Busy, or a worker role that does not own the index: correct either way.
-            log.info("block ranges of project %s left unsummarized: %s", project_id, exc)
+            # Busy, or a worker role that does not own the partition: correct either way.
+            log.info("partitions of project %s left unsummarized: %s", project_id, exc)
 
 
 def _within_budget(rows: list[Any], max_results: int) -> list[Any]:

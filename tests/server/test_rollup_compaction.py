@@ -367,13 +367,14 @@ def _blocks_read(dsn: str, table: str) -> int:
     return int(row[0]) if row else 0
 
 
-def test_a_pass_reads_the_block_ranges_of_its_runs_not_the_whole_day(
+def test_a_pass_and_a_reader_read_the_block_ranges_of_their_runs_not_the_whole_day(
     own_db: tuple[str, Engine],
 ) -> None:
     """The day's partition fills while passes compact it: its block range index had no
     summary of the new ranges (nothing summarizes them while a partition fills) and the
     planner no statistics, so every pass read the whole day (compacting 240 runs of 1,000
-    results took 0.9 s with 240,000 results that day, 8.1 s with 1.9M)."""
+    results took 0.9 s with 240,000 results that day, 8.1 s with 1.9M), and so did every
+    reader adding a pending run to the rollups."""
     dsn, engine = own_db
     project = make_project(engine)
     for seed in range(40):
@@ -387,6 +388,20 @@ def test_a_pass_reads_the_block_ranges_of_its_runs_not_the_whole_day(
     assert pages[0] > 1_000  # ranges of 128 blocks: a day of several
 
     _store(dsn, project.id, MONDAY, "late", 99, tests=2_500)
+    # A reader adds the pending run's results to the rollups: its ranges, not the day.
+    with engine.connect() as conn:
+        pending = pending_runs(conn, project.id)
+    assert len(pending.ids) == 1
+    sql = pending_facts(
+        "%(pending_runs)s::int8[]", "%(pending_days)s::date[]", "%(pending_cells)s::int8[]"
+    )
+    before = _blocks_read(dsn, partition)
+    with psycopg.connect(dsn) as conn:
+        facts = conn.execute(f"SELECT count(*) FROM ({sql}) f", pending.params()).fetchone()
+        conn.execute("SELECT pg_stat_force_next_flush()")
+    assert facts == (2_500,)
+    assert 0 < _blocks_read(dsn, partition) - before < pages[0] / 4
+
     before = _blocks_read(dsn, partition)
     with psycopg.connect(dsn) as conn:
         assert compact_backlog(conn).runs == 1
