@@ -204,8 +204,8 @@ def test_uploads_over_its_memory_bound_are_left_to_their_claim(database: Databas
 
 def test_no_round_parses_while_another_worker_is_connected(database: Database) -> None:
     url = make_private_db(database)
-    new_project(url, "shared")
-    ids = queue(url, "shared", uploads(BATCH_UPLOADS))
+    new_project(url, "busy")
+    ids = queue(url, "busy", uploads(BATCH_UPLOADS))
     ahead = parse_ahead(url)
     with ahead:
         up(ahead)
