@@ -37,7 +37,7 @@ from datetime import UTC, datetime
 import psycopg
 
 from bench.bench_store import synthetic_results
-from bench.common import scratch_database
+from bench.common import done_upload, scratch_database
 from ingest.merge import MergedRun
 from ingest.model import SessionInfo
 from ingest.rollup_compaction import compact_backlog, pending_facts
@@ -49,11 +49,7 @@ def store_runs(dsn: str, project_id: int, runs: int, tests: int, day: datetime, 
     memo = KnownTests()
     with psycopg.connect(dsn) as conn:
         for i in range(runs):
-            upload_id = conn.execute(
-                "INSERT INTO upload (project_id, content_hash, status) VALUES (%s, %s, 'done') "
-                "RETURNING id",
-                (project_id, f"growth-{seed}-{i}".encode()),
-            ).fetchone()[0]  # type: ignore[index]
+            upload_id = done_upload(conn, project_id, f"growth-{seed}-{i}")
             store_run(
                 conn,
                 project_id=project_id,

@@ -27,7 +27,7 @@ from typing import Any
 
 import psycopg
 
-from bench.common import scratch_database, store_upload
+from bench.common import done_upload, scratch_database, store_upload
 
 READS = (("file", None), ("job", None), ("test", 100))
 
@@ -66,11 +66,7 @@ def big_commit(dsn: str, project_id: int, rows: int) -> float:
     )
     start = time.perf_counter()
     with psycopg.connect(dsn) as conn:
-        upload_id = conn.execute(
-            "INSERT INTO upload (project_id, content_hash, status) VALUES (%s, %s, 'done') "
-            "RETURNING id",
-            (project_id, f"big-{time.time_ns()}".encode()),
-        ).fetchone()[0]  # type: ignore[index]
+        upload_id = done_upload(conn, project_id, f"big-{time.time_ns()}")
         store_run(
             conn,
             project_id=project_id,

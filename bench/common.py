@@ -81,6 +81,17 @@ def augmix_nodeid(engine: Any, project_id: int) -> str:
     return nodeid
 
 
+def done_upload(conn: Any, project_id: int, tag: str) -> int:
+    """A `done` upload row for a run a bench stores straight through the store (no files);
+    `tag` makes its content hash unique."""
+    row = conn.execute(
+        "INSERT INTO upload (project_id, content_hash, status) VALUES (%s, %s, 'done') "
+        "RETURNING id",
+        (project_id, tag.encode()),
+    ).fetchone()
+    return int(row[0])
+
+
 def store_upload(
     dsn: str,
     project_id: int,
@@ -120,11 +131,7 @@ def store_upload(
             "JOIN test_case t ON t.id = r.test_id WHERE r.day = %s AND r.run_id = %s",
             (day, run_id),
         ).fetchall()
-        upload_id = conn.execute(
-            "INSERT INTO upload (project_id, content_hash, status) VALUES (%s, %s, 'done') "
-            "RETURNING id",
-            (project_id, f"bench-{time.time_ns()}".encode()),
-        ).fetchone()[0]  # type: ignore[index]
+        upload_id = done_upload(conn, project_id, f"bench-{time.time_ns()}")
         columns = ("nodeid", "file", "function", "outcome", "duration_s")
         report = ParsedReport(
             format="junit",

@@ -37,9 +37,9 @@ from ingest.upload_ingest import (
     Outcome,
     detect_after_commit,
     mark_changes,
-    merge_upload,
+    merged_upload,
     metadata_from_json,
-    parse_upload_files,
+    read_upload_files,
     upload_counts,
 )
 from ingest.worker import (
@@ -205,13 +205,7 @@ def _ingest_batch(
     runners = {u.upload_id: u.metadata.get("runner") for u in uploads}
     taken = parse_ahead.take(ids) if parse_ahead is not None else {}
     ahead = {i: early for i, early in taken.items() if early.runner == runners[i]}
-    files: dict[int, list[tuple[str, bytes]]] = {i: [] for i in ids if i not in ahead}
-    for upload_id, filename, raw in conn.execute(
-        "SELECT upload_id, filename, raw_gzip FROM upload_file WHERE upload_id = ANY(%s) "
-        "ORDER BY upload_id, position",
-        (list(files),),
-    ):
-        files[int(upload_id)].append((filename, raw))
+    files = read_upload_files(conn, [i for i in ids if i not in ahead])
     outcomes: list[Outcome | None] = [None] * len(uploads)
     parsed: list[tuple[int, MergedRun, int]] = []  # index, merged run, files
     metas: dict[int, RunMetadata] = {}
@@ -224,7 +218,9 @@ def _ingest_batch(
             storables[i] = early.storable()
             continue
         try:
-            merged = _parse(files[upload.upload_id], config, runners[upload.upload_id])
+            merged = merged_upload(
+                files[upload.upload_id], config.limits, runners[upload.upload_id]
+            )
         except ReportParseError as exc:
             finish_failed(conn, upload.upload_id, 1, exc.code, exc.describe())
             outcomes[i] = Outcome("failed", code=exc.code)
@@ -294,14 +290,6 @@ def _metadata(upload: QueuedUpload) -> RunMetadata:
 
 def _cell_key(meta: RunMetadata) -> tuple[str, str, str, str]:
     return (meta.job, meta.machine or "", meta.branch or "", labels_key(meta.labels))
-
-
-def _parse(
-    files: list[tuple[str, bytes]], config: WorkerConfig, runner: str | None
-) -> MergedRun | None:
-    """The upload's files as one merged run; None when it holds none."""
-    reports = parse_upload_files(files, config.limits, runner)
-    return merge_upload(reports) if reports else None
 
 
 def _batch_failed(

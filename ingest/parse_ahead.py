@@ -35,7 +35,7 @@ from ingest.attempts import APPLICATION_PREFIX, application_name
 from ingest.merge import MergedRun
 from ingest.parsers.limits import ParseLimits
 from ingest.store import storable_results
-from ingest.upload_ingest import merge_upload, parse_upload_files
+from ingest.upload_ingest import merged_upload, read_upload_files
 
 log = logging.getLogger("laptime.worker")
 
@@ -66,11 +66,6 @@ SELECT id, runner FROM (
     ORDER BY id LIMIT %(uploads)s
 ) AS next WHERE total <= %(bytes)s ORDER BY id
 """
-
-_FILES = (
-    "SELECT upload_id, filename, raw_gzip FROM upload_file WHERE upload_id = ANY(%s) "
-    "ORDER BY upload_id, position"
-)
 
 MAX_BYTES = 64 * 1024 * 1024
 # A wait for the process's work longer than this (a database that hangs) gives up on it.
@@ -243,10 +238,7 @@ def _parsed_uploads(job: _Job) -> dict[int, Parsed]:
                 "bytes": job.max_bytes,
             },
         ).fetchall()
-        files: dict[int, list[tuple[str, bytes]]] = {int(i): [] for i, _ in uploads}
-        if files:
-            for upload_id, filename, raw in conn.execute(_FILES, (list(files),)):
-                files[int(upload_id)].append((filename, raw))
+        files = read_upload_files(conn, [int(i) for i, _ in uploads]) if uploads else {}
     except psycopg.Error as exc:
         # Lost, or the database is failing: the claims will say so; the next round reconnects.
         log.info("parse-ahead cannot read the queue (%s)", exc)
@@ -259,9 +251,8 @@ def _parsed_uploads(job: _Job) -> dict[int, Parsed]:
     for upload_id, runner in uploads:
         upload_files = files[int(upload_id)]
         try:
-            reports = parse_upload_files(upload_files, job.limits, runner)
-            if reports:
-                merged = merge_upload(reports)
+            merged = merged_upload(upload_files, job.limits, runner)
+            if merged is not None:
                 results, warnings = storable_results(merged.results)
                 merged = replace(merged, results=results)
                 parsed[int(upload_id)] = Parsed(runner, len(upload_files), merged, warnings)

@@ -170,11 +170,7 @@ def _parse_files(
     limits: ParseLimits | None,
     runner: str | None = None,
 ) -> list[ParsedReport]:
-    files = conn.execute(
-        "SELECT filename, raw_gzip FROM upload_file WHERE upload_id = %s ORDER BY position",
-        (upload_id,),
-    ).fetchall()
-    return parse_upload_files(files, limits, runner)
+    return parse_upload_files(read_upload_files(conn, [upload_id])[upload_id], limits, runner)
 
 
 def parse_upload_files(
@@ -190,3 +186,25 @@ def parse_upload_files(
             kwargs["runner"] = runner
         reports.append(parse_report(bytes(raw), **kwargs))
     return reports
+
+
+def read_upload_files(
+    conn: psycopg.Connection[Any], upload_ids: list[int]
+) -> dict[int, list[tuple[str, bytes]]]:
+    """Each upload's (filename, raw) files in order (an upload with none: [])."""
+    files: dict[int, list[tuple[str, bytes]]] = {i: [] for i in upload_ids}
+    for upload_id, filename, raw in conn.execute(
+        "SELECT upload_id, filename, raw_gzip FROM upload_file WHERE upload_id = ANY(%s) "
+        "ORDER BY upload_id, position",
+        (upload_ids,),
+    ):
+        files[int(upload_id)].append((filename, raw))
+    return files
+
+
+def merged_upload(
+    files: list[tuple[str, bytes]], limits: ParseLimits | None, runner: str | None
+) -> MergedRun | None:
+    """An upload's files parsed and merged into one run; None when it holds none."""
+    reports = parse_upload_files(files, limits, runner)
+    return merge_upload(reports) if reports else None

@@ -65,6 +65,22 @@ def parse_ahead(url: str, **options: Any) -> ParseAhead:
     return ParseAhead(sqlalchemy_to_dsn(url), WORKER, uploads=BATCH_UPLOADS, limits=None, **options)
 
 
+def queued(database: Database, slug: str, count: int) -> tuple[str, list[int]]:
+    """A private database with a project `slug` and `count` uploads queued: (url, ids)."""
+    url = make_private_db(database)
+    new_project(url, slug)
+    return url, queue(url, slug, uploads(count))
+
+
+def taken_in_rounds(ahead: ParseAhead, ids: list[int], rounds: int) -> list[list[int]]:
+    """What each of `rounds` rounds in a row parsed of `ids`."""
+    taken = []
+    for _ in range(rounds):
+        begin(ahead)
+        taken.append(sorted(ahead.take(ids)))
+    return taken
+
+
 def begin(ahead: ParseAhead) -> None:
     """A round, as the worker starts one after its batch's parse (on its connection)."""
     with psycopg.connect(ahead.dsn) as conn:
@@ -126,9 +142,7 @@ def test_the_next_batches_are_parsed_ahead_and_stored_as_without_it(database: Da
 
 
 def test_uploads_another_worker_took_are_not_used(database: Database) -> None:
-    url = make_private_db(database)
-    new_project(url, "taken")
-    ids = queue(url, "taken", uploads(2 * BATCH_UPLOADS))
+    url, ids = queued(database, "taken", 2 * BATCH_UPLOADS)
     ahead = parse_ahead(url)
     with ahead:
         up(ahead)
@@ -144,9 +158,7 @@ def test_uploads_another_worker_took_are_not_used(database: Database) -> None:
 
 
 def test_a_lost_connection_costs_one_round(database: Database) -> None:
-    url = make_private_db(database)
-    new_project(url, "lost")
-    ids = queue(url, "lost", uploads(2 * BATCH_UPLOADS))
+    url, ids = queued(database, "lost", 2 * BATCH_UPLOADS)
     first = ids[:BATCH_UPLOADS]
     ahead = parse_ahead(url)
     with ahead:
@@ -154,10 +166,7 @@ def test_a_lost_connection_costs_one_round(database: Database) -> None:
         [lost] = parse_ahead_backends(url)
         with psycopg.connect(sqlalchemy_to_dsn(url), autocommit=True) as admin:
             admin.execute("SELECT pg_terminate_backend(%s)", (lost,))
-        rounds = []
-        for _ in range(2):
-            begin(ahead)
-            rounds.append(sorted(ahead.take(first)))
+        rounds = taken_in_rounds(ahead, first, 2)
         # The round that found its connection lost parsed nothing; the next reconnected.
         assert rounds == [[], first]
         assert len(parse_ahead_backends(url)) == 1
@@ -168,9 +177,7 @@ def test_a_lost_connection_costs_one_round(database: Database) -> None:
 
 
 def test_a_parse_ahead_process_that_dies_costs_one_round(database: Database) -> None:
-    url = make_private_db(database)
-    new_project(url, "died")
-    ids = queue(url, "died", uploads(2 * BATCH_UPLOADS))
+    url, ids = queued(database, "died", 2 * BATCH_UPLOADS)
     first = ids[:BATCH_UPLOADS]
     ahead = parse_ahead(url)
     with ahead:
@@ -178,10 +185,7 @@ def test_a_parse_ahead_process_that_dies_costs_one_round(database: Database) -> 
         child = ahead.process_id
         assert child is not None
         os.kill(child, signal.SIGKILL)
-        rounds = []
-        for _ in range(3):
-            begin(ahead)
-            rounds.append(sorted(ahead.take(first)))
+        rounds = taken_in_rounds(ahead, first, 3)
         # The pool that lost its process is dropped (at the start or the take of a round);
         # a new process parses the next round.
         assert rounds in ([[], first, first], [[], [], first])
@@ -191,9 +195,7 @@ def test_a_parse_ahead_process_that_dies_costs_one_round(database: Database) -> 
 
 
 def test_uploads_over_its_memory_bound_are_left_to_their_claim(database: Database) -> None:
-    url = make_private_db(database)
-    new_project(url, "big")
-    ids = queue(url, "big", uploads(2 * BATCH_UPLOADS))
+    url, ids = queued(database, "big", 2 * BATCH_UPLOADS)
     smallest = rows(url, "SELECT min(octet_length(raw_gzip)) FROM upload_file")[0][0]
     ahead = parse_ahead(url, max_bytes=smallest - 1)
     with ahead:
@@ -203,9 +205,7 @@ def test_uploads_over_its_memory_bound_are_left_to_their_claim(database: Databas
 
 
 def test_no_round_parses_while_another_worker_is_connected(database: Database) -> None:
-    url = make_private_db(database)
-    new_project(url, "busy")
-    ids = queue(url, "busy", uploads(BATCH_UPLOADS))
+    url, ids = queued(database, "busy", BATCH_UPLOADS)
     ahead = parse_ahead(url)
     with ahead:
         up(ahead)
@@ -229,9 +229,7 @@ def children(pid: int) -> list[int]:
 
 
 def test_the_process_ends_with_a_worker_killed_outright(database: Database) -> None:
-    url = make_private_db(database)
-    new_project(url, "orphan")
-    queue(url, "orphan", uploads(3 * BATCH_UPLOADS))
+    url, _ = queued(database, "orphan", 3 * BATCH_UPLOADS)
     proc = start_worker(url)  # the default settings: batches of 8 with parse-ahead
     try:
         wait_for(lambda: parse_ahead_backends(url), what="the parse-ahead process connected")
@@ -250,9 +248,7 @@ def test_the_process_ends_with_a_worker_killed_outright(database: Database) -> N
 
 
 def test_no_process_starts_while_another_worker_is_connected(database: Database) -> None:
-    url = make_private_db(database)
-    new_project(url, "crowd")
-    ids = queue(url, "crowd", uploads(BATCH_UPLOADS))
+    url, ids = queued(database, "crowd", BATCH_UPLOADS)
     ahead = parse_ahead(url)
     with ahead:
         with side_connection(sqlalchemy_to_dsn(url), "another-worker"):
