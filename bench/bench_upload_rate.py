@@ -5,10 +5,13 @@
 
 A real `laptime serve --no-worker` API process and real `laptime worker` processes on a scratch
 embedded Postgres. Each phase uses a fresh project: `--clients` threads (httpx) each POST
-`--uploads` distinct JUnit reports of `--tests` testcases. Measured per phase: acknowledged
-uploads per second while the clients send, p50/p95 upload latency, and the drain time (last
-acknowledgement to every upload `done`). Baseline, same run: the API with no worker running,
-so the ratios say what ingesting alongside costs the uploaders, and what 3 workers buy over 1.
+`--uploads` distinct JUnit reports of `--tests` testcases, written before the phase's clock
+starts (in CI the runner writes them on the job's machine; until 2026-12-06 each client thread
+wrote its own inside the phase, about 1.7 ms of CPU a 1,000-test report). Measured per phase:
+acknowledged uploads per second while the clients send, p50/p95 upload latency, and the drain
+time (last acknowledgement to every upload `done`). Baseline, same run: the API with no worker
+running, so the ratios say what ingesting alongside costs the uploaders, and what 3 workers buy
+over 1.
 `--phases` lists the phases' worker counts in order; a count ending in `-` runs its workers
 without parse-ahead (ingest/parse_ahead.py), so `0,1-,1,1-,1` alternates without and with it.
 The CPU each part used per upload (clients, API, workers, PostgreSQL with every backend, from
@@ -90,18 +93,11 @@ def _token(url: str) -> str:
     return token
 
 
-def _send(
-    base: str,
-    token: str,
-    client: int,
-    uploads: int,
-    tests: int,
-    out: list[float],
-    known: bool = False,
-) -> None:
-    # Distinct tests in every upload (each a suite's first), or with `known` the same suite of
-    # the client's job every time, as CI jobs upload (durations differ by seed either way).
-    reports = [
+def _reports(client: int, uploads: int, tests: int, known: bool = False) -> list[bytes]:
+    """One client's reports. Distinct tests in every upload (each a suite's first), or with
+    `known` the same suite of the client's job every time, as CI jobs upload (durations differ
+    by seed either way)."""
+    return [
         junit_xml(
             tests,
             seed=client * 1000 + i,
@@ -109,6 +105,10 @@ def _send(
         )
         for i in range(uploads)
     ]
+
+
+def _send(base: str, token: str, client: int, reports: list[bytes], out: list[float]) -> None:
+    """POST each report as client `client`'s job, appending each upload's latency to `out`."""
     with httpx.Client(base_url=base, timeout=60) as http:
         for i, body in enumerate(reports):
             start = time.perf_counter()
@@ -153,7 +153,8 @@ def run_phase(
     token = _token(url)
     # Unmeasured warm-up: a backlog queued before the workers start, so each claims full
     # batches and its parse-ahead process is up, as in a worker that has seen a backlog.
-    _send(base, token, 98, WARM_UPLOADS * max(workers, 1), args.tests, [], args.known)
+    warm = _reports(98, WARM_UPLOADS * max(workers, 1), args.tests, args.known)
+    _send(base, token, 98, warm, [])
     procs = start_workers(url, workers, {"LAPTIME_WORKER_PARSE_AHEAD": str(parse_ahead).lower()})
     try:
         if workers:
@@ -161,10 +162,11 @@ def run_phase(
                  300, "warm-up drained")  # fmt: skip
         before = count(dsn, "SELECT coalesce(max(id), 0) FROM upload")
         latencies: list[list[float]] = [[] for _ in range(args.clients)]
+        # Written before the clock starts: in CI the test runner writes the report, on the
+        # job's machine; the uploader only sends it.
+        reports = [_reports(c, args.uploads, args.tests, args.known) for c in range(args.clients)]
         threads = [
-            threading.Thread(
-                target=_send, args=(base, token, c, args.uploads, args.tests, lat, args.known)
-            )
+            threading.Thread(target=_send, args=(base, token, c, reports[c], lat))
             for c, lat in enumerate(latencies)
         ]
         cpu_before = _cpu_parts(api, [p.pid for p in procs], postmaster)
@@ -229,7 +231,7 @@ def main() -> None:
         api, base = start_serve(url, "--no-worker")
         try:
             # Unmeasured warm-up: the first requests pay for imports and cold caches.
-            _send(base, _token(url), 99, 3, args.tests, [])
+            _send(base, _token(url), 99, _reports(99, 3, args.tests), [])
             phases = [run_phase(url, dsn, base, n, args, api.pid) for n in phase_names]
         finally:
             api.send_signal(signal.SIGTERM)

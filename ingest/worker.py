@@ -31,6 +31,7 @@ import psycopg
 
 from ingest import metrics
 from ingest.attempts import application_name
+from ingest.background_compaction import BackgroundCompactor
 from ingest.change_detection import retry_backlog
 from ingest.claims import (
     CLAIM,
@@ -269,10 +270,12 @@ def drain(
     deferred: set[int] | None = None,
     known_tests: KnownTests | None = None,
     parse_ahead: ParseAhead | None = None,
+    compactor: BackgroundCompactor | None = None,
 ) -> int:
     """Process uploads until the queue is empty (or `stop`); returns how many were processed.
     `known_tests` is `conn`'s memo of written test cases (a new one when not given);
-    `parse_ahead` parses the next batch's uploads while one is stored (batches only).
+    `parse_ahead` parses the next batch's uploads while one is stored (batches only);
+    `compactor` compacts beside the ingest (without it, on `conn`, between batches).
 
     Raises TransientFailure when the database fails for a reason of the moment: the claim
     rolled back and spent no attempt; its row is given back (or listed for later if the
@@ -285,7 +288,7 @@ def drain(
     while stop is None or not stop.is_set():
         try:
             if since_compaction >= COMPACT_AFTER_UPLOADS:
-                compact_backlog(conn)
+                _compact(conn, compactor)
                 since_compaction = 0
             if config.batch_uploads > 1:
                 # Imported here: the batch builds on this module's steps.
@@ -330,7 +333,7 @@ def drain(
             raise
         if upload_ids is None:
             try:
-                compact_backlog(conn)
+                _compact(conn, compactor)
             except psycopg.Error as exc:
                 if is_transient(exc):
                     raise TransientFailure(describe(exc), []) from exc
@@ -341,6 +344,13 @@ def drain(
         processed += len(upload_ids)
         since_compaction += len(upload_ids)
     return processed
+
+
+def _compact(conn: psycopg.Connection[Any], compactor: BackgroundCompactor | None) -> None:
+    if compactor is None:
+        compact_backlog(conn)
+    else:
+        compactor.request()
 
 
 def _connect(
@@ -437,6 +447,8 @@ def _serve_queue(
         side_connection(dsn, name) as side,
         _connect(dsn, name, autocommit=True) as listener,
         _parse_ahead(dsn, name, config) as ahead,
+        # Its session carries the worker's name: it is this worker to the other sessions.
+        BackgroundCompactor(lambda: ingest_connection(dsn, name)) as compactor,
     ):
         heartbeat.attach(conn)
         listener.execute(f"LISTEN {CHANNEL}")
@@ -452,6 +464,7 @@ def _serve_queue(
                 deferred=deferred,
                 known_tests=known,
                 parse_ahead=ahead,
+                compactor=compactor,
             )
             backoff.reset()
             retry_backlog(conn)
