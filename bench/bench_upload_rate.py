@@ -49,6 +49,8 @@ from bench.common import (
     start_workers,
     tree_cpu_s,
 )
+from ingest.parsers.compression import is_gzip
+from laptime_ci.upload import gzipped
 from tests.factories import junit_xml
 
 
@@ -93,11 +95,13 @@ def _token(url: str) -> str:
     return token
 
 
-def _reports(client: int, uploads: int, tests: int, known: bool = False) -> list[bytes]:
+def _reports(
+    client: int, uploads: int, tests: int, known: bool = False, gzip: bool = False
+) -> list[bytes]:
     """One client's reports. Distinct tests in every upload (each a suite's first), or with
     `known` the same suite of the client's job every time, as CI jobs upload (durations differ
-    by seed either way)."""
-    return [
+    by seed either way); with `gzip`, compressed as `laptime-ci upload` sends them."""
+    reports = [
         junit_xml(
             tests,
             seed=client * 1000 + i,
@@ -105,6 +109,7 @@ def _reports(client: int, uploads: int, tests: int, known: bool = False) -> list
         )
         for i in range(uploads)
     ]
+    return [gzipped(report) for report in reports] if gzip else reports
 
 
 def _send(base: str, token: str, client: int, reports: list[bytes], out: list[float]) -> None:
@@ -115,7 +120,7 @@ def _send(base: str, token: str, client: int, reports: list[bytes], out: list[fl
             answer = http.post(
                 "/api/v1/uploads",
                 headers={"Authorization": f"Bearer {token}"},
-                files={"file": ("junit.xml", body)},
+                files={"file": ("junit.xml.gz" if is_gzip(body) else "junit.xml", body)},
                 data={"job": f"job{client}", "pipeline": f"p{i}"},
             )
             out.append(time.perf_counter() - start)
@@ -153,7 +158,7 @@ def run_phase(
     token = _token(url)
     # Unmeasured warm-up: a backlog queued before the workers start, so each claims full
     # batches and its parse-ahead process is up, as in a worker that has seen a backlog.
-    warm = _reports(98, WARM_UPLOADS * max(workers, 1), args.tests, args.known)
+    warm = _reports(98, WARM_UPLOADS * max(workers, 1), args.tests, args.known, args.gzip)
     _send(base, token, 98, warm, [])
     procs = start_workers(url, workers, {"LAPTIME_WORKER_PARSE_AHEAD": str(parse_ahead).lower()})
     try:
@@ -164,7 +169,10 @@ def run_phase(
         latencies: list[list[float]] = [[] for _ in range(args.clients)]
         # Written before the clock starts: in CI the test runner writes the report, on the
         # job's machine; the uploader only sends it.
-        reports = [_reports(c, args.uploads, args.tests, args.known) for c in range(args.clients)]
+        reports = [
+            _reports(c, args.uploads, args.tests, args.known, args.gzip)
+            for c in range(args.clients)
+        ]
         threads = [
             threading.Thread(target=_send, args=(base, token, c, reports[c], lat))
             for c, lat in enumerate(latencies)
@@ -218,6 +226,11 @@ def main() -> None:
         help="each client uploads its job's same suite every time (default: new tests each time)",
     )
     parser.add_argument(
+        "--gzip",
+        action="store_true",
+        help="send each report gzipped, as `laptime-ci upload` and the plugin do (default: raw)",
+    )
+    parser.add_argument(
         "--phases",
         default="0,1,3",
         help="worker counts in order, the first 0 (the baseline); `1-`: without parse-ahead",
@@ -231,7 +244,7 @@ def main() -> None:
         api, base = start_serve(url, "--no-worker")
         try:
             # Unmeasured warm-up: the first requests pay for imports and cold caches.
-            _send(base, _token(url), 99, _reports(99, 3, args.tests), [])
+            _send(base, _token(url), 99, _reports(99, 3, args.tests, gzip=args.gzip), [])
             phases = [run_phase(url, dsn, base, n, args, api.pid) for n in phase_names]
         finally:
             api.send_signal(signal.SIGTERM)
@@ -240,7 +253,8 @@ def main() -> None:
     print(
         f"{args.clients} clients x {args.uploads} uploads of {args.tests} testcases "
         f"({baseline.sent} uploads per phase; "
-        f"{'the same suite per client' if args.known else 'new tests in each'})"
+        f"{'the same suite per client' if args.known else 'new tests in each'}"
+        f"{', gzipped' if args.gzip else ''})"
     )
     for phase in phases:
         drain = "-" if phase.drain_s is None else f"{phase.drain_s:.1f} s"

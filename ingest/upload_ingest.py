@@ -193,6 +193,8 @@ def read_upload_files(
 ) -> dict[int, list[tuple[str, bytes]]]:
     """Each upload's (filename, raw) files in order (an upload with none: [])."""
     files: dict[int, list[tuple[str, bytes]]] = {i: [] for i in upload_ids}
+    if not upload_ids:
+        return files  # every upload of the batch parsed ahead: no round trip
     for upload_id, filename, raw in conn.execute(
         "SELECT upload_id, filename, raw_gzip FROM upload_file WHERE upload_id = ANY(%s) "
         "ORDER BY upload_id, position",

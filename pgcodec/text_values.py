@@ -35,7 +35,7 @@ def storable_column(values: pd.Series) -> pd.Series:
     if not _holds_text(values):
         return values
     # One scan of the joined column finds the (rare) columns that need work.
-    if not _has_unstorable("".join(text_items(values))):
+    if not _has_unstorable(joined_text(values)):
         return values
     return values.map(lambda v: storable_text(v) if isinstance(v, str) else v)
 
@@ -52,10 +52,25 @@ def _has_unstorable(text: str) -> bool:
     return False
 
 
-def text_items(values: pd.Series | Sequence[Any]) -> list[str]:
-    """The strings of a column or sequence, in order, without its missing or other values."""
+def joined_text(values: pd.Series | Sequence[Any], sep: str = "") -> str:
+    """The strings of a column or sequence joined by `sep`, in order, its missing or other
+    values left out."""
     items = values.tolist() if isinstance(values, pd.Series) else values
-    return [v for v in items if isinstance(v, str)]
+    try:
+        # Most name columns hold only strings: one join in C, no test per value.
+        return sep.join(items)
+    except TypeError:
+        return sep.join([v for v in items if isinstance(v, str)])
+
+
+def longest_text(values: pd.Series | Sequence[Any]) -> int:
+    """Characters of the longest string of a column or sequence (0 when it has none); an
+    upper bound when it holds other sized values."""
+    items = values.tolist() if isinstance(values, pd.Series) else values
+    try:
+        return max(map(len, items), default=0)
+    except TypeError:
+        return max((len(v) for v in items if isinstance(v, str)), default=0)
 
 
 def _holds_text(values: pd.Series) -> bool:
@@ -80,7 +95,7 @@ def cut_names(values: pd.Series, max_bytes: int = MAX_NAME_BYTES) -> tuple[pd.Se
         return values, 0
     # A character is at most 4 bytes: only longer strings can be over the limit. The longest
     # string decides first, in C, whether any row needs a look at all.
-    if max(map(len, text_items(values)), default=0) <= max_bytes // 4:
+    if longest_text(values) <= max_bytes // 4:
         return values, 0
     lengths = values.str.len().to_numpy(dtype=np.float64, na_value=0.0)
     candidates = np.flatnonzero(lengths > max_bytes // 4)

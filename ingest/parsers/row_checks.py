@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from model.frames import unnamed
-from pgcodec.text_values import text_items
+from pgcodec.text_values import joined_text
 
 __all__ = ["MAX_DURATION_S", "durations_in_range", "keep_named", "nameless"]
 
@@ -41,7 +41,7 @@ def nameless(nodeids: Sequence[Any], *, prefix_only: bool = False) -> _BoolArray
     drop = unnamed(pd.Series(list(nodeids), dtype=object)).to_numpy(dtype=bool, copy=True)
     # One regex over the joined names rules out the row-by-row pass when no name ends in "::"
     # (a name holding a newline may match falsely; the exact pass then decides).
-    if prefix_only and _PREFIX_END.search("\n".join(text_items(nodeids)) + "\n"):
+    if prefix_only and _PREFIX_END.search(joined_text(nodeids, "\n") + "\n"):
         drop |= np.fromiter(
             (isinstance(v, str) and v.rstrip().endswith("::") for v in nodeids),
             dtype=bool,
