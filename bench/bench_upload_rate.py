@@ -1,7 +1,7 @@
 """Sustained upload rate, upload latency and drain time with 0, 1 and 3 workers.
 
     .venv/bin/python -m bench.bench_upload_rate [--clients 12] [--uploads 10] [--tests 500]
-        [--known] [--phases 0,1,3]
+        [--known] [--gzip] [--phases 0,1,3]
 
 A real `laptime serve --no-worker` API process and real `laptime worker` processes on a scratch
 embedded Postgres. Each phase uses a fresh project: `--clients` threads (httpx) each POST
@@ -17,13 +17,6 @@ without parse-ahead (ingest/parse_ahead.py), so `0,1-,1,1-,1` alternates without
 The CPU each part used per upload (clients, API, workers, PostgreSQL with every backend, from
 /proc over the phase) bounds the rate: while an upload costs that much CPU in all, no more than
 cores x 1000 ms over that sum can be done per second.
-
-Before (the figures README.md quotes; tests/test_before_figures.py checks them):
-- `29.0-30.3 / 39.9-41.3 uploads/s`: end to end with 1 / 3 workers, each client uploading its
-  job's same suite, load average 0.8-2.5, the code at commit d74ae0c447b3 (the parent of the
-  cuts to the worker's per-upload Python and the 131,072-result compaction passes) with this
-  bench script, three runs alternating with the new code's,
-  `python -m bench.bench_upload_rate --uploads 20 --tests 1000 --known`.
 """
 
 from __future__ import annotations
