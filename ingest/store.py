@@ -663,6 +663,14 @@ def _copy_results(
     copy_result_frame(conn, result_frame(project_id, day, run_id, results, ids))
 
 
+# The columns of a run's results that result_frame reads.
+RESULT_COLUMNS = (
+    "outcome", "duration_s", "setup_s", "call_s", "teardown_s", "attempts", "last_attempt_s",
+    "flaky", "peak_rss_mib", "cpu_s", "seq", "gc_s", "heap_scans", "heap_objects",
+    "cpu_wait_s", "worker", "message",
+)  # fmt: skip
+
+
 def result_frame(
     project_id: int, day: date, run_id: int, results: pd.DataFrame, ids: np.ndarray
 ) -> pd.DataFrame:

@@ -23,6 +23,7 @@ from ingest.pg_arrays import Int4Array, Int8Array
 from ingest.store import (
     DICTIONARY_TEXT,
     FILE_SUM_ROWS,
+    RESULT_COLUMNS,
     ROLLUP_MERGE,
     ROLLUP_SUMS,
     ROLLUP_VALUES,
@@ -37,6 +38,7 @@ from ingest.store import (
     file_sum_params,
     result_frame,
 )
+from model.frames import fact_value_arrays, sum_facts_by_code
 
 # As ingest.store's dictionary upsert, with each row's first day; the inserted ids are
 # counted per run (the first run of the batch that named them), as separate ingests count.
@@ -111,17 +113,10 @@ def store_runs(
     days = sorted({runs[i].day for i in codes})
     day_code = {day: code for code, day in enumerate(days)}
     new_tests = _upsert_test_cases(conn, project_id, runs, codes, day_code, days, known_tests)
-    copy_result_frame(
-        conn,
-        pd.concat(
-            [
-                result_frame(project_id, runs[i].day, runs[i].run_id, runs[i].results, runs[i].ids)
-                for i in codes
-            ],
-            ignore_index=True,
-        ),
-    )
-    _store_file_rollups(conn, project_id, runs, codes, day_code, days)
+    stored = [runs[i] for i in codes]
+    results = batch_results(stored)
+    copy_result_frame(conn, batch_result_frame(project_id, stored, results))
+    _store_file_rollups(conn, project_id, stored, day_code, days, results)
     return [run.stored(new_tests.get(i, 0)) for i, run in enumerate(runs)]
 
 
@@ -186,15 +181,15 @@ def _store_file_rollups(
     conn: psycopg.Connection[Any],
     project_id: int,
     runs: list[PreparedRun],
-    codes: list[int],
     day_code: dict[Any, int],
     days: list[Any],
+    results: pd.DataFrame,
 ) -> None:
-    """Every per-file rollup of every run in one statement, after the locks each run's store
-    takes (the per-test ones: ingest.rollup_compaction)."""
+    """Every per-file rollup of every run (`results`: batch_results of them) in one statement,
+    after the locks each run's store takes (the per-test ones: ingest.rollup_compaction)."""
     weeks = [day - timedelta(days=day.weekday()) for day in days]
-    cell_days = sorted({f"{project_id}:{runs[i].day}:{runs[i].cell_id}" for i in codes})
-    week_keys = sorted({f"{project_id}:{weeks[day_code[runs[i].day]]}" for i in codes})
+    cell_days = sorted({f"{project_id}:{run.day}:{run.cell_id}" for run in runs})
+    week_keys = sorted({f"{project_id}:{weeks[day_code[run.day]]}" for run in runs})
     conn.execute(
         _LOCK_ALL,
         {
@@ -202,23 +197,70 @@ def _store_file_rollups(
             "classes": [727003] * len(cell_days) + [727004] * len(week_keys),
         },
     )
-    sums = pd.concat(
-        [
-            file_fact_sums(runs[i].results).assign(
-                day_code=day_code[runs[i].day], cell_id=runs[i].cell_id
-            )
-            for i in codes
-        ],
-        ignore_index=True,
-    )
+    sums = batch_file_sums(runs, results)
+    run_day_codes = np.array([day_code[run.day] for run in runs], dtype=np.int32)
+    run_cells = np.array([run.cell_id for run in runs], dtype=np.int64)
     conn.execute(
         _STORE_FILE_ROLLUPS,
         {
             "project": project_id,
             "days": days,
             "weeks": weeks,
-            "day_code": Int4Array(sums["day_code"].to_numpy(np.int32)),
-            "cell_id": Int8Array(sums["cell_id"].to_numpy(np.int64)),
+            "day_code": Int4Array(run_day_codes[sums["run"].to_numpy()]),
+            "cell_id": Int8Array(run_cells[sums["run"].to_numpy()]),
             **file_sum_params(sums),
         },
+    )
+
+
+# What the results COPY and the per-file sums read of each run's results.
+_BATCH_COLUMNS = (*RESULT_COLUMNS, "file")
+
+
+def batch_results(runs: list[PreparedRun]) -> pd.DataFrame:
+    """The runs' results end to end, only the columns the COPY and the per-file sums read:
+    one frame built once, not one per run and a concatenation (bench/profile_ingest.py)."""
+    if len(runs) == 1:
+        return runs[0].results
+    return pd.DataFrame(
+        {c: np.concatenate([run.results[c].to_numpy() for run in runs]) for c in _BATCH_COLUMNS},
+        copy=False,
+    )
+
+
+def batch_result_frame(
+    project_id: int, runs: list[PreparedRun], results: pd.DataFrame
+) -> pd.DataFrame:
+    """result_frame of every run (`results`: batch_results of them), in run order."""
+    if len(runs) == 1:
+        run = runs[0]
+        return result_frame(project_id, run.day, run.run_id, run.results, run.ids)
+    frame = result_frame(
+        project_id, runs[0].day, runs[0].run_id, results, np.concatenate([r.ids for r in runs])
+    )
+    lengths = [len(run.results) for run in runs]
+    if len({run.day for run in runs}) > 1:
+        days = np.array([pd.Timestamp(run.day).to_datetime64() for run in runs])
+        frame["day"] = pd.Series(np.repeat(days, lengths)).astype(frame["day"].dtype).to_numpy()
+    frame["run_id"] = np.repeat(np.array([run.run_id for run in runs], dtype=np.int64), lengths)
+    return frame
+
+
+def batch_file_sums(runs: list[PreparedRun], results: pd.DataFrame) -> pd.DataFrame:
+    """file_fact_sums of each run (`results`: batch_results of them) end to end, with `run`:
+    the index of the run each row sums, in run order, each run's files in first-row order."""
+    if len(runs) == 1:
+        return file_fact_sums(results).assign(run=0)
+    file_codes, files = pd.factorize(results["file"].fillna("(unknown)"), use_na_sentinel=False)
+    run_of_row = np.repeat(np.arange(len(runs)), [len(run.results) for run in runs])
+    # One code per (run, file), in first-row order: runs come in blocks, so run order holds.
+    codes, pairs = pd.factorize(run_of_row * len(files) + file_codes)
+    sums = sum_facts_by_code(fact_value_arrays(results), codes, len(pairs))
+    return pd.DataFrame(
+        {
+            "file": files[pairs % len(files)],
+            "tests": sums["runs"],
+            **sums,
+            "run": pairs // len(files),
+        }
     )
