@@ -31,10 +31,10 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from app.db.changes import set_default_branch
-from app.db.projects import create_token, get_project, hash_token
+from app.db.projects import create_token, get_project, issue_token
 from tests.changes_history import upload_step_history
 from tests.conftest import LiveServer, ProjectFixture, make_project
 from tests.server.test_rollup_api import junit
@@ -211,8 +211,6 @@ CLI_MAX_TIME_S = 120
 # across fields such as a job range's ends) are most of what some planners answer to generated
 # input, by design, and which operations cross the threshold changes from run to run. A
 # warning shown makes the run fail below (no "No issues found").
-# Neither small nor near ROW_ID_MAX (app.http.params): what fuzzers draw most.
-FAR_TOKEN_ID = 738_291_465
 WARNINGS_SHOWN = [
     "missing_auth",
     "missing_test_data",
@@ -230,6 +228,9 @@ WARNINGS_SHOWN = [
 ]
 
 
+SHOWN_BUT_MISSING_DATA = [w for w in WARNINGS_SHOWN if w != "missing_test_data"]
+
+
 @pytest.mark.slow
 def test_schemathesis_cli_every_check_and_stateful_pass_clean(
     live_server: LiveServer, rich: ProjectFixture, tmp_path: Path, engine: Engine
@@ -245,13 +246,9 @@ def test_schemathesis_cli_every_check_and_stateful_pass_clean(
         found = get_project(conn, rich.slug)
         assert found is not None
         fresh = {s: create_token(conn, found, s) for s in ("upload", "read", "admin")}
-        # DELETE .../tokens/{token_id} revokes whatever id the fuzzer draws: small ids and the
-        # bounds come up often, and once the CLI's own admin token went, every later request
-        # answered 401. Its token gets an id no draw is likely to hit.
-        conn.execute(
-            text("UPDATE api_token SET id = :far WHERE token_hash = :h"),
-            {"far": FAR_TOKEN_ID, "h": hash_token(fresh["admin"])},
-        )
+        # The one token DELETE .../tokens/{token_id} may revoke: a drawn or linked id once
+        # revoked the CLI's own admin token, and every later request answered 401.
+        spare = issue_token(conn, found, "read")[0].id
     rich = dataclasses.replace(
         rich,
         upload_token=fresh["upload"],
@@ -281,7 +278,7 @@ def test_schemathesis_cli_every_check_and_stateful_pass_clean(
     config.write_text(
         # The rich project's pipeline: compare answers from data rather than a 404 every time.
         f'[parameters]\n"path.slug" = "{rich.slug}"\n"query.pipeline" = "pipe-1"\n'
-        f'"path.change_id" = {changes[0]["id"]}\n'
+        f'"path.change_id" = {changes[0]["id"]}\n"path.token_id" = {spare}\n'
         "[generation]\nallow-x00 = false\n"
         "[checks.positive_data_acceptance]\n"
         'expected-statuses = ["2xx", "401", "403", "404", "409", "422"]\n'
@@ -292,6 +289,9 @@ def test_schemathesis_cli_every_check_and_stateful_pass_clean(
         # still sends every field's invalid values (started_at, numbers, runner...).
         '[[operations]]\ninclude-path = "/api/v1/uploads"\ninclude-method = "POST"\n'
         '[operations.phases.fuzzing.generation]\nmode = "positive"\n'
+        # Its spare token is revoked once; every later DELETE of it is a documented 404.
+        '[[operations]]\ninclude-path = "/api/v1/projects/{slug}/tokens/{token_id}"\n'
+        f'include-method = "DELETE"\nwarnings = {SHOWN_BUT_MISSING_DATA!r}\n'
     )
     command = [
         str(Path(sys.executable).parent / "st"),
@@ -315,3 +315,10 @@ def test_schemathesis_cli_every_check_and_stateful_pass_clean(
     assert done.returncode == 0, output
     assert "Stateful" in output, output[-5000:]
     assert "No issues found" in output, output[-5000:]
+    # The run's own token outlived it: only the spare one was there to revoke.
+    still = httpx.get(
+        f"{live_server.url}/api/v1/projects/{rich.slug}/uploads",
+        headers={"Authorization": f"Bearer {rich.admin_token}"},
+        timeout=60,
+    )
+    assert still.status_code == 200, still.text
