@@ -7,7 +7,7 @@ A real `laptime serve --no-worker` API process and real `laptime worker` process
 embedded Postgres. Each phase uses a fresh project: `--clients` threads (httpx) each POST
 `--uploads` distinct JUnit reports of `--tests` testcases, written before the phase's clock
 starts (in CI the runner writes them on the job's machine; until 2026-12-06 each client thread
-wrote its own inside the phase, about 1.7 ms of CPU a 1,000-test report). Measured per phase:
+wrote its own inside the phase, on the cores it measures). Measured per phase:
 acknowledged uploads per second while the clients send, p50/p95 upload latency, and the drain
 time (last acknowledgement to every upload `done`). Baseline, same run: the API with no worker
 running, so the ratios say what ingesting alongside costs the uploaders, and what 3 workers buy
