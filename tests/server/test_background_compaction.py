@@ -64,21 +64,31 @@ def stop(worker: subprocess.Popen[bytes]) -> float:
     return time.monotonic() - begun
 
 
-def test_a_waiting_compaction_holds_up_no_upload_and_then_compacts_every_run(
-    held_rollups: tuple[str, psycopg.Connection],
-) -> None:
-    url, holder = held_rollups
+def ingested_with_compaction_waiting(url: str) -> subprocess.Popen[bytes]:
+    """A real worker, once it ingested the whole backlog while its compaction waits."""
     worker = start_worker(url)
     try:
         wait_for(lambda: done(url) == BACKLOG, 60, "every upload ingested")
         wait_for(lambda: waiting_compactions(url) == 1, 30, "the compaction waiting")
+    except BaseException:
+        stop(worker)
+        raise
+    return worker
+
+
+def all_compacted(url: str, what: str) -> None:
+    wait_for(lambda: count(url, "SELECT count(*) FROM run WHERE NOT compacted") == 0, 60, what)
+
+
+def test_a_waiting_compaction_holds_up_no_upload_and_then_compacts_every_run(
+    held_rollups: tuple[str, psycopg.Connection],
+) -> None:
+    url, holder = held_rollups
+    worker = ingested_with_compaction_waiting(url)
+    try:
         assert count(url, "SELECT count(*) FROM run WHERE compacted") == 0
         holder.commit()
-        wait_for(
-            lambda: count(url, "SELECT count(*) FROM run WHERE NOT compacted") == 0,
-            60,
-            "every run compacted",
-        )
+        all_compacted(url, "every run compacted")
         assert count(url, "SELECT count(*) FROM run") == BACKLOG
         assert_rollups_equal_recomputation(url)
     finally:
@@ -89,12 +99,8 @@ def test_a_worker_stopped_while_its_compaction_waits_exits_and_the_next_one_comp
     held_rollups: tuple[str, psycopg.Connection],
 ) -> None:
     url, holder = held_rollups
-    worker = start_worker(url)
-    try:
-        wait_for(lambda: done(url) == BACKLOG, 60, "every upload ingested")
-        wait_for(lambda: waiting_compactions(url) == 1, 30, "the compaction waiting")
-    finally:
-        seconds = stop(worker)
+    worker = ingested_with_compaction_waiting(url)
+    seconds = stop(worker)
     assert worker.returncode == 0
     assert seconds < 15
     assert count(url, "SELECT count(*) FROM run WHERE compacted") == 0
@@ -104,11 +110,7 @@ def test_a_worker_stopped_while_its_compaction_waits_exits_and_the_next_one_comp
         # A new upload wakes it; it compacts the whole backlog once its queue is empty.
         new_project(url, "woken")
         queue(url, "woken", uploads(1))
-        wait_for(
-            lambda: count(url, "SELECT count(*) FROM run WHERE NOT compacted") == 0,
-            60,
-            "the next worker compacted the backlog",
-        )
+        all_compacted(url, "the next worker compacted the backlog")
     finally:
         stop(again)
     assert_rollups_equal_recomputation(url)
@@ -123,11 +125,7 @@ def test_the_compaction_session_is_the_worker_s_own(database: Database) -> None:
     try:
         queue(url, "named", uploads(3))
         wait_for(lambda: done(url) == 3, 60, "ingested")
-        wait_for(
-            lambda: count(url, "SELECT count(*) FROM run WHERE NOT compacted") == 0,
-            60,
-            "compacted",
-        )
+        all_compacted(url, "compacted")
         names = {
             name
             for (name,) in rows(
